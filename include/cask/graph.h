@@ -1,0 +1,109 @@
+/* cask/graph.h: building a lazy task graph and running it. */
+#ifndef CASK_GRAPH_H
+#define CASK_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "cask/task.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A graph of tasks, built lazily and run by cask_graph_compute. It can be run again
+ * after it finished (same tasks, same dependencies). Opaque. */
+typedef struct cask_graph cask_graph;
+/* A task in a graph; owned by the graph. Opaque. */
+typedef struct cask_task cask_task;
+
+/* One buffer a task uses and how. */
+typedef struct cask_access {
+    cask_data *data;
+    cask_access_mode mode;
+} cask_access;
+
+/* Where a task may run (cask_task_desc.where). */
+enum cask_where { CASK_WHERE_ANY = 0, CASK_WHERE_CPU = 1, CASK_WHERE_GPU = 2 };
+
+/* Bits of cask_task_desc.field_mask for the optional fields. */
+enum cask_task_field {
+    CASK_TASK_ARGS     = 1u << 0,
+    CASK_TASK_PRIORITY = 1u << 1,
+    CASK_TASK_NAME     = 1u << 2,
+    CASK_TASK_WHERE    = 1u << 3,
+    CASK_TASK_DEVICE   = 1u << 4
+};
+
+typedef struct cask_task_desc {
+    uint64_t field_mask;
+    cask_kernel *kernel;          /* required */
+    const cask_access *access;    /* naccess entries (copied); may be NULL if 0 */
+    int naccess;                  /* at most CASK_MAX_BUFFERS */
+    const void *args;             /* CASK_TASK_ARGS: copied into the graph */
+    size_t args_size;
+    int priority;                 /* CASK_TASK_PRIORITY: higher runs first among ready
+                                     tasks of a worker; default 0 */
+    const char *name;             /* CASK_TASK_NAME: copied; default kernel name */
+    uint32_t where;               /* CASK_TASK_WHERE: cask_where; default ANY */
+    int device;                   /* CASK_TASK_DEVICE: preferred GPU index */
+} cask_task_desc;
+
+#define CASK_MAX_BUFFERS 16
+
+/* Creates an empty graph. Errors: CASK_ERR_NOMEM. Thread safe. */
+cask_status cask_graph_create(cask_runtime *rt, cask_graph **out);
+
+/* Adds a task. Dependencies follow from the access modes in the order tasks are added
+ * (sequential task flow, as StarPU): a task reading d waits for the last task that
+ * wrote d; a task writing d waits for the last writer and every reader since. *out
+ * (may be NULL) is valid until the graph is destroyed. Not thread safe for one graph:
+ * build a graph from one thread. Errors: CASK_ERR_INVALID (no kernel, NULL data,
+ * too many buffers, mode 0, where excludes every implementation of the kernel),
+ * CASK_ERR_STATE (graph running), CASK_ERR_NOMEM. */
+cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_task **out);
+
+/* Adds an explicit edge: `after` waits for `before`. Both in g. A cycle is reported by
+ * compute (CASK_ERR_CYCLE). Errors: CASK_ERR_INVALID (different graphs, same task). */
+cask_status cask_task_depend(cask_task *after, cask_task *before);
+
+/* Starts running the graph and returns at once. Checks it first: CASK_ERR_CYCLE,
+ * CASK_ERR_UNSUPPORTED (a task can run nowhere, e.g. CUDA-only without GPU),
+ * CASK_ERR_BUSY (a data handle is used by another running graph or acquired),
+ * CASK_ERR_STATE (already running). */
+cask_status cask_graph_submit(cask_graph *g);
+
+/* Waits for a submitted graph to finish. Returns CASK_OK, or the first error of a task
+ * (CASK_ERR_TASK_FAILED, CASK_ERR_CUDA, ...): then tasks not yet started are skipped,
+ * running ones finish, and cask_graph_error tells which task failed and why. Data
+ * written by tasks that ran keeps their results. Must not be called from a task. */
+cask_status cask_graph_wait(cask_graph *g);
+
+/* submit + wait. */
+cask_status cask_graph_compute(cask_graph *g);
+
+/* Message of the graph's last failure ("" if none); valid until the next submit or
+ * destroy. */
+const char *cask_graph_error(const cask_graph *g);
+
+/* Counts of a graph. */
+typedef struct cask_graph_info {
+    size_t ntasks;
+    size_t nedges;
+    size_t ntasks_run;      /* in the last compute */
+    double elapsed_s;       /* wall time of the last compute, submit to finish */
+} cask_graph_info;
+cask_status cask_graph_query(const cask_graph *g, cask_graph_info *info);
+
+/* Writes the graph in Graphviz dot: one node per task (coloured by kernel), one edge
+ * per dependency; with_data also draws data handles as boxes. */
+cask_status cask_graph_dot(const cask_graph *g, FILE *out, int with_data);
+
+/* Frees the graph and its tasks (not the data or kernels). CASK_ERR_BUSY if running.
+ * g may be NULL. */
+cask_status cask_graph_destroy(cask_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

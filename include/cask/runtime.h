@@ -1,0 +1,128 @@
+/* cask/runtime.h: starting and stopping the runtime, its configuration, and logging. */
+#ifndef CASK_RUNTIME_H
+#define CASK_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cask/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The runtime: worker threads, devices, memory pools. Opaque. One per process is usual;
+ * several may coexist (each with its own threads). */
+typedef struct cask_runtime cask_runtime;
+
+typedef enum cask_sched_policy {
+    CASK_SCHED_WS = 0,       /* work stealing, GPU tasks placed by load only */
+    CASK_SCHED_LOCALITY,     /* work stealing + GPU placement by input bytes (default) */
+    CASK_SCHED_EAGER         /* one central queue per worker kind, no locality */
+} cask_sched_policy;
+
+typedef enum cask_log_level {
+    CASK_LOG_ERROR = 0, CASK_LOG_WARN, CASK_LOG_INFO, CASK_LOG_DEBUG, CASK_LOG_TRACE
+} cask_log_level;
+
+/* Bits of cask_config.field_mask: a field is read only if its bit is set, so that the
+ * struct can grow without breaking callers (as UCX's parameter structs do). */
+enum cask_config_field {
+    CASK_CONFIG_NCPU          = 1u << 0,
+    CASK_CONFIG_NGPU          = 1u << 1,
+    CASK_CONFIG_SCHED         = 1u << 2,
+    CASK_CONFIG_GPU_MEM_LIMIT = 1u << 3,
+    CASK_CONFIG_LOG_LEVEL     = 1u << 4,
+    CASK_CONFIG_BIND          = 1u << 5,
+    CASK_CONFIG_SIM_GPUS      = 1u << 6,
+    CASK_CONFIG_GPU_STREAMS   = 1u << 7,
+    CASK_CONFIG_TRACE_PATH    = 1u << 8,
+    CASK_CONFIG_STATS         = 1u << 9
+};
+
+/* Runtime configuration. For each field: the value given here if its bit is set in
+ * field_mask; otherwise the environment variable named; otherwise the default. */
+typedef struct cask_config {
+    uint64_t field_mask;
+    int ncpu;                 /* CPU worker threads. CASK_NCPU. Default: all cores
+                                 (minus one per GPU worker when GPUs are used, min 1). */
+    int ngpu;                 /* GPUs to use; -1 = all. CASK_NGPU. Default: all. */
+    cask_sched_policy sched;  /* CASK_SCHED=ws|locality|eager. Default: locality. */
+    size_t gpu_mem_limit;     /* bytes per GPU cask may allocate; 0 = 90% of free.
+                                 CASK_GPU_MEM_LIMIT (suffixes K, M, G). */
+    cask_log_level log_level; /* CASK_LOG=error|warn|info|debug|trace. Default: warn. */
+    int bind;                 /* pin workers to cores through hwloc. CASK_BIND. Default 1. */
+    int sim_gpus;             /* simulated GPUs backed by host memory, running the CPU
+                                 implementation: exercises the GPU paths without a GPU
+                                 (tests). CASK_SIM_GPUS. Default 0. Ignored if real GPUs
+                                 are used. */
+    int gpu_streams;          /* compute streams per GPU. CASK_GPU_STREAMS. Default 4. */
+    const char *trace_path;   /* write a Chrome/Perfetto JSON trace here at shutdown.
+                                 CASK_TRACE. Default: none. Copied. */
+    int stats;                /* print per-worker statistics at shutdown. CASK_STATS. */
+} cask_config;
+
+/* Describes a started runtime. */
+typedef struct cask_runtime_info {
+    int ncpu_workers;   /* CPU worker threads running */
+    int ngpus;          /* GPU workers (real or simulated) */
+    int simulated_gpus; /* 1 if the GPUs are simulated */
+    int ncores;         /* cores hwloc found */
+    cask_sched_policy sched;
+} cask_runtime_info;
+
+/* Starts a runtime: discovers the topology, starts and pins worker threads, opens GPUs.
+ * cfg may be NULL (all defaults/environment). On success *out owns the runtime until
+ * cask_shutdown. Errors: CASK_ERR_INVALID (bad config or environment value, message on
+ * stderr), CASK_ERR_HWLOC, CASK_ERR_CUDA, CASK_ERR_NOMEM. Thread safe. */
+cask_status cask_init(const cask_config *cfg, cask_runtime **out);
+
+/* Waits for running graphs, stops the workers, writes the trace and statistics if asked,
+ * and frees everything the runtime owns (kernels, device memory; data handles still
+ * registered are flushed back to their host memory and freed). rt may be NULL. Must not
+ * be called from a task. */
+cask_status cask_shutdown(cask_runtime *rt);
+
+/* Fills *info. Thread safe. */
+cask_status cask_runtime_query(const cask_runtime *rt, cask_runtime_info *info);
+
+/* Counters of one worker since cask_init (or the last cask_runtime_stats_reset). */
+typedef struct cask_worker_stats {
+    int kind;                  /* 0 CPU worker, 1 GPU worker */
+    int device;                /* GPU index for a GPU worker, -1 otherwise */
+    uint64_t tasks_run;
+    uint64_t steals;           /* tasks this worker took from another's queue */
+    uint64_t steal_attempts;
+    uint64_t busy_ns;          /* time spent running (CPU) or with work in flight (GPU) */
+    uint64_t idle_ns;          /* time asleep or searching */
+    uint64_t bytes_h2d, bytes_d2h, bytes_peer;  /* copies this worker issued */
+    uint64_t evictions, spills;                 /* replicas dropped / written back */
+} cask_worker_stats;
+
+/* Number of workers (CPU then GPU), for cask_runtime_stats. */
+cask_status cask_runtime_nworkers(const cask_runtime *rt, int *n);
+/* Copies the counters of workers 0..n-1 into stats[0..n-1] (n from
+ * cask_runtime_nworkers). Counters are read without stopping workers: exact once no
+ * graph runs. Thread safe. */
+cask_status cask_runtime_stats(const cask_runtime *rt, cask_worker_stats *stats, int n);
+/* Zeroes all counters. Call only while no graph runs. */
+cask_status cask_runtime_stats_reset(cask_runtime *rt);
+
+/* Allocates host memory suited for fast, asynchronous copies to and from GPUs (pinned
+ * when GPUs are in use, plain aligned memory otherwise). Free with cask_host_free.
+ * Errors: CASK_ERR_INVALID, CASK_ERR_NOMEM. Thread safe. */
+cask_status cask_host_alloc(cask_runtime *rt, size_t bytes, void **out);
+/* Frees memory from cask_host_alloc. ptr may be NULL. */
+cask_status cask_host_free(cask_runtime *rt, void *ptr);
+
+/* Copies the message of the most recent failure seen by this runtime (any thread) into
+ * buf (always NUL-terminated, truncated to len). Empty if none. Thread safe. */
+cask_status cask_runtime_error(cask_runtime *rt, char *buf, size_t len);
+
+/* Logs through the runtime's logger (stderr, with level and time), if level is enabled. */
+void cask_log(cask_runtime *rt, cask_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

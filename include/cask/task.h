@@ -1,0 +1,78 @@
+/* cask/task.h: kernels (what a task runs) and the context a running task sees. */
+#ifndef CASK_TASK_H
+#define CASK_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cask/runtime.h"
+#include "cask/data.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What a running task sees: its buffers (in the memory of where it runs), its argument
+ * bytes, its device and stream. Valid only during the kernel call. Opaque. */
+typedef struct cask_task_ctx cask_task_ctx;
+
+/* A kernel implementation. CPU implementations run to completion on a worker thread.
+ * CUDA implementations only enqueue work on cask_task_cuda_stream(ctx) and return (no
+ * synchronisation): the runtime tracks completion with an event. Return CASK_OK, or
+ * the result of cask_task_fail() to fail the graph. */
+typedef cask_status (*cask_kernel_fn)(cask_task_ctx *ctx);
+
+/* Kernel flags. */
+enum cask_kernel_flag {
+    /* Each output element depends only on the same element of the inputs, all buffers
+     * the same length: the graph optimiser may fuse chains of such tasks. */
+    CASK_KERNEL_ELEMENTWISE = 1u << 0
+};
+
+/* A named kernel with up to two implementations, as a StarPU codelet. At least one of
+ * cpu/cuda must be set. The runtime chooses where each task runs among the
+ * implementations present. */
+typedef struct cask_kernel_desc {
+    uint64_t field_mask;   /* reserved, set 0 */
+    const char *name;      /* copied; shown in errors, traces and graph pictures */
+    cask_kernel_fn cpu;
+    cask_kernel_fn cuda;
+    uint32_t flags;        /* cask_kernel_flag bits */
+} cask_kernel_desc;
+
+/* A registered kernel; owned by the runtime, freed at cask_shutdown. Opaque. */
+typedef struct cask_kernel cask_kernel;
+
+/* Registers a kernel. Errors: CASK_ERR_INVALID (no name or no implementation),
+ * CASK_ERR_NOMEM. Thread safe. */
+cask_status cask_kernel_register(cask_runtime *rt, const cask_kernel_desc *desc,
+                                 cask_kernel **out);
+
+/* ---- inside a running task (ctx is valid only during the call) ---- */
+
+/* Number of buffers (the task's accesses, in the order given). */
+int cask_task_nbuffers(const cask_task_ctx *ctx);
+/* Pointer to buffer i in the memory where the task runs (device pointer on a GPU),
+ * NULL if i is out of range. */
+void *cask_task_buffer(const cask_task_ctx *ctx, int i);
+/* Size in bytes of buffer i (0 if out of range). */
+size_t cask_task_buffer_size(const cask_task_ctx *ctx, int i);
+/* The argument bytes given at cask_graph_add_task (a private, aligned copy). */
+const void *cask_task_args(const cask_task_ctx *ctx, size_t *size);
+/* -1 on a CPU worker, else the GPU index (0-based) the task runs on. */
+int cask_task_device(const cask_task_ctx *ctx);
+/* The cudaStream_t to enqueue on (NULL on CPU or a simulated GPU). */
+void *cask_task_cuda_stream(const cask_task_ctx *ctx);
+/* Index of the worker running the task (0..ncpu-1 CPU, then GPU workers). */
+int cask_task_worker(const cask_task_ctx *ctx);
+/* The task's name (or its kernel's). */
+const char *cask_task_name(const cask_task_ctx *ctx);
+/* Records why the task failed (printf format) and returns CASK_ERR_TASK_FAILED, to be
+ * returned by the kernel: `return cask_task_fail(ctx, "bad row %d", r);`. The graph
+ * stops; cask_graph_error gives "task NAME (kernel K, data D...): message". */
+cask_status cask_task_fail(cask_task_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif
