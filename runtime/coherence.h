@@ -1,0 +1,39 @@
+/* coherence.h (internal): keeping replicas of a data handle coherent (MSI-like, as
+ * StarPU): a read makes a valid replica where the task runs, copied from the nearest
+ * valid one (same GPU < peer GPU < host); a write leaves only the writer's replica
+ * valid. Copies for GPU tasks are asynchronous on the GPU's copy streams, ordered by
+ * events; copies for CPU tasks and users are synchronous. */
+#ifndef CASK_RUNTIME_COHERENCE_H
+#define CASK_RUNTIME_COHERENCE_H
+
+#include "runtime/graph.h"
+#include "runtime/data.h"
+
+/* CPU task: host pointers and sizes of its buffers, valid for the access modes. */
+cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, void **bufs, size_t *sizes,
+                             char *msg, size_t msglen);
+void coh_finish_host(cask_runtime *rt, cask_task *t);
+
+/* GPU task on gpu: device pointers; copies are enqueued and the compute stream made to
+ * wait for them. */
+cask_status coh_prepare_gpu(cask_runtime *rt, cask_task *t, int gpu, void *compute_stream,
+                            worker_counters *ctr, void **bufs, size_t *sizes, char *msg, size_t msglen);
+/* After the task's completion event: unpins its replicas. For each written handle with
+ * write-back on, starts the copy to host and returns its data in wb[] (count in *nwb),
+ * for the caller to watch. */
+void coh_finish_gpu(cask_runtime *rt, cask_task *t, int gpu, worker_counters *ctr,
+                    cask_data **wb, int *nwb);
+/* 1 when the write-back copy of d to host has completed. */
+int coh_writeback_done(cask_runtime *rt, cask_data *d);
+
+/* User access (acquire) and flush at destroy: synchronous. */
+cask_status coh_acquire_host(cask_data *d, cask_access_mode mode, void **ptr);
+cask_status coh_flush_user(cask_data *d);
+/* Frees every replica the runtime allocated. */
+void coh_free_all(cask_data *d);
+
+/* Called by the memory manager with d locked: make it safe to free d's replica on node
+ * (write it back to host first if it is the only valid copy). */
+cask_status coh_evict_locked(cask_runtime *rt, cask_data *d, int node, int *spilled);
+
+#endif

@@ -1,0 +1,60 @@
+/* runtime.h (internal): the runtime object that owns every part of a cask instance. */
+#ifndef CASK_RUNTIME_RUNTIME_H
+#define CASK_RUNTIME_RUNTIME_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <time.h>
+#include "cask/cask.h"
+#include "runtime/config.h"
+#include "runtime/topology.h"
+
+#define CASK_ERRMSG_LEN 1024
+#define CASK_MAX_GPUS 16
+#define CASK_MAX_NODES (CASK_MAX_GPUS + 1)   /* memory node 0 = host, 1+g = GPU g */
+
+struct sched;
+struct device_set;
+struct trace;
+struct mem_manager;
+struct trace_state;
+
+struct cask_kernel {
+    struct cask_kernel *next;   /* runtime's list, freed at shutdown */
+    char *name;
+    cask_kernel_fn cpu;
+    cask_kernel_fn cuda;
+    uint32_t flags;
+    uint32_t id;
+};
+
+struct cask_runtime {
+    config_resolved cfg;
+    cask_log_level log_level;
+    struct timespec start_time;
+    topology topo;
+    int ncpu;                       /* CPU workers */
+    int ngpu;                       /* GPU workers (real or simulated) */
+    int sim;                        /* GPUs are simulated */
+    struct device_set *dev;         /* NULL without GPUs */
+    struct sched *sched;
+    struct trace_state *trace;      /* NULL unless tracing */
+    struct mem_manager *mem;        /* GPU memory pools; NULL without GPUs */
+
+    pthread_mutex_t lock;           /* kernels, data list, graph list */
+    cask_kernel *kernels;
+    uint32_t nkernels;
+    struct cask_data *data_list;    /* registered handles, for shutdown */
+    int ngraphs_running;
+    pthread_cond_t graphs_cond;
+
+    pthread_mutex_t error_lock;
+    char error[CASK_ERRMSG_LEN];
+};
+
+static inline cask_log_level runtime_log_level(const cask_runtime *rt)
+{
+    return rt->log_level;
+}
+
+#endif

@@ -1,0 +1,63 @@
+/* placement.c: see placement.h. Replica flags are read without the data lock: this is a
+ * guess about where bytes are, corrected by the coherence layer when the task runs. */
+#include "scheduler/placement.h"
+#include "runtime/graph.h"
+#include "runtime/data.h"
+
+int placement_kind(const sched *s, const cask_task *t)
+{
+    /* a GPU is preferred for a task that can use one; CPU workers take the rest */
+    if (task_can_gpu(t) && s->ngpu > 0)
+        return WORKER_GPU;
+    return WORKER_CPU;
+}
+
+int placement_pick_gpu(sched *s, const cask_task *t)
+{
+    int base = s->ncpu;
+    if (t->device >= 0 && t->device < s->ngpu)
+        return base + t->device;
+    int64_t minq = INT64_MAX;
+    int shortest = 0;
+    uint32_t start = atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed);
+    for (int i = 0; i < s->ngpu; i++) {
+        int g = (int)((start + (uint32_t)i) % (uint32_t)s->ngpu);
+        int64_t q = atomic_load_explicit(&s->w[base + g].queued, memory_order_relaxed);
+        if (q < minq) {
+            minq = q;
+            shortest = g;
+        }
+    }
+    if (s->rt->cfg.sched != CASK_SCHED_LOCALITY || s->ngpu == 1)
+        return base + shortest;
+    size_t bytes[CASK_MAX_GPUS] = {0};
+    size_t best = 0;
+    int best_gpu = -1;
+    for (int a = 0; a < t->naccess; a++) {
+        if (!(t->access[a].mode & CASK_READ))
+            continue;
+        cask_data *d = t->access[a].data;
+        for (int g = 0; g < s->ngpu; g++)
+            if (__atomic_load_n(&d->rep[1 + g].valid, __ATOMIC_RELAXED))
+                bytes[g] += d->bytes;
+    }
+    for (int g = 0; g < s->ngpu; g++)
+        if (bytes[g] > best) {
+            best = bytes[g];
+            best_gpu = g;
+        }
+    if (best_gpu < 0)
+        return base + shortest;
+    int64_t q = atomic_load_explicit(&s->w[base + best_gpu].queued, memory_order_relaxed);
+    /* "far busier": more than twice the shortest queue plus a few tasks */
+    if (q > 2 * minq + 4)
+        return base + shortest;
+    return base + best_gpu;
+}
+
+void placement_moved(sched *s, worker *from, worker *to)
+{
+    (void)s;
+    atomic_fetch_sub_explicit(&from->queued, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&to->queued, 1, memory_order_relaxed);
+}

@@ -1,0 +1,117 @@
+/* sched.h (internal): workers, their queues, and how ready tasks reach them. */
+#ifndef CASK_SCHED_SCHED_H
+#define CASK_SCHED_SCHED_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "runtime/runtime.h"
+#include "scheduler/deque.h"
+#include "scheduler/notifier.h"
+
+/* Priorities are bucketed into levels, as StarPU's priority schedulers do: each worker
+ * has one deque per level and serves the highest non-empty level first. */
+#define SCHED_PRIO_MIN (-2)
+#define SCHED_PRIO_MAX 2
+#define SCHED_PRIO_LEVELS (SCHED_PRIO_MAX - SCHED_PRIO_MIN + 1)
+
+/* Something that can sit in a worker's inbox: a task, or a range of a graph's roots. */
+typedef struct sched_node {
+    struct sched_node *next;
+    uint32_t kind;
+} sched_node;
+enum { SCHED_NODE_TASK = 0, SCHED_NODE_RANGE = 1 };
+
+typedef struct sched_range {
+    sched_node node;
+    struct cask_graph *graph;
+    size_t begin, end;
+} sched_range;
+
+enum { WORKER_CPU = 0, WORKER_GPU = 1 };
+
+struct gpu_worker;
+
+typedef struct worker_counters {
+    _Atomic uint64_t tasks_run, steals, steal_attempts, busy_ns, idle_ns;
+    _Atomic uint64_t bytes_h2d, bytes_d2h, bytes_peer, evictions, spills;
+} worker_counters;
+
+typedef struct worker {
+    int id;
+    int kind;
+    int device;                  /* GPU index, -1 for CPU */
+    int core;
+    struct sched *sched;
+    sched_deque dq[SCHED_PRIO_LEVELS];
+    unsigned level_mask;         /* owner only: levels that may be non-empty */
+    _Alignas(64) _Atomic(sched_node *) inbox;   /* MPSC stack, drained by the owner */
+    _Atomic int64_t queued;      /* tasks placed here not yet started (GPU placement) */
+    notifier note;
+    int *victims;                /* same-kind workers, nearest first */
+    int nvictims;
+    pthread_t thread;
+    int started;
+    int inited;                  /* notifier initialised */
+    worker_counters ctr;
+    /* completions counted locally, flushed to the graph in batches */
+    struct cask_graph *batch_graph;
+    int64_t batch_count;
+    int64_t batch_run;           /* of which actually ran (not skipped) */
+    /* busy/idle accounting at transitions only (owner) */
+    uint64_t mark_ns;
+    int active;
+    /* tasks bound to this worker's device: never stolen (owner only, FIFO) */
+    sched_node *pinned_head, *pinned_tail;
+    uint64_t rng;
+    struct gpu_worker *gpu;
+    struct trace_state *trace;   /* NULL unless tracing */
+    uint64_t last_end_ns;        /* end of the last traced task (flow arrows) */
+    int last_track;              /* its track */
+} worker;
+
+typedef struct sched {
+    cask_runtime *rt;
+    int nworkers, ncpu, ngpu;
+    worker *w;
+    _Atomic int stop;
+    _Atomic int nsleep[2];
+    _Atomic uint32_t rr;
+} sched;
+
+cask_status sched_create(cask_runtime *rt, sched **out);
+cask_status sched_start(sched *s);
+/* Stops and joins the workers (after the runtime waited for running graphs). */
+void sched_destroy(sched *s);
+
+/* Hands a submitted graph's roots to the workers. */
+void sched_submit(sched *s, struct cask_graph *g);
+
+/* The calling worker (NULL when called from outside) made t ready: place and queue it. */
+void sched_ready(sched *s, worker *self, struct cask_task *t);
+
+/* t finished (or was skipped): release its successors and count it. */
+void sched_complete(sched *s, worker *self, struct cask_task *t, int ran);
+
+/* Counts one finished task of g; flushes batched counts when needed. */
+void sched_count_done(worker *self, struct cask_graph *g, int64_t n, int64_t ran);
+void sched_flush_batch(worker *self);
+
+/* Wakes one sleeping worker of a kind / the given worker. */
+void sched_wake_kind(sched *s, int kind);
+void sched_wake_worker(worker *w);
+
+/* Worker loops. */
+void *worker_cpu_main(void *arg);
+void *worker_gpu_main(void *arg);
+
+/* Shared by both loops: next task from own deques, inbox or a steal (NULL if none). */
+struct cask_task *sched_find_work(worker *w);
+/* Puts a ready task into w's own deque (owner only). */
+void sched_push_local(worker *w, struct cask_task *t);
+
+uint64_t sched_now_ns(void);
+/* Busy/idle accounting: the worker found work / ran out of work. */
+void sched_mark_active(worker *w);
+void sched_mark_idle(worker *w);
+
+#endif

@@ -1,0 +1,82 @@
+/* worker_cpu.c: the loop of a CPU worker thread: find work (own deques, inbox, steal),
+ * run it, release successors; spin briefly, then sleep on its notifier. */
+#include <sched.h>
+#include "scheduler/sched.h"
+#include "runtime/graph.h"
+#include "runtime/task_ctx.h"
+#include "runtime/coherence.h"
+#include "runtime/log.h"
+#include "runtime/trace_task.h"
+
+#define SPIN_ROUNDS 64
+
+static void run_task(worker *w, cask_task *t)
+{
+    cask_graph *g = t->graph;
+    t->last_worker = w->id;
+    int ran = 0;
+    if (!atomic_load_explicit(&g->failed, memory_order_relaxed)) {
+        ran = 1;
+        cask_task_ctx ctx;
+        ctx.task = t;
+        ctx.device = -1;
+        ctx.stream = NULL;
+        ctx.worker = w->id;
+        ctx.has_msg = 0;
+        uint64_t t0 = w->trace ? sched_now_ns() : 0;
+        cask_status st = coh_prepare_host(g->rt, t, ctx.buf, ctx.size, ctx.msg, sizeof ctx.msg);
+        if (st) {
+            ctx.has_msg = 1;
+        } else {
+            st = t->kernel->cpu(&ctx);
+            coh_finish_host(g->rt, t);
+        }
+        if (st)
+            task_ctx_report(&ctx, st);
+        if (w->trace) {
+            w->last_end_ns = sched_now_ns();
+            w->last_track = trace_track_cpu(w->trace, w->id);
+            trace_task(w->trace, w->last_track, t, t0, w->last_end_ns);
+        }
+    }
+    atomic_fetch_add_explicit(&w->ctr.tasks_run, 1, memory_order_relaxed);
+    sched_complete(w->sched, w, t, ran);
+}
+
+void *worker_cpu_main(void *arg)
+{
+    worker *w = arg;
+    sched *s = w->sched;
+    cask_runtime *rt = s->rt;
+    if (rt->cfg.bind && topology_bind_self(&rt->topo, w->core) != 0)
+        log_msg(rt, CASK_LOG_DEBUG, "worker %d: could not pin to core %d", w->id, w->core);
+    w->trace = rt->trace;
+    w->mark_ns = sched_now_ns();
+    for (;;) {
+        cask_task *t = sched_find_work(w);
+        for (int i = 0; !t && i < SPIN_ROUNDS; i++) {
+            sched_yield();
+            t = sched_find_work(w);
+        }
+        if (!t) {
+            uint64_t e = notifier_prepare(&w->note);
+            atomic_fetch_add(&s->nsleep[WORKER_CPU], 1);
+            t = sched_find_work(w);
+            if (t || atomic_load(&s->stop)) {
+                notifier_cancel(&w->note);
+            } else {
+                notifier_commit(&w->note, e, 0);
+            }
+            atomic_fetch_sub(&s->nsleep[WORKER_CPU], 1);
+            if (!t) {
+                if (atomic_load(&s->stop))
+                    break;
+                continue;
+            }
+        }
+        sched_mark_active(w);
+        run_task(w, t);
+    }
+    sched_mark_idle(w);
+    return NULL;
+}

@@ -1,0 +1,322 @@
+/* worker_gpu.c: the loop of a GPU worker thread. It keeps several tasks in flight on
+ * its GPU's compute streams: for each, it enqueues the input copies (coherence), makes
+ * the compute stream wait for them, launches the kernel's CUDA implementation and
+ * records an event; it polls those events (never a device-wide synchronize), then
+ * releases successors and starts write-backs. A simulated GPU runs the CPU
+ * implementation on its own replica memory, synchronously. */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include "scheduler/sched.h"
+#include "runtime/graph.h"
+#include "runtime/task_ctx.h"
+#include "runtime/coherence.h"
+#include "runtime/device.h"
+#include "runtime/log.h"
+#include "runtime/trace_task.h"
+
+typedef struct inflight {
+    cask_task *t;
+    void *ev;            /* completion */
+    void *ev_start;      /* timing, when tracing */
+    void *ev_end;
+    int stream;
+} inflight;
+
+typedef struct writeback {
+    cask_data *d;
+    cask_graph *g;
+} writeback;
+
+typedef struct gpu_worker {
+    int gpu;
+    int nstreams;
+    int next_stream;
+    inflight *slot;
+    int nslots;
+    int ninflight;
+    writeback *wb;
+    int nwb, wb_cap;
+    void *ref_ev;        /* tracing: a timing event at a known host time */
+    uint64_t ref_ns;
+} gpu_worker;
+
+static void fail_task(worker *w, cask_task *t, cask_status st, const char *msg)
+{
+    char d[512];
+    graph_describe_task(t, d, sizeof d);
+    graph_fail(t->graph, st, "%s failed on GPU %d: %s", d, w->device, msg);
+}
+
+static void add_writebacks(worker *w, cask_task *t, cask_data **wbd, int n)
+{
+    gpu_worker *gw = w->gpu;
+    for (int i = 0; i < n; i++) {
+        if (gw->nwb == gw->wb_cap) {
+            int cap = gw->wb_cap ? gw->wb_cap * 2 : 64;
+            writeback *nw = realloc(gw->wb, (size_t)cap * sizeof *nw);
+            if (!nw) {   /* cannot watch it: wait for it now */
+                while (!coh_writeback_done(w->sched->rt, wbd[i]))
+                    sched_yield();
+                continue;
+            }
+            gw->wb = nw;
+            gw->wb_cap = cap;
+        }
+        atomic_fetch_add_explicit(&t->graph->remaining, 1, memory_order_relaxed);
+        gw->wb[gw->nwb].d = wbd[i];
+        gw->wb[gw->nwb].g = t->graph;
+        gw->nwb++;
+    }
+}
+
+static uint64_t gpu_time(worker *w, void *ev)
+{
+    int64_t ns = 0;
+    device_event_elapsed_ns(w->sched->rt->dev, w->gpu->ref_ev, ev, &ns);
+    return w->gpu->ref_ns + (uint64_t)(ns > 0 ? ns : 0);
+}
+
+static void finish_task(worker *w, inflight *f)
+{
+    cask_runtime *rt = w->sched->rt;
+    cask_task *t = f->t;
+    cask_data *wbd[CASK_MAX_BUFFERS];
+    int nwb = 0;
+    coh_finish_gpu(rt, t, w->device, &w->ctr, wbd, &nwb);
+    add_writebacks(w, t, wbd, nwb);
+    if (w->trace && f->ev_start) {
+        w->last_track = trace_track_gpu(w->trace, w->device, f->stream);
+        uint64_t t0 = gpu_time(w, f->ev_start);
+        w->last_end_ns = gpu_time(w, f->ev_end);
+        trace_task(w->trace, w->last_track, t, t0, w->last_end_ns);
+    }
+    atomic_fetch_add_explicit(&w->ctr.tasks_run, 1, memory_order_relaxed);
+    sched_complete(w->sched, w, t, 1);
+}
+
+static void start_task(worker *w, cask_task *t)
+{
+    sched *s = w->sched;
+    cask_runtime *rt = s->rt;
+    gpu_worker *gw = w->gpu;
+    atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
+    t->last_worker = w->id;
+    if (atomic_load_explicit(&t->graph->failed, memory_order_relaxed)) {
+        sched_complete(s, w, t, 0);   /* skipped: the graph already failed */
+        return;
+    }
+    cask_task_ctx ctx;
+    ctx.task = t;
+    ctx.device = w->device;
+    ctx.worker = w->id;
+    ctx.has_msg = 0;
+    int si = gw->next_stream;
+    gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
+    void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
+    ctx.stream = stream;
+    cask_status st = coh_prepare_gpu(rt, t, w->device, stream, &w->ctr, ctx.buf, ctx.size,
+                                     ctx.msg, sizeof ctx.msg);
+    if (st) {
+        fail_task(w, t, st, ctx.msg);
+        sched_complete(s, w, t, 1);
+        return;
+    }
+    if (rt->sim) {
+        uint64_t t0 = sched_now_ns();
+        ctx.stream = NULL;
+        st = t->kernel->cpu(&ctx);
+        if (st)
+            task_ctx_report(&ctx, st);
+        inflight f = {.t = t, .stream = si};
+        if (w->trace) {
+            w->last_track = trace_track_gpu(w->trace, w->device, si);
+            w->last_end_ns = sched_now_ns();
+            trace_task(w->trace, w->last_track, t, t0, w->last_end_ns);
+        }
+        f.ev_start = NULL;
+        finish_task(w, &f);
+        return;
+    }
+    inflight *f = &gw->slot[gw->ninflight];
+    f->t = t;
+    f->stream = si;
+    if (w->trace && f->ev_start)
+        device_event_record(rt->dev, f->ev_start, stream);
+    st = t->kernel->cuda(&ctx);
+    if (st) {
+        task_ctx_report(&ctx, st);
+        /* whatever it enqueued still has to finish before its buffers are reused */
+        device_stream_sync(rt->dev, stream);
+        coh_finish_gpu(rt, t, w->device, &w->ctr, (cask_data *[CASK_MAX_BUFFERS]){0}, &(int){0});
+        sched_complete(s, w, t, 1);
+        return;
+    }
+    if (w->trace && f->ev_end)
+        device_event_record(rt->dev, f->ev_end, stream);
+    st = device_event_record(rt->dev, f->ev, stream);
+    if (st) {
+        fail_task(w, t, st, "cudaEventRecord after the kernel");
+        device_stream_sync(rt->dev, stream);
+        finish_task(w, f);
+        return;
+    }
+    gw->ninflight++;
+}
+
+/* Polls in-flight tasks and write-backs; returns how many finished. */
+static int poll(worker *w)
+{
+    gpu_worker *gw = w->gpu;
+    cask_runtime *rt = w->sched->rt;
+    int done = 0;
+    for (int i = 0; i < gw->ninflight;) {
+        inflight *f = &gw->slot[i];
+        int r = device_event_done(rt->dev, f->ev);
+        if (r == 0) {
+            i++;
+            continue;
+        }
+        if (r < 0)
+            fail_task(w, f->t, CASK_ERR_CUDA, "the kernel or its copies failed (cudaEventQuery)");
+        inflight copy = *f;
+        /* keep slot order irrelevant: move the last one here, swap event objects */
+        gw->slot[i] = gw->slot[gw->ninflight - 1];
+        gw->slot[gw->ninflight - 1] = copy;
+        gw->ninflight--;
+        finish_task(w, &gw->slot[gw->ninflight]);
+        done++;
+    }
+    for (int i = 0; i < gw->nwb;) {
+        if (!coh_writeback_done(rt, gw->wb[i].d)) {
+            i++;
+            continue;
+        }
+        cask_graph *g = gw->wb[i].g;
+        gw->wb[i] = gw->wb[--gw->nwb];
+        sched_count_done(w, g, 1, 0);
+        done++;
+    }
+    return done;
+}
+
+static int gpu_worker_init(worker *w)
+{
+    cask_runtime *rt = w->sched->rt;
+    gpu_worker *gw = calloc(1, sizeof *gw);
+    if (!gw)
+        return -1;
+    w->gpu = gw;
+    gw->gpu = w->device;
+    gw->nstreams = device_streams(rt->dev);
+    gw->nslots = 4 * gw->nstreams;
+    gw->slot = calloc((size_t)gw->nslots, sizeof *gw->slot);
+    if (!gw->slot)
+        return -1;
+    if (device_use(rt->dev, w->device))
+        return -1;
+    for (int i = 0; i < gw->nslots; i++) {
+        if (device_event_create(rt->dev, w->device, &gw->slot[i].ev))
+            return -1;
+        if (rt->trace && !rt->sim &&
+            (device_event_create_timed(rt->dev, w->device, &gw->slot[i].ev_start) ||
+             device_event_create_timed(rt->dev, w->device, &gw->slot[i].ev_end)))
+            return -1;
+    }
+    if (rt->trace && !rt->sim) {
+        void *s = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE);
+        if (device_event_create_timed(rt->dev, w->device, &gw->ref_ev) ||
+            device_event_record(rt->dev, gw->ref_ev, s) || device_event_sync(rt->dev, gw->ref_ev))
+            return -1;
+        gw->ref_ns = sched_now_ns();
+    }
+    return 0;
+}
+
+static void gpu_worker_free(worker *w)
+{
+    gpu_worker *gw = w->gpu;
+    if (!gw)
+        return;
+    cask_runtime *rt = w->sched->rt;
+    for (int i = 0; gw->slot && i < gw->nslots; i++) {
+        device_event_destroy(rt->dev, gw->slot[i].ev);
+        device_event_destroy(rt->dev, gw->slot[i].ev_start);
+        device_event_destroy(rt->dev, gw->slot[i].ev_end);
+    }
+    device_event_destroy(rt->dev, gw->ref_ev);
+    free(gw->slot);
+    free(gw->wb);
+    free(gw);
+    w->gpu = NULL;
+}
+
+void *worker_gpu_main(void *arg)
+{
+    worker *w = arg;
+    sched *s = w->sched;
+    cask_runtime *rt = s->rt;
+    if (rt->cfg.bind && topology_bind_self(&rt->topo, w->core) != 0)
+        log_msg(rt, CASK_LOG_DEBUG, "GPU worker %d: could not pin to core %d", w->id, w->core);
+    w->trace = rt->trace;
+    if (gpu_worker_init(w) != 0) {
+        log_msg(rt, CASK_LOG_ERROR, "GPU worker %d could not start; its GPU %d takes no tasks",
+                w->id, w->device);
+        /* keep serving: tasks sent here fail with a clear message rather than hang */
+    }
+    w->mark_ns = sched_now_ns();
+    for (;;) {
+        gpu_worker *gw = w->gpu;
+        int progressed = gw ? poll(w) : 0;
+        while (gw && gw->ninflight < gw->nslots) {
+            cask_task *t = sched_find_work(w);
+            if (!t)
+                break;
+            sched_mark_active(w);
+            start_task(w, t);
+            progressed = 1;
+        }
+        if (!gw) {
+            cask_task *t = sched_find_work(w);
+            if (t) {
+                atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
+                fail_task(w, t, CASK_ERR_CUDA, "the GPU worker could not initialise its device");
+                sched_complete(s, w, t, 1);
+                continue;
+            }
+        }
+        if (gw && (gw->ninflight || gw->nwb)) {
+            if (!progressed)
+                sched_yield();
+            continue;
+        }
+        if (progressed)
+            continue;
+        /* nothing in flight, nothing queued: sleep */
+        sched_mark_idle(w);
+        sched_flush_batch(w);
+        uint64_t e = notifier_prepare(&w->note);
+        atomic_fetch_add(&s->nsleep[WORKER_GPU], 1);
+        cask_task *t = sched_find_work(w);
+        if (t || atomic_load(&s->stop))
+            notifier_cancel(&w->note);
+        else
+            notifier_commit(&w->note, e, 0);
+        atomic_fetch_sub(&s->nsleep[WORKER_GPU], 1);
+        if (t) {
+            sched_mark_active(w);
+            if (w->gpu)
+                start_task(w, t);
+            else {
+                atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
+                fail_task(w, t, CASK_ERR_CUDA, "the GPU worker could not initialise its device");
+                sched_complete(s, w, t, 1);
+            }
+            continue;
+        }
+        if (atomic_load(&s->stop))
+            break;
+    }
+    gpu_worker_free(w);
+    return NULL;
+}
