@@ -244,39 +244,57 @@ static int cmp_root_prio(const void *a, const void *b)
     return x->id < y->id ? -1 : (x->id > y->id);
 }
 
-/* Successors are released in list order and pushed on a LIFO deque: sorting each list
- * by ascending priority makes tasks released together run highest priority first, and
- * roots sorted by descending priority come out of their ranges in that order. Done once
+/* Successor lists become arrays (released in order, pushed on a LIFO deque): sorted by
+ * ascending priority, tasks released together run highest priority first; roots sorted
+ * by descending priority come out of their ranges in that order. Tasks with a big
+ * fan-out get range nodes so that their release can be shared among workers. Done once
  * per graph, so it costs nothing per run. */
-static int sort_by_priority(cask_graph *g)
+static int compact_successors(cask_graph *g)
 {
     size_t maxdeg = 0;
     int any = 0;
+    int nw = g->rt->sched->nworkers;
     for (size_t i = 0; i < g->ntasks; i++) {
         if ((size_t)g->tasks[i]->nsucc > maxdeg)
             maxdeg = (size_t)g->tasks[i]->nsucc;
         any |= g->tasks[i]->priority != 0;
     }
-    if (!any)
-        return 0;
     task_edge **tmp = malloc((maxdeg ? maxdeg : 1) * sizeof *tmp);
     if (!tmp)
         return -1;
     for (size_t i = 0; i < g->ntasks; i++) {
         cask_task *t = g->tasks[i];
-        if (t->nsucc < 2)
+        t->succv = NULL;
+        t->release = NULL;
+        if (t->nsucc == 0)
             continue;
         size_t k = 0;
         for (task_edge *e = t->succ; e; e = e->next)
             tmp[k++] = e;
-        qsort(tmp, k, sizeof *tmp, cmp_edge_prio);
-        for (size_t j = 0; j + 1 < k; j++)
-            tmp[j]->next = tmp[j + 1];
-        tmp[k - 1]->next = NULL;
-        t->succ = tmp[0];
+        if (any && k > 1)
+            qsort(tmp, k, sizeof *tmp, cmp_edge_prio);
+        else   /* list is newest first: release in the order tasks were added */
+            for (size_t a = 0, b = k - 1; a < b; a++, b--) {
+                task_edge *x = tmp[a]; tmp[a] = tmp[b]; tmp[b] = x;
+            }
+        t->succv = arena_alloc(&g->ar, k * sizeof *t->succv);
+        if (!t->succv) {
+            free(tmp);
+            return -1;
+        }
+        for (size_t j = 0; j < k; j++)
+            t->succv[j] = tmp[j]->task;
+        if ((size_t)t->nsucc >= SCHED_SPLIT_RELEASE && nw > 1) {
+            t->release = arena_calloc(&g->ar, (size_t)nw * sizeof *t->release);
+            if (!t->release) {
+                free(tmp);
+                return -1;
+            }
+        }
     }
     free(tmp);
-    qsort(g->roots, g->nroots, sizeof *g->roots, cmp_root_prio);
+    if (any)
+        qsort(g->roots, g->nroots, sizeof *g->roots, cmp_root_prio);
     return 0;
 }
 
@@ -335,7 +353,7 @@ static cask_status graph_check(cask_graph *g)
     if (!g->roots)
         g->roots = queue;
     g->nroots = nroots;
-    if (sort_by_priority(g)) {
+    if (compact_successors(g)) {
         return log_error(rt, CASK_ERR_NOMEM, "graph check");
     }
     g->roots_valid = 1;

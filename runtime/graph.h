@@ -18,7 +18,9 @@ struct cask_task {
     _Atomic int32_t pending;      /* predecessors not yet finished in this run */
     int32_t indegree;
     int32_t nsucc;
-    task_edge *succ;
+    task_edge *succ;              /* built while adding tasks */
+    struct cask_task **succv;     /* the same as an array, by ascending priority (at check) */
+    struct sched_range *release;  /* big fan-outs: one range node per worker (at check) */
     struct cask_graph *graph;
     cask_kernel *kernel;
     cask_access *access;

@@ -77,6 +77,24 @@ static void jw_i64(jw *w, int64_t v)
     }
 }
 
+/* A flow id: a number while a double holds it exactly (viewers written in JavaScript read
+ * numbers as doubles), else a hex string, which Chrome and Perfetto both accept. */
+static void jw_flow_id(jw *w, uint64_t id)
+{
+    static const char hex[] = "0123456789abcdef";
+    if (id < (1ull << 53)) {
+        jw_u64(w, id);
+        return;
+    }
+    char tmp[20] = "\"0x";
+    int n = 3;
+    for (int sh = 60; sh >= 0; sh -= 4)
+        if (n > 3 || (id >> sh) & 15)
+            tmp[n++] = hex[(id >> sh) & 15];
+    tmp[n++] = '"';
+    jw_raw(w, tmp, (size_t)n);
+}
+
 /* ns as microseconds with three fraction digits: Chrome's unit, exact to the ns. */
 static void jw_us(jw *w, int64_t ns)
 {
@@ -221,8 +239,8 @@ static void write_rec(jw *w, const trace *t, const trace_rec *e, int tid, int pi
     jw_esc(w, e->name);
     switch (e->ph) {
     case 'X': jw_str(w, ",\"cat\":\"cask\",\"ph\":\"X\""); break;
-    case 's': jw_str(w, ",\"cat\":\"dep\",\"ph\":\"s\",\"id\":"); jw_u64(w, e->val); break;
-    case 'f': jw_str(w, ",\"cat\":\"dep\",\"ph\":\"f\",\"bp\":\"e\",\"id\":"); jw_u64(w, e->val);
+    case 's': jw_str(w, ",\"cat\":\"dep\",\"ph\":\"s\",\"id\":"); jw_flow_id(w, e->val); break;
+    case 'f': jw_str(w, ",\"cat\":\"dep\",\"ph\":\"f\",\"bp\":\"e\",\"id\":"); jw_flow_id(w, e->val);
               break;
     case 'C': jw_str(w, ",\"ph\":\"C\""); break;
     default:  jw_str(w, ",\"cat\":\"cask\",\"ph\":\"i\",\"s\":\"t\""); break;

@@ -83,9 +83,10 @@ static inline void *deque_take(sched_deque *d)
 {
     int64_t b = atomic_load_explicit(&d->bottom, memory_order_relaxed) - 1;
     deque_array *a = atomic_load_explicit(&d->array, memory_order_relaxed);
-    atomic_store_explicit(&d->bottom, b, memory_order_relaxed);
-    atomic_thread_fence(memory_order_seq_cst);
-    int64_t t = atomic_load_explicit(&d->top, memory_order_relaxed);
+    /* a seq_cst store then load orders bottom before top as the paper's fence does
+     * (an xchg on x86, cheaper than mfence) */
+    atomic_store_explicit(&d->bottom, b, memory_order_seq_cst);
+    int64_t t = atomic_load_explicit(&d->top, memory_order_seq_cst);
     void *x = NULL;
     if (t <= b) {
         x = atomic_load_explicit(&a->buf[b & (a->cap - 1)], memory_order_relaxed);

@@ -71,6 +71,46 @@ static cask_task *pop_local(worker *w)
     return NULL;
 }
 
+static void release_one(sched *s, worker *self, cask_task *succ)
+{
+    if (atomic_fetch_sub_explicit(&succ->pending, 1, memory_order_acq_rel) == 1) {
+        if (self && self->trace)
+            trace_release(self->trace, self->last_track, succ, self->last_end_ns);
+        sched_ready(s, self, succ);
+    }
+}
+
+/* Decrements held back for a big fan-in successor are applied here. */
+static void flush_dec(sched *s, worker *self)
+{
+    cask_task *succ = self->dec_task;
+    int32_t n = self->dec_count;
+    self->dec_task = NULL;
+    self->dec_count = 0;
+    if (succ && atomic_fetch_sub_explicit(&succ->pending, n, memory_order_acq_rel) == n) {
+        if (self->trace)
+            trace_release(self->trace, self->last_track, succ, self->last_end_ns);
+        sched_ready(s, self, succ);
+    }
+}
+
+static void release_range(sched *s, worker *self, cask_task *t, size_t begin, size_t end)
+{
+    for (size_t i = begin; i < end; i++) {
+        cask_task *succ = t->succv[i];
+        if (self && succ->indegree >= SCHED_BIG_FANIN) {
+            if (self->dec_task != succ) {
+                if (self->dec_task)
+                    flush_dec(s, self);
+                self->dec_task = succ;
+            }
+            self->dec_count++;
+            continue;
+        }
+        release_one(s, self, succ);
+    }
+}
+
 /* Moves everything in the inbox into the deques, oldest first. */
 static int drain_inbox(worker *w)
 {
@@ -89,6 +129,9 @@ static int drain_inbox(worker *w)
         sched_node *next = n->next;
         if (n->kind == SCHED_NODE_TASK) {
             sched_push_local(w, (cask_task *)n);
+        } else if (n->kind == SCHED_NODE_RELEASE) {
+            sched_range *r = (sched_range *)n;
+            release_range(s, w, r->parent, r->begin, r->end);
         } else {
             sched_range *r = (sched_range *)n;
             cask_task **roots = r->graph->roots;
@@ -142,6 +185,11 @@ cask_task *sched_find_work(worker *w)
     if (drain_inbox(w) && (t = pop_local(w)))
         return t;
     sched_mark_idle(w);
+    if (w->dec_task) {
+        flush_dec(w->sched, w);
+        if ((t = pop_local(w)))
+            return t;
+    }
     sched_flush_batch(w);
     return steal(w);
 }
@@ -212,6 +260,8 @@ void sched_mark_idle(worker *w)
     if (w->active) {
         uint64_t now = sched_now_ns();
         atomic_fetch_add_explicit(&w->ctr.busy_ns, now - w->mark_ns, memory_order_relaxed);
+        atomic_fetch_add_explicit(&w->ctr.tasks_run, w->run_count, memory_order_relaxed);
+        w->run_count = 0;
         w->mark_ns = now;
         w->active = 0;
     }
@@ -256,12 +306,29 @@ void sched_complete(sched *s, worker *self, cask_task *t, int ran)
     /* only this task's predecessors touch its count, and they are done: reset it for
      * the next run of the graph */
     atomic_store_explicit(&t->pending, t->indegree, memory_order_relaxed);
-    for (task_edge *e = t->succ; e; e = e->next)
-        if (atomic_fetch_sub_explicit(&e->task->pending, 1, memory_order_acq_rel) == 1) {
-            if (self && self->trace)
-                trace_release(self->trace, self->last_track, e->task, self->last_end_ns);
-            sched_ready(s, self, e->task);
+    size_t n = (size_t)t->nsucc;
+    if (t->release && self && s->ncpu > 1) {
+        /* a big fan-out: other CPU workers release shares of the successors */
+        int parts = s->ncpu;
+        size_t per = (n + (size_t)parts - 1) / (size_t)parts;
+        size_t begin = per;          /* the first share is ours */
+        for (int i = 0; i < parts && begin < n; i++) {
+            int wi = (self->kind == WORKER_CPU ? self->id + 1 + i : i) % s->ncpu;
+            if (wi == self->id)
+                continue;
+            sched_range *r = &t->release[wi];
+            r->node.kind = SCHED_NODE_RELEASE;
+            r->graph = g;
+            r->parent = t;
+            r->begin = begin;
+            r->end = begin + per < n ? begin + per : n;
+            begin = r->end;
+            inbox_push(&s->w[wi], &r->node);
+            sched_wake_worker(&s->w[wi]);
         }
+        n = per < n ? per : n;
+    }
+    release_range(s, self, t, 0, n);
     sched_count_done(self, g, 1, ran != 0);
 }
 

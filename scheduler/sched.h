@@ -19,11 +19,19 @@ typedef struct sched_node {
     struct sched_node *next;
     uint32_t kind;
 } sched_node;
-enum { SCHED_NODE_TASK = 0, SCHED_NODE_RANGE = 1 };
+enum { SCHED_NODE_TASK = 0, SCHED_NODE_RANGE = 1, SCHED_NODE_RELEASE = 2 };
 
+/* A task releasing at least this many successors shares the work with other workers;
+ * a successor waiting for at least SCHED_BIG_FANIN tasks has its count decremented in
+ * per-worker batches instead of once per predecessor. */
+#define SCHED_SPLIT_RELEASE 512
+#define SCHED_BIG_FANIN 64
+
+/* A range of a graph's roots (RANGE), or of a task's successors to release (RELEASE). */
 typedef struct sched_range {
     sched_node node;
     struct cask_graph *graph;
+    struct cask_task *parent;    /* RELEASE: whose successors */
     size_t begin, end;
 } sched_range;
 
@@ -57,6 +65,9 @@ typedef struct worker {
     struct cask_graph *batch_graph;
     int64_t batch_count;
     int64_t batch_run;           /* of which actually ran (not skipped) */
+    uint64_t run_count;          /* tasks run, published to ctr when idle */
+    struct cask_task *dec_task;  /* big fan-in successor with decrements held back */
+    int32_t dec_count;
     /* busy/idle accounting at transitions only (owner) */
     uint64_t mark_ns;
     int active;

@@ -39,7 +39,7 @@ static void run_task(worker *w, cask_task *t)
             trace_task(w->trace, w->last_track, t, t0, w->last_end_ns);
         }
     }
-    atomic_fetch_add_explicit(&w->ctr.tasks_run, 1, memory_order_relaxed);
+    w->run_count++;
     sched_complete(w->sched, w, t, ran);
 }
 

@@ -91,7 +91,7 @@ static void finish_task(worker *w, inflight *f)
         w->last_end_ns = gpu_time(w, f->ev_end);
         trace_task(w->trace, w->last_track, t, t0, w->last_end_ns);
     }
-    atomic_fetch_add_explicit(&w->ctr.tasks_run, 1, memory_order_relaxed);
+    w->run_count++;
     sched_complete(w->sched, w, t, 1);
 }
 
@@ -164,29 +164,36 @@ static void start_task(worker *w, cask_task *t)
     gw->ninflight++;
 }
 
-/* Polls in-flight tasks and write-backs; returns how many finished. */
+/* Polls in-flight tasks (kept in issue order) and write-backs; returns how many
+ * finished. Work on one stream completes in order, so once a task of a stream is seen
+ * pending, the later ones of that stream are not queried. */
 static int poll(worker *w)
 {
     gpu_worker *gw = w->gpu;
     cask_runtime *rt = w->sched->rt;
     int done = 0;
-    for (int i = 0; i < gw->ninflight;) {
+    uint32_t pending_streams = 0;
+    int keep = 0;
+    for (int i = 0; i < gw->ninflight; i++) {
         inflight *f = &gw->slot[i];
-        int r = device_event_done(rt->dev, f->ev);
+        uint32_t bit = 1u << f->stream;
+        int r = (pending_streams & bit) ? 0 : device_event_done(rt->dev, f->ev);
         if (r == 0) {
-            i++;
+            pending_streams |= bit;
+            if (keep != i) {   /* compact, preserving order; swap so events are not lost */
+                inflight tmp = gw->slot[keep];
+                gw->slot[keep] = *f;
+                *f = tmp;
+            }
+            keep++;
             continue;
         }
         if (r < 0)
             fail_task(w, f->t, CASK_ERR_CUDA, "the kernel or its copies failed (cudaEventQuery)");
-        inflight copy = *f;
-        /* keep slot order irrelevant: move the last one here, swap event objects */
-        gw->slot[i] = gw->slot[gw->ninflight - 1];
-        gw->slot[gw->ninflight - 1] = copy;
-        gw->ninflight--;
-        finish_task(w, &gw->slot[gw->ninflight]);
+        finish_task(w, f);
         done++;
     }
+    gw->ninflight = keep;
     for (int i = 0; i < gw->nwb;) {
         if (!coh_writeback_done(rt, gw->wb[i].d)) {
             i++;

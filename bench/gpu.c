@@ -1,0 +1,245 @@
+/* bench/gpu.c: GPU task throughput and copy bandwidth through cask, each against the
+ * same operation done with the CUDA runtime directly, in the same run.
+ *   tasks:  T empty-kernel tasks through cask on 1 GPU and on all GPUs, vs a raw
+ *           cudaLaunchKernel loop on one stream and round-robin on N streams.
+ *   h2d:    a pinned host chunk read by a GPU task (cask's copy) vs cudaMemcpyAsync.
+ *   peer:   a chunk valid on GPU 0 read by a task on GPU 1 (cask's peer copy over
+ *           NVLink) vs cudaMemcpyPeerAsync.
+ * Prints a table and one JSON line per measurement. Median of --reps runs. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cuda_runtime.h>
+#include "cask/cask.h"
+#include "common/gpu_kernels.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_d);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+#define CK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
+    fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_)); exit(1); } } while (0)
+#define CS(call) do { cask_status s_ = (call); if (s_ != CASK_OK) { \
+    fprintf(stderr, "%s: %s\n", #call, cask_status_string(s_)); exit(1); } } while (0)
+
+static cask_status empty_cuda(cask_task_ctx *ctx)
+{
+    int e = test_gpu_empty(cask_task_cuda_stream(ctx));
+    return e ? cask_task_fail(ctx, "empty kernel: %s", test_gpu_error_string(e)) : CASK_OK;
+}
+
+static void report(const char *cas, const char *impl, int gpus, double seconds, double count,
+                   const char *unit, double base)
+{
+    double rate = count / seconds;
+    printf("%-10s %-18s %4d %12.6f %14.1f %-8s %8.3f\n", cas, impl, gpus, seconds, rate, unit,
+           base > 0 ? rate / base : 1.0);
+    printf("{\"bench\":\"gpu\",\"case\":\"%s\",\"impl\":\"%s\",\"gpus\":%d,\"seconds\":%.9f,"
+           "\"rate\":%.3f,\"unit\":\"%s\",\"ratio_to_baseline\":%.4f}\n",
+           cas, impl, gpus, seconds, rate, unit, base > 0 ? rate / base : 1.0);
+}
+
+static double raw_launches(int tasks, int nstreams, int reps)
+{
+    cudaStream_t s[32];
+    for (int i = 0; i < nstreams; i++)
+        CK(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        for (int i = 0; i < tasks; i++)
+            if (test_gpu_empty(s[i % nstreams])) { fprintf(stderr, "launch failed\n"); exit(1); }
+        for (int i = 0; i < nstreams; i++)
+            CK(cudaStreamSynchronize(s[i]));
+        t[r] = now_s() - t0;
+    }
+    double m = median(t, reps);
+    for (int i = 0; i < nstreams; i++)
+        cudaStreamDestroy(s[i]);
+    free(t);
+    return m;
+}
+
+static double cask_tasks(int ngpu, int tasks, int reps, int *gpus_used)
+{
+    cask_config cfg = { .field_mask = CASK_CONFIG_NGPU | CASK_CONFIG_NCPU, .ngpu = ngpu, .ncpu = 1 };
+    cask_runtime *rt;
+    CS(cask_init(&cfg, &rt));
+    cask_runtime_info info;
+    cask_runtime_query(rt, &info);
+    *gpus_used = info.ngpus;
+    cask_kernel *k;
+    cask_kernel_desc kd = { .name = "empty", .cuda = empty_cuda };
+    CS(cask_kernel_register(rt, &kd, &k));
+    cask_graph *g;
+    CS(cask_graph_create(rt, &g));
+    cask_task_desc td = { .kernel = k };
+    for (int i = 0; i < tasks; i++)
+        CS(cask_graph_add_task(g, &td, NULL));
+    CS(cask_graph_compute(g));   /* warm-up */
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        CS(cask_graph_compute(g));
+        t[r] = now_s() - t0;
+    }
+    double m = median(t, reps);
+    cask_graph_destroy(g);
+    cask_shutdown(rt);
+    free(t);
+    return m;
+}
+
+/* cask: time of a graph whose one task on GPU `dst` reads a chunk valid only at `src`
+ * (node 0 host, 1+g GPU g). */
+static double cask_copy(int src_gpu, int dst_gpu, size_t bytes, int reps)
+{
+    cask_config cfg = { .field_mask = CASK_CONFIG_NGPU | CASK_CONFIG_NCPU, .ngpu = -1, .ncpu = 1 };
+    cask_runtime *rt;
+    CS(cask_init(&cfg, &rt));
+    void *host;
+    CS(cask_host_alloc(rt, bytes, &host));
+    memset(host, 1, bytes);
+    cask_data *d;
+    CS(cask_data_register(rt, host, bytes, &d));
+    cask_kernel *k;
+    cask_kernel_desc kd = { .name = "touch", .cuda = empty_cuda };
+    CS(cask_kernel_register(rt, &kd, &k));
+    cask_graph *setup, *g;
+    CS(cask_graph_create(rt, &setup));
+    CS(cask_graph_create(rt, &g));
+    cask_access w = { d, CASK_RW }, rd = { d, CASK_READ };
+    if (src_gpu >= 0) {
+        cask_task_desc ts = { .field_mask = CASK_TASK_DEVICE, .kernel = k, .access = &w, .naccess = 1,
+                              .device = src_gpu };
+        CS(cask_graph_add_task(setup, &ts, NULL));
+    }
+    cask_task_desc tr = { .field_mask = CASK_TASK_DEVICE, .kernel = k, .access = &rd, .naccess = 1,
+                          .device = dst_gpu };
+    CS(cask_graph_add_task(g, &tr, NULL));
+    double *t = malloc(sizeof(double) * (size_t)(reps + 1));
+    for (int r = 0; r <= reps; r++) {
+        if (src_gpu >= 0) {
+            CS(cask_graph_compute(setup));      /* valid only on src_gpu again */
+        } else {
+            void *p;                            /* host write: drops the GPU replicas */
+            CS(cask_data_acquire(d, CASK_RW, &p));
+            CS(cask_data_release(d));
+        }
+        double t0 = now_s();
+        CS(cask_graph_compute(g));
+        t[r] = now_s() - t0;
+    }
+    double m = median(t + 1, reps);
+    cask_graph_destroy(setup);
+    cask_graph_destroy(g);
+    cask_data_destroy(d);
+    cask_host_free(rt, host);
+    cask_shutdown(rt);
+    free(t);
+    return m;
+}
+
+static double raw_copy(int src_gpu, int dst_gpu, size_t bytes, int reps)
+{
+    void *src, *dst;
+    if (src_gpu < 0) {
+        CK(cudaHostAlloc(&src, bytes, cudaHostAllocPortable));
+        memset(src, 1, bytes);
+    } else {
+        CK(cudaSetDevice(src_gpu));
+        CK(cudaMalloc(&src, bytes));
+    }
+    CK(cudaSetDevice(dst_gpu));
+    CK(cudaMalloc(&dst, bytes));
+    if (src_gpu >= 0 && src_gpu != dst_gpu) {
+        cudaError_t e = cudaDeviceEnablePeerAccess(src_gpu, 0);
+        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+            CK(e);
+        cudaGetLastError();
+    }
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    double *t = malloc(sizeof(double) * (size_t)(reps + 1));
+    for (int r = 0; r <= reps; r++) {
+        double t0 = now_s();
+        if (src_gpu < 0)
+            CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
+        else
+            CK(cudaMemcpyPeerAsync(dst, dst_gpu, src, src_gpu, bytes, s));
+        CK(cudaStreamSynchronize(s));
+        t[r] = now_s() - t0;
+    }
+    double m = median(t + 1, reps);
+    cudaStreamDestroy(s);
+    cudaFree(dst);
+    if (src_gpu < 0)
+        cudaFreeHost(src);
+    else {
+        cudaSetDevice(src_gpu);
+        cudaFree(src);
+    }
+    free(t);
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    int tasks = 100000, reps = 5;
+    size_t bytes = (size_t)1 << 30;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--tasks") && i + 1 < argc) tasks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bytes") && i + 1 < argc) bytes = strtoull(argv[++i], NULL, 0);
+        else {
+            fprintf(stderr, "usage: %s [--tasks N] [--reps R] [--bytes B]\n", argv[0]);
+            return 2;
+        }
+    }
+    int ngpu = 0;
+    if (cudaGetDeviceCount(&ngpu) != cudaSuccess || ngpu == 0) {
+        printf("SKIP: no GPU present\n");
+        return 77;
+    }
+    int nstreams = 4;
+    printf("%-10s %-18s %4s %12s %14s %-8s %8s\n", "case", "impl", "gpus", "median_s", "rate", "unit", "ratio");
+    CK(cudaSetDevice(0));
+    double raw1 = raw_launches(tasks, 1, reps);
+    report("tasks", "raw_1_stream", 1, raw1, tasks, "tasks/s", 0);
+    double rawn = raw_launches(tasks, nstreams, reps);
+    report("tasks", "raw_4_streams", 1, rawn, tasks, "tasks/s", tasks / raw1);
+    int used = 0;
+    double c1 = cask_tasks(1, tasks, reps, &used);
+    report("tasks", "cask", used, c1, tasks, "tasks/s", tasks / raw1);
+    if (ngpu > 1) {
+        double cn = cask_tasks(-1, tasks * ngpu, reps, &used);
+        report("tasks", "cask_all_gpus", used, cn, (double)tasks * ngpu, "tasks/s", tasks / raw1 * used);
+    }
+    double rh = raw_copy(-1, 0, bytes, reps);
+    report("h2d", "cudaMemcpyAsync", 1, rh, (double)bytes / 1e9, "GB/s", 0);
+    double ch = cask_copy(-1, 0, bytes, reps);
+    report("h2d", "cask", 1, ch, (double)bytes / 1e9, "GB/s", bytes / 1e9 / rh);
+    if (ngpu > 1) {
+        double rp = raw_copy(0, 1, bytes, reps);
+        report("peer", "cudaMemcpyPeerAsync", 2, rp, (double)bytes / 1e9, "GB/s", 0);
+        double cp = cask_copy(0, 1, bytes, reps);
+        report("peer", "cask", 2, cp, (double)bytes / 1e9, "GB/s", bytes / 1e9 / rp);
+    }
+    return 0;
+}
