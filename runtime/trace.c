@@ -6,7 +6,7 @@
  * argument present, so that flows stay small and slices carry their arguments inline), and
  * a string arena with an open-addressing hash table that interns every name once per track.
  * The first block is mapped and prefaulted by trace_create; later blocks grow x4 up to one
- * 2 MiB huge page, so the hot path maps memory only once per ~30000 events at most. */
+ * 2 MiB huge page, so the hot path maps memory once per tens of thousands of events. */
 #include "runtime/trace_internal.h"
 
 #include <errno.h>
@@ -113,7 +113,8 @@ static const char *intern_slow(trace_track *tr, const char *s)
  * caller has since reused the memory at s for another string. */
 static inline const char *intern(trace_track *tr, const char *s)
 {
-    uint64_t slot = ((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ull) >> 58;   /* 64 slots */
+    _Static_assert(NAME_CACHE == 64, "the slot is the top 6 bits of the hash");
+    uint64_t slot = ((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ull) >> 58;
     trace_name_hit *c = &tr->cache[slot];
     if (c->key == s && strcmp(s, c->copy) == 0)
         return c->copy;

@@ -15,9 +15,16 @@
 #include "runtime/log.h"
 #include "runtime/trace_task.h"
 
+/* Tasks launched back to back on one stream share one completion event: a group of up
+ * to GROUP_MAX, closed (event recorded) when the burst of ready tasks ends. With tracing
+ * every task is its own group, with its own timing events. */
+#define GROUP_MAX 8
+
 typedef struct inflight {
-    cask_task *t;
-    void *ev;            /* completion */
+    cask_task *t[GROUP_MAX];
+    int ntasks;
+    int open;            /* still taking tasks: event not recorded yet */
+    void *ev;            /* completion of the whole group */
     void *ev_start;      /* timing, when tracing */
     void *ev_end;
     int stream;
@@ -32,6 +39,8 @@ typedef struct gpu_worker {
     int gpu;
     int nstreams;
     int next_stream;
+    int open_slot[32];   /* per stream: index of its open group, or -1 */
+    int group_max;
     inflight *slot;
     int nslots;
     int ninflight;
@@ -77,15 +86,14 @@ static uint64_t gpu_time(worker *w, void *ev)
     return w->gpu->ref_ns + (uint64_t)(ns > 0 ? ns : 0);
 }
 
-static void finish_task(worker *w, inflight *f)
+static void finish_one(worker *w, cask_task *t, inflight *f)
 {
     cask_runtime *rt = w->sched->rt;
-    cask_task *t = f->t;
     cask_data *wbd[CASK_MAX_BUFFERS];
     int nwb = 0;
     coh_finish_gpu(rt, t, w->device, &w->ctr, wbd, &nwb);
     add_writebacks(w, t, wbd, nwb);
-    if (w->trace && f->ev_start) {
+    if (w->trace && f && f->ev_start) {
         w->last_track = trace_track_gpu(w->trace, w->device, f->stream);
         uint64_t t0 = gpu_time(w, f->ev_start);
         w->last_end_ns = gpu_time(w, f->ev_end);
@@ -93,6 +101,42 @@ static void finish_task(worker *w, inflight *f)
     }
     w->run_count++;
     sched_complete(w->sched, w, t, 1);
+}
+
+static void finish_group(worker *w, inflight *f)
+{
+    for (int i = 0; i < f->ntasks; i++)
+        finish_one(w, f->t[i], f);
+    f->ntasks = 0;
+}
+
+/* Records the completion event of stream si's open group. */
+static void close_group(worker *w, int si)
+{
+    gpu_worker *gw = w->gpu;
+    int k = gw->open_slot[si];
+    if (k < 0)
+        return;
+    gw->open_slot[si] = -1;
+    inflight *f = &gw->slot[k];
+    f->open = 0;
+    cask_runtime *rt = w->sched->rt;
+    void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
+    if (w->trace && f->ev_end)
+        device_event_record(rt->dev, f->ev_end, stream);
+    cask_status st = device_event_record(rt->dev, f->ev, stream);
+    if (st) {
+        for (int i = 0; i < f->ntasks; i++)
+            fail_task(w, f->t[i], st, "cudaEventRecord after the kernel");
+        device_stream_sync(rt->dev, stream);
+        /* finished now; poll() sees the event as done (or errored) and releases them */
+    }
+}
+
+static void close_all_groups(worker *w)
+{
+    for (int si = 0; si < w->gpu->nstreams; si++)
+        close_group(w, si);
 }
 
 static void start_task(worker *w, cask_task *t)
@@ -128,40 +172,49 @@ static void start_task(worker *w, cask_task *t)
         st = t->kernel->cpu(&ctx);
         if (st)
             task_ctx_report(&ctx, st);
-        inflight f = {.t = t, .stream = si};
         if (w->trace) {
             w->last_track = trace_track_gpu(w->trace, w->device, si);
             w->last_end_ns = sched_now_ns();
             trace_task(w->trace, w->last_track, t, t0, w->last_end_ns);
         }
-        f.ev_start = NULL;
-        finish_task(w, &f);
+        finish_one(w, t, NULL);
         return;
     }
-    inflight *f = &gw->slot[gw->ninflight];
-    f->t = t;
-    f->stream = si;
-    if (w->trace && f->ev_start)
-        device_event_record(rt->dev, f->ev_start, stream);
+    int k = gw->open_slot[si];
+    inflight *f = k >= 0 ? &gw->slot[k] : NULL;
+    if (!f) {
+        k = gw->ninflight++;
+        f = &gw->slot[k];
+        f->ntasks = 0;
+        f->open = 1;
+        f->stream = si;
+        gw->open_slot[si] = k;
+        if (w->trace && f->ev_start)
+            device_event_record(rt->dev, f->ev_start, stream);
+    }
     st = t->kernel->cuda(&ctx);
     if (st) {
         task_ctx_report(&ctx, st);
         /* whatever it enqueued still has to finish before its buffers are reused */
         device_stream_sync(rt->dev, stream);
-        coh_finish_gpu(rt, t, w->device, &w->ctr, (cask_data *[CASK_MAX_BUFFERS]){0}, &(int){0});
-        sched_complete(s, w, t, 1);
+        finish_one(w, t, NULL);
+        if (f->ntasks == 0) {   /* drop the empty group */
+            gw->open_slot[si] = -1;
+            gw->ninflight--;
+            if (k != gw->ninflight) {
+                inflight tmp = gw->slot[k];
+                gw->slot[k] = gw->slot[gw->ninflight];
+                gw->slot[gw->ninflight] = tmp;
+                int sj = gw->slot[k].stream;
+                if (gw->slot[k].open)
+                    gw->open_slot[sj] = k;
+            }
+        }
         return;
     }
-    if (w->trace && f->ev_end)
-        device_event_record(rt->dev, f->ev_end, stream);
-    st = device_event_record(rt->dev, f->ev, stream);
-    if (st) {
-        fail_task(w, t, st, "cudaEventRecord after the kernel");
-        device_stream_sync(rt->dev, stream);
-        finish_task(w, f);
-        return;
-    }
-    gw->ninflight++;
+    f->t[f->ntasks++] = t;
+    if (f->ntasks >= gw->group_max)
+        close_group(w, si);
 }
 
 /* Polls in-flight tasks (kept in issue order) and write-backs; returns how many
@@ -177,20 +230,23 @@ static int poll(worker *w)
     for (int i = 0; i < gw->ninflight; i++) {
         inflight *f = &gw->slot[i];
         uint32_t bit = 1u << f->stream;
-        int r = (pending_streams & bit) ? 0 : device_event_done(rt->dev, f->ev);
+        int r = (f->open || (pending_streams & bit)) ? 0 : device_event_done(rt->dev, f->ev);
         if (r == 0) {
             pending_streams |= bit;
             if (keep != i) {   /* compact, preserving order; swap so events are not lost */
                 inflight tmp = gw->slot[keep];
                 gw->slot[keep] = *f;
                 *f = tmp;
+                if (gw->slot[keep].open)
+                    gw->open_slot[gw->slot[keep].stream] = keep;
             }
             keep++;
             continue;
         }
         if (r < 0)
-            fail_task(w, f->t, CASK_ERR_CUDA, "the kernel or its copies failed (cudaEventQuery)");
-        finish_task(w, f);
+            for (int j = 0; j < f->ntasks; j++)
+                fail_task(w, f->t[j], CASK_ERR_CUDA, "the kernel or its copies failed (cudaEventQuery)");
+        finish_group(w, f);
         done++;
     }
     gw->ninflight = keep;
@@ -217,6 +273,9 @@ static int gpu_worker_init(worker *w)
     gw->gpu = w->device;
     gw->nstreams = device_streams(rt->dev);
     gw->nslots = 4 * gw->nstreams;
+    gw->group_max = rt->trace ? 1 : GROUP_MAX;
+    for (int i = 0; i < 32; i++)
+        gw->open_slot[i] = -1;
     gw->slot = calloc((size_t)gw->nslots, sizeof *gw->slot);
     if (!gw->slot)
         return -1;
@@ -283,6 +342,8 @@ void *worker_gpu_main(void *arg)
             start_task(w, t);
             progressed = 1;
         }
+        if (gw)
+            close_all_groups(w);
         if (!gw) {
             cask_task *t = sched_find_work(w);
             if (t) {
