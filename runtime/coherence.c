@@ -91,7 +91,7 @@ static void count_copy(worker_counters *ctr, int src, int dst, size_t n)
 /* Makes d usable on node for mode (d locked). gpu_stream: the compute stream of the GPU
  * task (asynchronous mode), or NULL (synchronous, host side). */
 static cask_status make_valid(cask_runtime *rt, cask_data *d, int node, cask_access_mode mode,
-                              void *gpu_stream, worker_counters *ctr)
+                              void *gpu_stream, worker_counters *ctr, coh_tracer *tr)
 {
     replica *r = &d->rep[node];
     cask_status st;
@@ -112,13 +112,18 @@ static cask_status make_valid(cask_runtime *rt, cask_data *d, int node, cask_acc
             replica *s = &d->rep[src];
             if (gpu_stream) {
                 int gpu = node - 1;
-                void *cs = device_stream(rt->dev, gpu, src == 0 ? DEV_STREAM_H2D : DEV_STREAM_PEER);
+                int which = src == 0 ? DEV_STREAM_H2D : DEV_STREAM_PEER;
+                void *cs = device_stream(rt->dev, gpu, which);
                 if (s->event_pending && (st = device_stream_wait(rt->dev, cs, s->event)))
                     return st;
                 if (r->event_pending && (st = device_stream_wait(rt->dev, cs, r->event)))
                     return st;
+                if (tr)
+                    tr->copy(tr, 0, cs, which, d->id, d->bytes, src, node);
                 if ((st = device_copy(rt->dev, r->ptr, node, s->ptr, src, d->bytes, cs)))
                     return st;
+                if (tr)
+                    tr->copy(tr, 1, cs, which, d->id, d->bytes, src, node);
                 if ((st = mark_pending(rt, r, gpu, cs)))
                     return st;
             } else {
@@ -174,7 +179,7 @@ cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, void **bufs, size_t
             continue;
         }
         pthread_mutex_lock(&d->lock);
-        cask_status st = make_valid(rt, d, 0, t->access[i].mode, NULL, NULL);
+        cask_status st = make_valid(rt, d, 0, t->access[i].mode, NULL, NULL, NULL);
         if (st == CASK_OK) {
             d->rep[0].busy++;
             bufs[i] = d->rep[0].ptr;
@@ -207,7 +212,8 @@ void coh_finish_host(cask_runtime *rt, cask_task *t)
 }
 
 cask_status coh_prepare_gpu(cask_runtime *rt, cask_task *t, int gpu, void *compute_stream,
-                            worker_counters *ctr, void **bufs, size_t *sizes, char *msg, size_t msglen)
+                            worker_counters *ctr, coh_tracer *tr, void **bufs, size_t *sizes,
+                            char *msg, size_t msglen)
 {
     int node = 1 + gpu;
     /* a simulated GPU has no streams: copy synchronously */
@@ -217,7 +223,7 @@ cask_status coh_prepare_gpu(cask_runtime *rt, cask_task *t, int gpu, void *compu
         sizes[i] = d->bytes;
         pthread_mutex_lock(&d->lock);
         d->rep[node].busy++;          /* pinned while we may evict for the others */
-        cask_status st = make_valid(rt, d, node, t->access[i].mode, stream, ctr);
+        cask_status st = make_valid(rt, d, node, t->access[i].mode, stream, ctr, rt->sim ? NULL : tr);
         if (st == CASK_OK)
             bufs[i] = d->rep[node].ptr;
         else
@@ -240,7 +246,7 @@ cask_status coh_prepare_gpu(cask_runtime *rt, cask_task *t, int gpu, void *compu
 }
 
 void coh_finish_gpu(cask_runtime *rt, cask_task *t, int gpu, worker_counters *ctr,
-                    cask_data **wb, int *nwb)
+                    coh_tracer *tr, cask_data **wb, int *nwb)
 {
     int node = 1 + gpu;
     *nwb = 0;
@@ -255,8 +261,12 @@ void coh_finish_gpu(cask_runtime *rt, cask_task *t, int gpu, worker_counters *ct
             cask_status st = host_ensure(rt, d);
             if (st == CASK_OK && h->event_pending && !rt->sim)
                 st = device_stream_wait(rt->dev, s, h->event);
+            if (tr && st == CASK_OK && !rt->sim)
+                tr->copy(tr, 0, s, DEV_STREAM_D2H, d->id, d->bytes, node, 0);
             if (st == CASK_OK)
                 st = device_copy(rt->dev, h->ptr, 0, d->rep[node].ptr, node, d->bytes, rt->sim ? NULL : s);
+            if (tr && st == CASK_OK && !rt->sim)
+                tr->copy(tr, 1, s, DEV_STREAM_D2H, d->id, d->bytes, node, 0);
             if (st == CASK_OK)
                 st = mark_pending(rt, h, gpu, s);
             if (st == CASK_OK) {
@@ -294,7 +304,7 @@ cask_status coh_acquire_host(cask_data *d, cask_access_mode mode, void **ptr)
         return CASK_OK;
     }
     pthread_mutex_lock(&d->lock);
-    cask_status st = make_valid(rt, d, 0, mode, NULL, NULL);
+    cask_status st = make_valid(rt, d, 0, mode, NULL, NULL, NULL);
     *ptr = d->rep[0].ptr;
     pthread_mutex_unlock(&d->lock);
     return st;

@@ -9,6 +9,13 @@
 #include "runtime/graph.h"
 #include "runtime/data.h"
 
+/* Observes asynchronous copies (tracing): called with phase 0 just before a copy is
+ * enqueued on stream and phase 1 just after; which is DEV_STREAM_H2D/D2H/PEER. */
+typedef struct coh_tracer {
+    void (*copy)(struct coh_tracer *tr, int phase, void *stream, int which, uint32_t data_id,
+                 size_t bytes, int src_node, int dst_node);
+} coh_tracer;
+
 /* CPU task: host pointers and sizes of its buffers, valid for the access modes. */
 cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, void **bufs, size_t *sizes,
                              char *msg, size_t msglen);
@@ -17,12 +24,13 @@ void coh_finish_host(cask_runtime *rt, cask_task *t);
 /* GPU task on gpu: device pointers; copies are enqueued and the compute stream made to
  * wait for them. */
 cask_status coh_prepare_gpu(cask_runtime *rt, cask_task *t, int gpu, void *compute_stream,
-                            worker_counters *ctr, void **bufs, size_t *sizes, char *msg, size_t msglen);
+                            worker_counters *ctr, coh_tracer *tr, void **bufs, size_t *sizes,
+                            char *msg, size_t msglen);
 /* After the task's completion event: unpins its replicas. For each written handle with
  * write-back on, starts the copy to host and returns its data in wb[] (count in *nwb),
  * for the caller to watch. */
 void coh_finish_gpu(cask_runtime *rt, cask_task *t, int gpu, worker_counters *ctr,
-                    cask_data **wb, int *nwb);
+                    coh_tracer *tr, cask_data **wb, int *nwb);
 /* 1 when the write-back copy of d to host has completed. */
 int coh_writeback_done(cask_runtime *rt, cask_data *d);
 

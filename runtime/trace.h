@@ -101,7 +101,8 @@ cask_status trace_complete(trace *t, int track, const char *name, uint64_t t0_ns
 /* Records one end of a dependency arrow. Record TRACE_FLOW_START with a ts inside the
  * producer's slice on its track (its end - 1 is a good choice) and TRACE_FLOW_FINISH
  * with a ts inside the consumer's slice (its start) on the consumer's track, both with
- * the same flow_id, unique per arrow in this trace. Owner thread only. */
+ * the same flow_id, unique per arrow in this trace (ids >= 2^53 are written as hex
+ * strings, which viewers read exactly). Owner thread only. */
 cask_status trace_flow(trace *t, int track, uint64_t flow_id, uint64_t ts_ns, int phase);
 
 /* Records a counter sample ("C" event): series name of the track's group takes value

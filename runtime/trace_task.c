@@ -81,8 +81,10 @@ static uint64_t flow_id(const cask_task *t)
     return ((uint64_t)t->graph->id << 44) ^ ((uint64_t)(t->graph->run & 0xfff) << 32) ^ t->id;
 }
 
-void trace_task(trace_state *ts, int track, const cask_task *t, uint64_t t0, uint64_t t1)
+uint64_t trace_task(trace_state *ts, int track, const cask_task *t, uint64_t t0, uint64_t t1)
 {
+    if (t1 <= t0)
+        t1 = t0 + 1;
     trace_args a = {0};
     a.fields = TRACE_ARG_TASK | TRACE_ARG_KERNEL | TRACE_ARG_CHUNKS;
     a.task_id = t->id;
@@ -90,9 +92,10 @@ void trace_task(trace_state *ts, int track, const cask_task *t, uint64_t t0, uin
     a.nchunks = t->naccess < TRACE_MAX_CHUNK_ARGS ? t->naccess : TRACE_MAX_CHUNK_ARGS;
     for (int i = 0; i < a.nchunks; i++)
         a.chunks[i] = t->access[i].data->id;
-    trace_complete(ts->tr, track, t->name, t0, t1 > t0 ? t1 : t0 + 1, &a);
+    trace_complete(ts->tr, track, t->name, t0, t1, &a);
     if (t->indegree > 0)
         trace_flow(ts->tr, track, flow_id(t), t0, TRACE_FLOW_FINISH);
+    return t1;
 }
 
 void trace_release(trace_state *ts, int track, const cask_task *succ, uint64_t t_end)
@@ -100,14 +103,14 @@ void trace_release(trace_state *ts, int track, const cask_task *succ, uint64_t t
     trace_flow(ts->tr, track, flow_id(succ), t_end > 0 ? t_end - 1 : 0, TRACE_FLOW_START);
 }
 
-void trace_copy(trace_state *ts, int track, const char *what, const struct cask_data *d,
+void trace_copy(trace_state *ts, int track, const char *what, uint32_t data_id, size_t bytes,
                 int device, uint64_t t0, uint64_t t1)
 {
     trace_args a = {0};
     a.fields = TRACE_ARG_BYTES | TRACE_ARG_CHUNKS | TRACE_ARG_DEVICE;
-    a.bytes = d->bytes;
+    a.bytes = bytes;
     a.nchunks = 1;
-    a.chunks[0] = d->id;
+    a.chunks[0] = data_id;
     a.device = device;
     trace_complete(ts->tr, track, what, t0, t1 > t0 ? t1 : t0 + 1, &a);
 }

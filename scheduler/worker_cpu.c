@@ -34,9 +34,8 @@ static void run_task(worker *w, cask_task *t)
         if (st)
             task_ctx_report(&ctx, st);
         if (w->trace) {
-            w->last_end_ns = sched_now_ns();
             w->last_track = trace_track_cpu(w->trace, w->id);
-            trace_task(w->trace, w->last_track, t, t0, w->last_end_ns);
+            w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
         }
     }
     w->run_count++;

@@ -35,6 +35,23 @@ typedef struct writeback {
     cask_graph *g;
 } writeback;
 
+/* A traced copy waiting for its end event. */
+typedef struct copy_rec {
+    void *e0, *e1;
+    int which;
+    uint32_t data_id;
+    size_t bytes;
+} copy_rec;
+
+typedef struct gpu_worker gpu_worker;
+
+/* Copy tracer of a GPU worker: timing events around each asynchronous copy. */
+typedef struct gpu_tracer {
+    coh_tracer base;
+    struct worker *w;
+    void *pending_e0;
+} gpu_tracer;
+
 typedef struct gpu_worker {
     int gpu;
     int nstreams;
@@ -48,6 +65,11 @@ typedef struct gpu_worker {
     int nwb, wb_cap;
     void *ref_ev;        /* tracing: a timing event at a known host time */
     uint64_t ref_ns;
+    gpu_tracer tracer;   /* tracing only */
+    copy_rec *copies;    /* traced copies in flight */
+    int ncopies, copies_cap;
+    void **ev_pool;      /* spare timing events */
+    int npool, pool_cap;
 } gpu_worker;
 
 static void fail_task(worker *w, cask_task *t, cask_status st, const char *msg)
@@ -79,6 +101,83 @@ static void add_writebacks(worker *w, cask_task *t, cask_data **wbd, int n)
     }
 }
 
+static void *timed_event(worker *w)
+{
+    gpu_worker *gw = w->gpu;
+    if (gw->npool)
+        return gw->ev_pool[--gw->npool];
+    void *e = NULL;
+    if (device_event_create_timed(w->sched->rt->dev, w->device, &e))
+        return NULL;
+    return e;
+}
+
+static void give_event(worker *w, void *e)
+{
+    gpu_worker *gw = w->gpu;
+    if (gw->npool == gw->pool_cap) {
+        int cap = gw->pool_cap ? gw->pool_cap * 2 : 64;
+        void **p = realloc(gw->ev_pool, (size_t)cap * sizeof *p);
+        if (!p) {
+            device_event_destroy(w->sched->rt->dev, e);
+            return;
+        }
+        gw->ev_pool = p;
+        gw->pool_cap = cap;
+    }
+    gw->ev_pool[gw->npool++] = e;
+}
+
+static void tracer_copy(coh_tracer *base, int phase, void *stream, int which, uint32_t data_id,
+                        size_t bytes, int src_node, int dst_node)
+{
+    gpu_tracer *tr = (gpu_tracer *)base;
+    worker *w = tr->w;
+    gpu_worker *gw = w->gpu;
+    device_set *ds = w->sched->rt->dev;
+    if (phase == 0) {
+        tr->pending_e0 = timed_event(w);
+        if (tr->pending_e0)
+            device_event_record(ds, tr->pending_e0, stream);
+        return;
+    }
+    void *e1 = timed_event(w);
+    if (!tr->pending_e0 || !e1)
+        return;
+    device_event_record(ds, e1, stream);
+    if (gw->ncopies == gw->copies_cap) {
+        int cap = gw->copies_cap ? gw->copies_cap * 2 : 64;
+        copy_rec *c = realloc(gw->copies, (size_t)cap * sizeof *c);
+        if (!c)
+            return;
+        gw->copies = c;
+        gw->copies_cap = cap;
+    }
+    gw->copies[gw->ncopies++] = (copy_rec){ tr->pending_e0, e1, which, data_id, bytes };
+    tr->pending_e0 = NULL;
+}
+
+static uint64_t gpu_time(worker *w, void *ev);
+
+/* Records traced copies whose end event has completed. */
+static void poll_copies(worker *w)
+{
+    gpu_worker *gw = w->gpu;
+    static const char *names[] = {"h2d copy", "d2h copy", "peer copy"};
+    for (int i = 0; i < gw->ncopies;) {
+        copy_rec *c = &gw->copies[i];
+        if (device_event_done(w->sched->rt->dev, c->e1) == 0) {
+            i++;
+            continue;
+        }
+        trace_copy(w->trace, trace_track_copy(w->trace, w->device, c->which), names[c->which],
+                   c->data_id, c->bytes, w->device, gpu_time(w, c->e0), gpu_time(w, c->e1));
+        give_event(w, c->e0);
+        give_event(w, c->e1);
+        gw->copies[i] = gw->copies[--gw->ncopies];
+    }
+}
+
 static uint64_t gpu_time(worker *w, void *ev)
 {
     int64_t ns = 0;
@@ -91,13 +190,12 @@ static void finish_one(worker *w, cask_task *t, inflight *f)
     cask_runtime *rt = w->sched->rt;
     cask_data *wbd[CASK_MAX_BUFFERS];
     int nwb = 0;
-    coh_finish_gpu(rt, t, w->device, &w->ctr, wbd, &nwb);
+    coh_finish_gpu(rt, t, w->device, &w->ctr, w->trace ? &w->gpu->tracer.base : NULL, wbd, &nwb);
     add_writebacks(w, t, wbd, nwb);
     if (w->trace && f && f->ev_start) {
         w->last_track = trace_track_gpu(w->trace, w->device, f->stream);
         uint64_t t0 = gpu_time(w, f->ev_start);
-        w->last_end_ns = gpu_time(w, f->ev_end);
-        trace_task(w->trace, w->last_track, t, t0, w->last_end_ns);
+        w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, gpu_time(w, f->ev_end));
     }
     w->run_count++;
     sched_complete(w->sched, w, t, 1);
@@ -159,7 +257,8 @@ static void start_task(worker *w, cask_task *t)
     gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
     ctx.stream = stream;
-    cask_status st = coh_prepare_gpu(rt, t, w->device, stream, &w->ctr, ctx.buf, ctx.size,
+    cask_status st = coh_prepare_gpu(rt, t, w->device, stream, &w->ctr,
+                                     w->trace ? &gw->tracer.base : NULL, ctx.buf, ctx.size,
                                      ctx.msg, sizeof ctx.msg);
     if (st) {
         fail_task(w, t, st, ctx.msg);
@@ -174,8 +273,7 @@ static void start_task(worker *w, cask_task *t)
             task_ctx_report(&ctx, st);
         if (w->trace) {
             w->last_track = trace_track_gpu(w->trace, w->device, si);
-            w->last_end_ns = sched_now_ns();
-            trace_task(w->trace, w->last_track, t, t0, w->last_end_ns);
+            w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
         }
         finish_one(w, t, NULL);
         return;
@@ -250,6 +348,8 @@ static int poll(worker *w)
         done++;
     }
     gw->ninflight = keep;
+    if (gw->ncopies)
+        poll_copies(w);
     for (int i = 0; i < gw->nwb;) {
         if (!coh_writeback_done(rt, gw->wb[i].d)) {
             i++;
@@ -295,6 +395,8 @@ static int gpu_worker_init(worker *w)
             device_event_record(rt->dev, gw->ref_ev, s) || device_event_sync(rt->dev, gw->ref_ev))
             return -1;
         gw->ref_ns = sched_now_ns();
+        gw->tracer.base.copy = tracer_copy;
+        gw->tracer.w = w;
     }
     return 0;
 }
@@ -311,6 +413,14 @@ static void gpu_worker_free(worker *w)
         device_event_destroy(rt->dev, gw->slot[i].ev_end);
     }
     device_event_destroy(rt->dev, gw->ref_ev);
+    for (int i = 0; i < gw->ncopies; i++) {
+        device_event_destroy(rt->dev, gw->copies[i].e0);
+        device_event_destroy(rt->dev, gw->copies[i].e1);
+    }
+    for (int i = 0; i < gw->npool; i++)
+        device_event_destroy(rt->dev, gw->ev_pool[i]);
+    free(gw->copies);
+    free(gw->ev_pool);
     free(gw->slot);
     free(gw->wb);
     free(gw);
@@ -353,7 +463,7 @@ void *worker_gpu_main(void *arg)
                 continue;
             }
         }
-        if (gw && (gw->ninflight || gw->nwb)) {
+        if (gw && (gw->ninflight || gw->nwb || gw->ncopies)) {
             if (!progressed)
                 sched_yield();
             continue;

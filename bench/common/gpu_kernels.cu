@@ -18,6 +18,14 @@ __global__ void k_axpy(const int32_t *a, int32_t *b, int64_t n, int32_t m)
 
 __global__ void k_empty(void) {}
 
+// Keeps the SMs it occupies busy for about `cycles` clock cycles: a competing load.
+__global__ void k_spin(long long cycles)
+{
+    long long start = clock64();
+    while (clock64() - start < cycles) {
+    }
+}
+
 extern "C" int test_gpu_add(int32_t *x, int64_t n, int32_t v, void *stream)
 {
     int blocks = (int)((n + 255) / 256);
@@ -51,4 +59,10 @@ extern "C" int test_gpu_bad_launch(void *stream)
 extern "C" const char *test_gpu_error_string(int e)
 {
     return cudaGetErrorString((cudaError_t)e);
+}
+
+extern "C" int test_gpu_spin(long long cycles, int blocks, void *stream)
+{
+    k_spin<<<blocks, 1024, 0, (cudaStream_t)stream>>>(cycles);
+    return (int)cudaGetLastError();
 }

@@ -7,4 +7,6 @@ int test_gpu_axpy(const int32_t *a, int32_t *b, int64_t n, int32_t m, void *stre
 int test_gpu_empty(void *stream);
 int test_gpu_bad_launch(void *stream);
 const char *test_gpu_error_string(int e);
+/* Occupies `blocks` blocks of 1024 threads for about `cycles` cycles each. */
+int test_gpu_spin(long long cycles, int blocks, void *stream);
 #endif
