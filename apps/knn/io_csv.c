@@ -1,0 +1,602 @@
+/* io_csv.c: CSV point files in, CSV result files out.
+ *
+ * Reading is one pass over a 1 MiB buffer with a small state machine (RFC 4180 plus the
+ * usual leniencies): a header row names the columns; fields may be quoted, with embedded
+ * commas, newlines and doubled quotes; CRLF or LF; blank lines and a UTF-8 BOM are
+ * skipped; spaces around fields are ignored. Only the latitude and longitude fields of a
+ * data row are kept, so wide files cost no memory. Every value is checked as it is read,
+ * so an error names the data row, the physical line and the column. */
+#include "number.h"
+#include "points.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define CSV_BUF (1u << 20)
+#define CSV_NUM_MAX 64      /* a number field longer than this is not a number */
+#define CSV_NAME_MAX 1024   /* header names are cut here */
+#define CSV_LIST_MAX 12     /* column names listed in a message */
+
+typedef struct csv_field {
+    char *s;
+    size_t len, cap, limit;
+    int overflow;
+} csv_field;
+
+typedef struct csv_reader {
+    FILE *f;
+    const char *name;
+    const char *prefix;
+    size_t nprefix, ppos;
+    char *buf;
+    size_t len, pos;
+    int eof, read_errno;
+    long long line;         /* physical line of the next byte, 1-based */
+    long long rec_line;     /* line where the current record started */
+    /* header: every field; data rows: only the two kept, in slots 0 and 1 */
+    csv_field *fields;
+    int nfields_cap;
+    int nfields;            /* fields in the current record */
+    int keep_all;
+    int lat_col, lon_col;   /* 0-based */
+    char *err;
+    size_t errlen;
+} csv_reader;
+
+static int csv_refill(csv_reader *r)
+{
+    if (r->ppos < r->nprefix) {
+        size_t n = r->nprefix - r->ppos;
+        memcpy(r->buf, r->prefix + r->ppos, n);
+        r->ppos = r->nprefix;
+        r->len = n;
+        r->pos = 0;
+        return 1;
+    }
+    if (r->eof)
+        return 0;
+    r->len = fread(r->buf, 1, CSV_BUF, r->f);
+    r->pos = 0;
+    if (r->len == 0) {
+        r->eof = 1;
+        if (ferror(r->f))
+            r->read_errno = errno ? errno : EIO;
+        return 0;
+    }
+    return 1;
+}
+
+static inline int csv_getc(csv_reader *r)
+{
+    if (r->pos == r->len && !csv_refill(r))
+        return EOF;
+    return (unsigned char)r->buf[r->pos++];
+}
+
+static csv_field *csv_slot(csv_reader *r, int col)
+{
+    int slot;
+    if (r->keep_all) {
+        if (col >= r->nfields_cap) {
+            int cap = r->nfields_cap ? 2 * r->nfields_cap : 16;
+            if (cap > INT_MAX / 2)
+                return NULL;
+            csv_field *nf = realloc(r->fields, (size_t)cap * sizeof *nf);
+            if (!nf)
+                return NULL;
+            memset(nf + r->nfields_cap, 0, (size_t)(cap - r->nfields_cap) * sizeof *nf);
+            r->fields = nf;
+            r->nfields_cap = cap;
+        }
+        slot = col;
+    } else if (col == r->lat_col) {
+        slot = 0;
+    } else if (col == r->lon_col) {
+        slot = 1;
+    } else {
+        return NULL;
+    }
+    csv_field *fl = &r->fields[slot];
+    fl->len = 0;
+    fl->overflow = 0;
+    fl->limit = r->keep_all ? CSV_NAME_MAX : CSV_NUM_MAX;
+    return fl;
+}
+
+static int csv_append(csv_field *fl, char c)
+{
+    if (!fl)
+        return 0;
+    if (fl->len >= fl->limit) {
+        fl->overflow = 1;
+        return 0;
+    }
+    if (fl->len + 1 >= fl->cap) {
+        size_t cap = fl->cap ? 2 * fl->cap : 32;
+        char *s = realloc(fl->s, cap);
+        if (!s)
+            return -1;
+        fl->s = s;
+        fl->cap = cap;
+    }
+    fl->s[fl->len++] = c;
+    return 0;
+}
+
+/* Appends n bytes at once (the fast path of unquoted fields). */
+static int csv_append_span(csv_field *fl, const char *src, size_t n)
+{
+    if (!fl || n == 0)
+        return 0;
+    if (fl->len + n > fl->limit) {
+        fl->overflow = 1;
+        n = fl->limit - fl->len;
+    }
+    if (fl->len + n + 1 > fl->cap) {
+        size_t cap = fl->cap ? fl->cap : 32;
+        while (cap < fl->len + n + 1)
+            cap *= 2;
+        char *s = realloc(fl->s, cap);
+        if (!s)
+            return -1;
+        fl->s = s;
+        fl->cap = cap;
+    }
+    memcpy(fl->s + fl->len, src, n);
+    fl->len += n;
+    return 0;
+}
+
+/* Ends a field: trims trailing blanks of an unquoted field, NUL-terminates. */
+static int csv_end_field(csv_field *fl, int quoted)
+{
+    if (!fl)
+        return 0;
+    if (!quoted)
+        while (fl->len > 0 && (fl->s[fl->len - 1] == ' ' || fl->s[fl->len - 1] == '\t' ||
+                               fl->s[fl->len - 1] == '\r'))
+            fl->len--;
+    if (!fl->s || fl->len + 1 > fl->cap) {
+        char *s = realloc(fl->s, fl->len + 1);
+        if (!s)
+            return -1;
+        fl->s = s;
+        fl->cap = fl->len + 1;
+    }
+    fl->s[fl->len] = '\0';
+    return 0;
+}
+
+enum { CSV_START, CSV_UNQUOTED, CSV_QUOTED, CSV_QUOTE_SEEN, CSV_AFTER_QUOTE };
+
+/* Reads one record. Returns 1 (a record), 0 (end of file) or -1 (error in r->err). */
+static int csv_record(csv_reader *r)
+{
+    int st = CSV_START, col = 0, any = 0, quoted = 0;
+    long long quote_line = 0;
+    csv_field *fl;
+
+    r->rec_line = r->line;
+    fl = csv_slot(r, 0);
+    if (r->keep_all && !fl)
+        goto nomem;
+    for (;;) {
+        if (st == CSV_UNQUOTED) {
+            /* The bulk of a file: take the rest of an unquoted field from the buffer in
+             * one go, up to the comma or newline that ends it. */
+            const char *b = r->buf + r->pos, *e = r->buf + r->len, *q = b;
+            while (q < e && *q != ',' && *q != '\n')
+                q++;
+            if (csv_append_span(fl, b, (size_t)(q - b)))
+                goto nomem;
+            r->pos += (size_t)(q - b);
+        }
+        int ch = csv_getc(r);
+        if (ch == EOF && r->read_errno) {
+            knn_errorf(CASK_ERR_IO, r->err, r->errlen, "%s: read error at line %lld: %s",
+                       r->name, r->line, strerror(r->read_errno));
+            return -1;
+        }
+        switch (st) {
+        case CSV_START:
+            if (ch == EOF) {
+                if (col == 0 && !any)
+                    return 0;
+                goto end_record;
+            }
+            if (ch == ' ' || ch == '\t' || ch == '\r')
+                continue;
+            if (ch == '\n') {
+                r->line++;
+                goto end_record;
+            }
+            any = 1;
+            if (ch == '"') {
+                st = CSV_QUOTED;
+                quoted = 1;
+                quote_line = r->line;
+                continue;
+            }
+            if (ch == ',')
+                goto end_field;
+            if (csv_append(fl, (char)ch))
+                goto nomem;
+            st = CSV_UNQUOTED;
+            continue;
+        case CSV_UNQUOTED:
+            if (ch == EOF)
+                goto end_record;
+            if (ch == ',')
+                goto end_field;
+            if (ch == '\n') {
+                r->line++;
+                goto end_record;
+            }
+            if (csv_append(fl, (char)ch))
+                goto nomem;
+            continue;
+        case CSV_QUOTED:
+            if (ch == EOF) {
+                knn_errorf(CASK_ERR_FORMAT, r->err, r->errlen,
+                           "%s: line %lld: quoted field never closed (end of file)", r->name,
+                           quote_line);
+                return -1;
+            }
+            if (ch == '"') {
+                st = CSV_QUOTE_SEEN;
+                continue;
+            }
+            if (ch == '\n')
+                r->line++;
+            if (csv_append(fl, (char)ch))
+                goto nomem;
+            continue;
+        case CSV_QUOTE_SEEN:
+            if (ch == '"') { /* a doubled quote stands for one */
+                if (csv_append(fl, '"'))
+                    goto nomem;
+                st = CSV_QUOTED;
+                continue;
+            }
+            st = CSV_AFTER_QUOTE;
+            /* fall through */
+        case CSV_AFTER_QUOTE:
+            if (ch == EOF)
+                goto end_record;
+            if (ch == ',')
+                goto end_field;
+            if (ch == '\n') {
+                r->line++;
+                goto end_record;
+            }
+            if (ch == ' ' || ch == '\t' || ch == '\r')
+                continue;
+            knn_errorf(CASK_ERR_FORMAT, r->err, r->errlen,
+                       "%s: line %lld, column %d: unexpected character '%c' after a closing "
+                       "quote (write a quote inside a quoted field as \"\")",
+                       r->name, r->line, col + 1, ch);
+            return -1;
+        }
+    end_field:
+        if (csv_end_field(fl, quoted))
+            goto nomem;
+        col++;
+        if (col == INT_MAX) {
+            knn_errorf(CASK_ERR_FORMAT, r->err, r->errlen, "%s: line %lld: too many fields",
+                       r->name, r->rec_line);
+            return -1;
+        }
+        fl = csv_slot(r, col);
+        if (r->keep_all && !fl)
+            goto nomem;
+        st = CSV_START;
+        quoted = 0;
+        continue;
+    end_record:
+        if (col == 0 && !any) { /* a blank line */
+            r->rec_line = r->line;
+            if (ch == EOF)
+                return 0;
+            continue;
+        }
+        if (csv_end_field(fl, quoted))
+            goto nomem;
+        r->nfields = col + 1;
+        return 1;
+    }
+nomem:
+    knn_errorf(CASK_ERR_NOMEM, r->err, r->errlen, "%s: out of memory", r->name);
+    return -1;
+}
+
+static const char *const lat_names[] = {"lat", "latitude", NULL};
+static const char *const lon_names[] = {"lon", "lng", "long", "longitude", NULL};
+
+static void csv_list_columns(const csv_reader *r, char *out, size_t len)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (int i = 0; i < r->nfields && used < len; i++) {
+        if (i == CSV_LIST_MAX) {
+            snprintf(out + used, len - used, ", ...");
+            return;
+        }
+        int w = snprintf(out + used, len - used, "%s'%s'", i ? ", " : "", r->fields[i].s);
+        if (w < 0)
+            return;
+        used += (size_t)w;
+    }
+}
+
+/* Finds the column for one coordinate: the one named `want` (case-insensitive; an exact
+ * match wins over others), or else the one whose name is among `usual`. */
+static cask_status csv_find_column(csv_reader *r, const char *what, const char *option,
+                                   const char *want, const char *const *usual, int *col)
+{
+    char cols[256];
+    int found = -1, nfound = 0, exact = -1, nexact = 0;
+
+    for (int i = 0; i < r->nfields; i++) {
+        const char *s = r->fields[i].s;
+        int match = 0;
+        if (want) {
+            match = strcasecmp(s, want) == 0;
+            if (strcmp(s, want) == 0) {
+                exact = i;
+                nexact++;
+            }
+        } else {
+            for (const char *const *u = usual; *u && !match; u++)
+                match = strcasecmp(s, *u) == 0;
+        }
+        if (match) {
+            if (nfound == 0)
+                found = i;
+            nfound++;
+        }
+    }
+    if (want && nfound > 1 && nexact == 1) {
+        found = exact;
+        nfound = 1;
+    }
+    if (nfound == 1) {
+        *col = found;
+        return CASK_OK;
+    }
+    csv_list_columns(r, cols, sizeof cols);
+    if (nfound == 0 && want)
+        return knn_errorf(CASK_ERR_FORMAT, r->err, r->errlen,
+                          "%s: line %lld: no column named '%s' (%s); the header has %s",
+                          r->name, r->rec_line, want, option, cols);
+    if (nfound == 0)
+        return knn_errorf(CASK_ERR_FORMAT, r->err, r->errlen,
+                          "%s: line %lld: no %s column (looked for %s%s%s%s, any case); name "
+                          "it with %s; the header has %s",
+                          r->name, r->rec_line, what, usual[0], usual[1] ? ", " : "",
+                          usual[1] ? usual[1] : "", usual[2] ? ", ..." : "", option, cols);
+    return knn_errorf(CASK_ERR_FORMAT, r->err, r->errlen,
+                      "%s: line %lld: %d columns could be the %s (%s); choose one with %s",
+                      r->name, r->rec_line, nfound, what, cols, option);
+}
+
+/* Parses a kept field as a number. */
+static cask_status csv_number(csv_reader *r, long long row, int col, const char *what,
+                              double *out)
+{
+    const csv_field *fl = &r->fields[col == r->lat_col ? 0 : 1];
+    const char *colname = r->fields[col == r->lat_col ? 2 : 3].s;
+    char *end;
+    if (fl->len == 0)
+        return knn_errorf(CASK_ERR_FORMAT, r->err, r->errlen,
+                          "%s: data row %lld (line %lld), column %d '%s': empty %s", r->name,
+                          row, r->rec_line, col + 1, colname, what);
+    double v;
+    if (!fl->overflow && knn_parse_decimal(fl->s, &v)) {
+        *out = v;
+        return CASK_OK;
+    }
+    v = strtod(fl->s, &end);
+    while (end != fl->s && (*end == ' ' || *end == '\t'))
+        end++;
+    if (fl->overflow || end == fl->s || *end != '\0')
+        return knn_errorf(CASK_ERR_FORMAT, r->err, r->errlen,
+                          "%s: data row %lld (line %lld), column %d '%s': %s is not a "
+                          "number: '%.40s%s'",
+                          r->name, row, r->rec_line, col + 1, colname, what, fl->s,
+                          fl->len > 40 || fl->overflow ? "..." : "");
+    *out = v;
+    return CASK_OK;
+}
+
+cask_status knn_csv_read(FILE *f, const char *name, const char *prefix, size_t nprefix,
+                         const knn_read_opts *opts, const knn_alloc *alloc,
+                         knn_points *out, char *err, size_t errlen)
+{
+    csv_reader r = {0};
+    double *vals = NULL;
+    size_t cap = 0;
+    long long n = 0;
+    cask_status st = CASK_OK;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    r.f = f;
+    r.name = name;
+    r.prefix = prefix;
+    r.nprefix = nprefix;
+    r.line = 1;
+    r.err = err;
+    r.errlen = errlen;
+    r.keep_all = 1;
+    r.buf = malloc(CSV_BUF);
+    if (!r.buf) {
+        st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", name);
+        goto done;
+    }
+
+    /* A UTF-8 byte order mark is not part of the first column's name. */
+    if (csv_refill(&r) && r.len >= 3 && memcmp(r.buf, "\xEF\xBB\xBF", 3) == 0)
+        r.pos = 3;
+    rc = csv_record(&r);
+    if (rc < 0) {
+        st = r.read_errno ? CASK_ERR_IO : CASK_ERR_FORMAT;
+        goto done;
+    }
+    if (rc == 0) {
+        st = knn_errorf(CASK_ERR_FORMAT, err, errlen, "%s: empty file (no header row)", name);
+        goto done;
+    }
+    if ((st = csv_find_column(&r, "latitude", "--lat-col", opts->lat_col, lat_names,
+                              &r.lat_col)))
+        goto done;
+    if ((st = csv_find_column(&r, "longitude", "--lon-col", opts->lon_col, lon_names,
+                              &r.lon_col)))
+        goto done;
+    if (r.lat_col == r.lon_col) {
+        st = knn_errorf(CASK_ERR_FORMAT, err, errlen,
+                        "%s: line %lld: column %d '%s' cannot be both latitude and longitude",
+                        name, r.rec_line, r.lat_col + 1, r.fields[r.lat_col].s);
+        goto done;
+    }
+
+    /* From here on slots 0 and 1 hold the kept fields, 2 and 3 the column names. */
+    int ncols = r.nfields;
+    if (r.nfields_cap < 4) {
+        st = knn_errorf(CASK_ERR_INTERNAL, err, errlen, "%s: internal error", name);
+        goto done;
+    }
+    {
+        /* Move the two names into slots 2 and 3, freeing all other header fields. */
+        csv_field lat_name = r.fields[r.lat_col], lon_name = r.fields[r.lon_col];
+        for (int i = 0; i < r.nfields_cap; i++)
+            if (i != r.lat_col && i != r.lon_col)
+                free(r.fields[i].s);
+        memset(r.fields, 0, (size_t)r.nfields_cap * sizeof *r.fields);
+        r.fields[2] = lat_name;
+        r.fields[3] = lon_name;
+    }
+    r.keep_all = 0;
+
+    for (;;) {
+        rc = csv_record(&r);
+        if (rc < 0) {
+            st = r.read_errno ? CASK_ERR_IO : CASK_ERR_FORMAT;
+            goto done;
+        }
+        if (rc == 0)
+            break;
+        n++;
+        if (r.nfields != ncols) {
+            st = knn_errorf(CASK_ERR_FORMAT, err, errlen,
+                            "%s: data row %lld (line %lld): %d field%s, but the header has "
+                            "%d",
+                            name, n, r.rec_line, r.nfields, r.nfields == 1 ? "" : "s",
+                            ncols);
+            goto done;
+        }
+        double lat, lon;
+        if ((st = csv_number(&r, n, r.lat_col, "latitude", &lat)) ||
+            (st = csv_number(&r, n, r.lon_col, "longitude", &lon)))
+            goto done;
+        char why[160];
+        int bad = knn_point_check(lat, &lon, opts->degrees, 0, opts->wrap, why, sizeof why);
+        if (bad) {
+            int col = bad == 1 ? r.lat_col : r.lon_col;
+            st = knn_errorf(CASK_ERR_FORMAT, err, errlen,
+                            "%s: data row %lld (line %lld), column %d '%s': %s", name, n,
+                            r.rec_line, col + 1, r.fields[bad == 1 ? 2 : 3].s, why);
+            goto done;
+        }
+        if ((size_t)n * 2 > cap) {
+            size_t ncap = cap ? 2 * cap : 4096;
+            double *nv = ncap < SIZE_MAX / sizeof *nv ? realloc(vals, ncap * sizeof *nv)
+                                                      : NULL;
+            if (!nv) {
+                st = knn_errorf(CASK_ERR_NOMEM, err, errlen,
+                                "%s: out of memory after %lld rows", name, n);
+                goto done;
+            }
+            vals = nv;
+            cap = ncap;
+        }
+        vals[2 * (n - 1)] = lat;
+        vals[2 * (n - 1) + 1] = lon;
+    }
+    if (n == 0) {
+        st = knn_errorf(CASK_ERR_FORMAT, err, errlen,
+                        "%s: no data rows (only a header)", name);
+        goto done;
+    }
+    if ((st = knn_points_alloc(n, 1, opts->degrees, alloc, out))) {
+        knn_errorf(st, err, errlen, "%s: out of memory for %lld points", name, n);
+        goto done;
+    }
+    memcpy(out->data, vals, (size_t)n * 2 * sizeof(double));
+
+done:
+    free(vals);
+    if (r.fields)
+        for (int i = 0; i < r.nfields_cap; i++)
+            free(r.fields[i].s);
+    free(r.fields);
+    free(r.buf);
+    return st;
+}
+
+/* ---- results ---- */
+
+static char *put_int(char *p, long long v)
+{
+    char tmp[24];
+    int n = 0;
+    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
+    if (v < 0)
+        *p++ = '-';
+    do {
+        tmp[n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    while (n)
+        *p++ = tmp[--n];
+    return p;
+}
+
+size_t knn_csv_format(char *buf, int64_t first, const int32_t *index, const float *dist,
+                      int64_t n)
+{
+    char *p = buf;
+    for (int64_t i = 0; i < n; i++) {
+        p = put_int(p, first + i);
+        *p++ = ',';
+        p = put_int(p, index[i]);
+        *p++ = ',';
+        /* 9 significant digits: the float reads back exactly. */
+        p += snprintf(p, 24, "%.9g", (double)dist[i]);
+        *p++ = '\n';
+    }
+    return (size_t)(p - buf);
+}
+
+cask_status knn_csv_write(FILE *f, const char *name, const int32_t *index,
+                          const float *dist, int64_t n, char *err, size_t errlen)
+{
+    enum { ROWS = 1 << 14 };
+    char *buf = malloc((size_t)ROWS * KNN_CSV_ROW_MAX);
+    if (!buf)
+        return knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", name);
+    int bad = fputs(KNN_CSV_HEADER, f) == EOF;
+    for (int64_t i = 0; i < n && !bad; i += ROWS) {
+        int64_t k = n - i < ROWS ? n - i : ROWS;
+        size_t len = knn_csv_format(buf, i, index + i, dist + i, k);
+        bad = fwrite(buf, 1, len, f) != len;
+    }
+    int e = errno;
+    free(buf);
+    if (bad)
+        return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
+                          strerror(e));
+    return CASK_OK;
+}

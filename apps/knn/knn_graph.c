@@ -1,0 +1,410 @@
+/* knn_graph.c: builds and runs the graph of cask-knn through the public API.
+ *
+ * Observations are cut into row chunks i, references into chunks j. Each reference chunk
+ * is prepared once (prep[j]: unit vectors, in cask_knn_prepared_bytes). With one
+ * reference chunk, knn[i,0] (FINAL mode) writes index[i] and dist[i] directly. With J
+ * chunks, knn[i,j] (PARTIAL) writes best[i,j]; a binary tree merges best[i,*] into
+ * best[i,0] (merge[i,j+s>j] reads best[i,j+s] into best[i,j]); finish[i] turns it into
+ * index[i] and dist[i]. Ties go to the lowest index everywhere, so the result never
+ * depends on the chunking. index[i]/dist[i] are registered slices of the caller's host
+ * arrays with write-back on, so each chunk's result streams to host memory while others
+ * still compute. */
+#include "knn_graph.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generate.h"
+#include "progress.h"
+
+struct knn_job {
+    cask_runtime *rt;
+    cask_graph *g;
+    const cask_knn_kernels *k;
+    int64_t n, m, chunk, ref_chunk, nobs, nref;
+    cask_data **obs, **index, **dist;  /* nobs each */
+    cask_data **ref, **prep;           /* nref each */
+    cask_data **best;                  /* nobs x nref, PARTIAL only */
+    cask_data *ref_all;                /* all references, for finish (PARTIAL only) */
+    size_t ntasks;
+};
+
+static int64_t rows_of(int64_t total, int64_t chunk, int64_t c)
+{
+    int64_t left = total - c * chunk;
+    return left < chunk ? left : chunk;
+}
+
+static size_t elem_bytes(const knn_points *p)
+{
+    return p->f64 ? sizeof(double) : sizeof(float);
+}
+
+/* Formats a handle or task name into buf (64 bytes) and returns buf. */
+__attribute__((format(printf, 2, 3)))
+static const char *nm(char *buf, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, 64, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+/* Registers host memory as a named handle. */
+static cask_status reg(knn_job *j, void *p, size_t bytes, cask_data **out, const char *name)
+{
+    cask_status st = cask_data_register(j->rt, p, bytes, out);
+    return st ? st : cask_data_set_name(*out, name);
+}
+
+static cask_status create(knn_job *j, size_t bytes, cask_data **out, const char *name)
+{
+    cask_status st = cask_data_create(j->rt, bytes, out);
+    return st ? st : cask_data_set_name(*out, name);
+}
+
+static cask_status add(knn_job *j, cask_kernel *kern, const cask_access *acc, int nacc,
+                       const void *args, size_t args_size, int priority, uint32_t where,
+                       const char *name)
+{
+    cask_task_desc d = {0};
+    d.field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME | CASK_TASK_WHERE;
+    d.kernel = kern;
+    d.access = acc;
+    d.naccess = nacc;
+    d.args = args;
+    d.args_size = args_size;
+    d.priority = priority;
+    d.name = name;
+    d.where = where;
+    j->ntasks++;
+    return cask_graph_add_task(j->g, &d, NULL);
+}
+
+static cask_status fail_rt(knn_job *j, cask_status st, const char *what, char *err,
+                           size_t errlen)
+{
+    char msg[KNN_ERRLEN / 2];
+    msg[0] = '\0';
+    if (j && j->rt)
+        cask_runtime_error(j->rt, msg, sizeof msg);
+    return knn_errorf(st, err, errlen, "%s: %s%s%s", what, cask_status_string(st),
+                      msg[0] ? ": " : "", msg);
+}
+
+cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
+                           const knn_points *obs, const knn_points *ref, int32_t *index,
+                           float *dist, const knn_plan *plan, knn_job **out, char *err,
+                           size_t errlen)
+{
+    cask_status st;
+    *out = NULL;
+    if (plan->chunk <= 0 || plan->ref_chunk <= 0 || obs->n <= 0 || ref->n <= 0)
+        return knn_errorf(CASK_ERR_INVALID, err, errlen, "empty input or chunk");
+    knn_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
+    j->rt = rt;
+    j->k = k;
+    j->n = obs->n;
+    j->m = ref->n;
+    j->chunk = plan->chunk < obs->n ? plan->chunk : obs->n;
+    j->ref_chunk = plan->ref_chunk < ref->n ? plan->ref_chunk : ref->n;
+    j->nobs = (j->n + j->chunk - 1) / j->chunk;
+    j->nref = (j->m + j->ref_chunk - 1) / j->ref_chunk;
+    int partial = j->nref > 1;
+
+    j->obs = calloc((size_t)j->nobs, sizeof *j->obs);
+    j->index = calloc((size_t)j->nobs, sizeof *j->index);
+    j->dist = calloc((size_t)j->nobs, sizeof *j->dist);
+    j->ref = calloc((size_t)j->nref, sizeof *j->ref);
+    j->prep = calloc((size_t)j->nref, sizeof *j->prep);
+    if (partial)
+        j->best = calloc((size_t)(j->nobs * j->nref), sizeof *j->best);
+    if (!j->obs || !j->index || !j->dist || !j->ref || !j->prep || (partial && !j->best)) {
+        st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
+        goto fail;
+    }
+
+    const char *what = "registering data";
+    char nb[64];
+    size_t oe = 2 * elem_bytes(obs), re = 2 * elem_bytes(ref);
+    for (int64_t i = 0; i < j->nobs; i++) {
+        int64_t r0 = i * j->chunk, n = rows_of(j->n, j->chunk, i);
+        if ((st = reg(j, (char *)obs->data + r0 * oe, (size_t)n * oe, &j->obs[i],
+                      nm(nb, "obs[%lld]", (long long)i))) ||
+            (st = reg(j, index + r0, (size_t)n * sizeof *index, &j->index[i],
+                      nm(nb, "index[%lld]", (long long)i))) ||
+            (st = reg(j, dist + r0, (size_t)n * sizeof *dist, &j->dist[i],
+                      nm(nb, "dist[%lld]", (long long)i))) ||
+            (st = cask_data_set_writeback(j->index[i], 1)) ||
+            (st = cask_data_set_writeback(j->dist[i], 1)))
+            goto fail_rt;
+    }
+    for (int64_t r = 0; r < j->nref; r++) {
+        int64_t r0 = r * j->ref_chunk, m = rows_of(j->m, j->ref_chunk, r);
+        if ((st = reg(j, (char *)ref->data + r0 * re, (size_t)m * re, &j->ref[r],
+                      nm(nb, "ref[%lld]", (long long)r))) ||
+            (st = create(j, cask_knn_prepared_bytes(m), &j->prep[r],
+                         nm(nb, "prepared[%lld]", (long long)r))))
+            goto fail_rt;
+    }
+    if (partial) {
+        /* finish re-reads the winning reference's coordinates: a read-only view of the
+         * whole reference array beside the chunk views. */
+        if ((st = reg(j, ref->data, (size_t)j->m * re, &j->ref_all, "refs")))
+            goto fail_rt;
+        for (int64_t i = 0; i < j->nobs; i++)
+            for (int64_t r = 0; r < j->nref; r++)
+                if ((st = create(j, (size_t)rows_of(j->n, j->chunk, i) *
+                                        sizeof(cask_knn_best),
+                                 &j->best[i * j->nref + r],
+                                 nm(nb, "best[%lld,%lld]", (long long)i, (long long)r))))
+                    goto fail_rt;
+    }
+
+    what = "building the graph";
+    if ((st = cask_graph_create(rt, &j->g)))
+        goto fail_rt;
+    cask_knn_points ofmt = {obs->f64, obs->degrees}, rfmt = {ref->f64, ref->degrees};
+    uint32_t where = plan->where;
+    /* Priorities: prepare first; then finish a chunk's merges before starting new
+     * searches, so results stream back and partial buffers are freed early. */
+    for (int64_t r = 0; r < j->nref; r++) {
+        cask_knn_prep_args a = {rows_of(j->m, j->ref_chunk, r), rfmt};
+        cask_access acc[2] = {{j->ref[r], CASK_READ}, {j->prep[r], CASK_WRITE}};
+        if ((st = add(j, k->prep, acc, 2, &a, sizeof a, 3, where,
+                      nm(nb, "prep[%lld]", (long long)r))))
+            goto fail_rt;
+    }
+    for (int64_t i = 0; i < j->nobs; i++) {
+        int64_t n = rows_of(j->n, j->chunk, i);
+        for (int64_t r = 0; r < j->nref; r++) {
+            cask_knn_search_args a = {0};
+            a.n = n;
+            a.m = rows_of(j->m, j->ref_chunk, r);
+            a.ref_base = r * j->ref_chunk;
+            a.in = ofmt;
+            a.mode = partial ? CASK_KNN_PARTIAL : CASK_KNN_FINAL;
+            a.scale = plan->scale;
+            cask_access acc[4] = {{j->obs[i], CASK_READ}, {j->prep[r], CASK_READ}};
+            int nacc;
+            if (partial) {
+                acc[2] = (cask_access){j->best[i * j->nref + r], CASK_WRITE};
+                nacc = 3;
+            } else {
+                acc[2] = (cask_access){j->index[i], CASK_WRITE};
+                acc[3] = (cask_access){j->dist[i], CASK_WRITE};
+                nacc = 4;
+            }
+            if ((st = add(j, k->search, acc, nacc, &a, sizeof a, 0, where,
+                          nm(nb, "knn[%lld,%lld]", (long long)i, (long long)r))))
+                goto fail_rt;
+        }
+        if (!partial)
+            continue;
+        for (int64_t s = 1; s < j->nref; s *= 2)
+            for (int64_t r = 0; r + s < j->nref; r += 2 * s) {
+                cask_knn_merge_args a = {n};
+                cask_access acc[2] = {{j->best[i * j->nref + r], CASK_RW},
+                                      {j->best[i * j->nref + r + s], CASK_READ}};
+                if ((st = add(j, k->merge, acc, 2, &a, sizeof a, 1, where,
+                              nm(nb, "merge[%lld,%lld>%lld]", (long long)i,
+                                 (long long)(r + s), (long long)r))))
+                    goto fail_rt;
+            }
+        cask_knn_finish_args a = {n, plan->scale, ofmt, rfmt};
+        cask_access acc[5] = {{j->obs[i], CASK_READ},
+                              {j->best[i * j->nref], CASK_READ},
+                              {j->index[i], CASK_WRITE},
+                              {j->dist[i], CASK_WRITE},
+                              {j->ref_all, CASK_READ}};
+        if ((st = add(j, k->finish, acc, 5, &a, sizeof a, 2, where,
+                      nm(nb, "finish[%lld]", (long long)i))))
+            goto fail_rt;
+    }
+    *out = j;
+    return CASK_OK;
+
+fail_rt:
+    fail_rt(j, st, what, err, errlen);
+fail:
+    knn_job_destroy(j);
+    return st;
+}
+
+cask_status knn_job_run(knn_job *j, int progress, char *err, size_t errlen)
+{
+    cask_status st = cask_graph_submit(j->g);
+    if (!st) {
+        knn_progress *bar = progress ? knn_progress_start(j->g, stderr, "cask-knn", 1.0)
+                                     : NULL;
+        st = cask_graph_wait(j->g);
+        knn_progress_stop(bar);
+    }
+    if (st) {
+        const char *msg = cask_graph_error(j->g);
+        if (msg && msg[0])
+            return knn_errorf(st, err, errlen, "computing: %s: %s", cask_status_string(st),
+                              msg);
+        return fail_rt(j, st, "computing", err, errlen);
+    }
+    /* Write-back has normally brought every result home already; acquiring makes sure
+     * (and is what a correct program must do before reading registered memory). */
+    for (int64_t i = 0; i < j->nobs; i++) {
+        void *p;
+        if ((st = cask_data_acquire(j->index[i], CASK_READ, &p)) ||
+            (st = cask_data_release(j->index[i])) ||
+            (st = cask_data_acquire(j->dist[i], CASK_READ, &p)) ||
+            (st = cask_data_release(j->dist[i])))
+            return fail_rt(j, st, "reading the results back", err, errlen);
+    }
+    return CASK_OK;
+}
+
+static cask_status touch(cask_data *d)
+{
+    void *p;
+    cask_status st = cask_data_acquire(d, CASK_RW, &p);
+    if (st)
+        return st;
+    return cask_data_release(d);
+}
+
+cask_status knn_job_make_cold(knn_job *j, char *err, size_t errlen)
+{
+    cask_status st = CASK_OK;
+    for (int64_t i = 0; i < j->nobs && !st; i++)
+        st = touch(j->obs[i]);
+    for (int64_t r = 0; r < j->nref && !st; r++)
+        st = touch(j->ref[r]);
+    if (!st && j->ref_all)
+        st = touch(j->ref_all);
+    if (st)
+        return fail_rt(j, st, "dropping device copies", err, errlen);
+    return CASK_OK;
+}
+
+void knn_job_shape(const knn_job *j, int64_t *obs_chunks, int64_t *ref_chunks,
+                   size_t *ntasks)
+{
+    *obs_chunks = j->nobs;
+    *ref_chunks = j->nref;
+    *ntasks = j->ntasks;
+}
+
+cask_status knn_job_dot(const knn_job *j, FILE *out)
+{
+    return cask_graph_dot(j->g, out, 1);
+}
+
+static void destroy_all(cask_data **d, int64_t n)
+{
+    if (!d)
+        return;
+    for (int64_t i = 0; i < n; i++)
+        cask_data_destroy(d[i]);
+    free(d);
+}
+
+void knn_job_destroy(knn_job *j)
+{
+    if (!j)
+        return;
+    cask_graph_destroy(j->g);
+    destroy_all(j->best, j->nobs * j->nref);
+    destroy_all(j->prep, j->nref);
+    destroy_all(j->ref, j->nref);
+    cask_data_destroy(j->ref_all);
+    destroy_all(j->index, j->nobs);
+    destroy_all(j->dist, j->nobs);
+    destroy_all(j->obs, j->nobs);
+    free(j);
+}
+
+/* ---- synthetic points as tasks ---- */
+
+typedef struct gen_args {
+    uint64_t seed, stream;
+    int64_t first, n;
+    int f64;
+} gen_args;
+
+static cask_status gen_cpu(cask_task_ctx *ctx)
+{
+    size_t size;
+    const gen_args *a = cask_task_args(ctx, &size);
+    void *out = cask_task_buffer(ctx, 0);
+    size_t need = (size_t)a->n * 2 * (a->f64 ? sizeof(double) : sizeof(float));
+    if (size != sizeof *a || !out || cask_task_buffer_size(ctx, 0) != need)
+        return cask_task_fail(ctx, "bad arguments");
+    knn_generate_points(a->seed, a->stream, a->first, a->n, a->f64, out);
+    return CASK_OK;
+}
+
+cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
+                               knn_points *ref, int64_t chunk, char *err, size_t errlen)
+{
+    cask_kernel_desc kd = {0};
+    cask_kernel *kern;
+    cask_graph *g = NULL;
+    cask_data **h = NULL;
+    int64_t nh = 0, cap;
+    knn_points *sets[2] = {obs, ref};
+    cask_status st;
+    knn_job ctx = {.rt = rt}; /* only for fail_rt's message */
+
+    if (chunk <= 0)
+        return knn_errorf(CASK_ERR_INVALID, err, errlen, "bad chunk");
+    cap = (obs->n + chunk - 1) / chunk + (ref->n + chunk - 1) / chunk;
+    kd.name = "knn_generate";
+    kd.cpu = gen_cpu;
+    if ((st = cask_kernel_register(rt, &kd, &kern)) || (st = cask_graph_create(rt, &g)))
+        goto fail;
+    h = calloc((size_t)cap, sizeof *h);
+    if (!h) {
+        st = CASK_ERR_NOMEM;
+        goto fail;
+    }
+    for (int s = 0; s < 2; s++) {
+        knn_points *p = sets[s];
+        size_t row = 2 * elem_bytes(p);
+        for (int64_t c = 0; c * chunk < p->n; c++) {
+            gen_args a = {seed, s == 0 ? KNN_STREAM_OBS : KNN_STREAM_REF, c * chunk,
+                          rows_of(p->n, chunk, c), p->f64};
+            if ((st = cask_data_register(rt, (char *)p->data + (size_t)a.first * row,
+                                         (size_t)a.n * row, &h[nh])))
+                goto fail;
+            cask_access acc = {h[nh++], CASK_WRITE};
+            cask_task_desc d = {0};
+            d.field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE;
+            d.kernel = kern;
+            d.access = &acc;
+            d.naccess = 1;
+            d.args = &a;
+            d.args_size = sizeof a;
+            d.where = CASK_WHERE_CPU;
+            if ((st = cask_graph_add_task(g, &d, NULL)))
+                goto fail;
+        }
+        p->degrees = 0;
+    }
+    if ((st = cask_graph_compute(g))) {
+        knn_errorf(st, err, errlen, "generating points: %s: %s", cask_status_string(st),
+                   cask_graph_error(g));
+        cask_graph_destroy(g);
+        destroy_all(h, nh);
+        return st;
+    }
+    cask_graph_destroy(g);
+    destroy_all(h, nh); /* flushes to the host arrays */
+    return CASK_OK;
+
+fail:
+    fail_rt(&ctx, st, "generating points", err, errlen);
+    cask_graph_destroy(g);
+    destroy_all(h, nh);
+    return st;
+}

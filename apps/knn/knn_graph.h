@@ -1,0 +1,53 @@
+/* knn_graph.h: the task graph of cask-knn, built on the public cask API only: chunks of
+ * observations and references as data handles, prep / search / merge / finish tasks of
+ * the built-in knn kernels, and parallel generation of synthetic points as tasks. */
+#ifndef KNN_GRAPH_H
+#define KNN_GRAPH_H
+
+#include <stdint.h>
+#include "cask/cask.h"
+#include "points.h"
+
+typedef struct knn_plan {
+    int64_t chunk;      /* observation rows per search task (> 0) */
+    int64_t ref_chunk;  /* reference rows per chunk (> 0; >= m means one chunk) */
+    double scale;       /* distance = scale * angle in radians */
+    uint32_t where;     /* cask_where of every task */
+} knn_plan;
+
+typedef struct knn_job knn_job;
+
+/* Builds the graph for obs x ref. index (n int32) and dist (n float) receive the results;
+ * obs, ref, index and dist must stay valid and untouched until knn_job_destroy (they are
+ * registered with the runtime, in slices). With one reference chunk each observation
+ * chunk gets one search task in FINAL mode; with J chunks it gets J PARTIAL searches, a
+ * binary tree of merges and a finish. The message of a failure goes to err. */
+cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
+                           const knn_points *obs, const knn_points *ref, int32_t *index,
+                           float *dist, const knn_plan *plan, knn_job **out, char *err,
+                           size_t errlen);
+
+/* Runs the graph and waits until every result is valid in index/dist (host memory).
+ * With progress, a bar is drawn on stderr if it is a terminal and the run lasts. */
+cask_status knn_job_run(knn_job *j, int progress, char *err, size_t errlen);
+
+/* Drops the device copies of the inputs, so that the next run moves them again (each
+ * --repeat then measures the same thing as the first run). */
+cask_status knn_job_make_cold(knn_job *j, char *err, size_t errlen);
+
+/* Chunk counts and graph size, for the summary. */
+void knn_job_shape(const knn_job *j, int64_t *obs_chunks, int64_t *ref_chunks,
+                   size_t *ntasks);
+
+/* Writes the graph in Graphviz dot. */
+cask_status knn_job_dot(const knn_job *j, FILE *out);
+
+/* Unregisters everything (results are then in index/dist) and frees the graph. NULL ok. */
+void knn_job_destroy(knn_job *j);
+
+/* Fills obs and ref (already allocated, radians, float or double) with the synthetic
+ * points of seed, as CPU tasks of chunk rows each (see generate.h). */
+cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
+                               knn_points *ref, int64_t chunk, char *err, size_t errlen);
+
+#endif

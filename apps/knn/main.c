@@ -1,0 +1,554 @@
+/* main.c: the cask-knn command line. Exact 1-nearest-neighbour search by great-circle
+ * distance: for each observation, the nearest reference and its distance. Parses the
+ * options, starts the runtime, loads (points.h) or generates the points, runs the task
+ * graph (knn_graph.h), optionally checks a sample against a float64 brute force, writes
+ * the result all-or-nothing and prints a summary on stderr. See docs/knn.md.
+ *
+ * Exit status: 0 success, 1 bad data or a failure while running, 2 bad command line,
+ * 3 --check found errors above its limits. */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cask/cask.h"
+#include "check.h"
+#include "generate.h"
+#include "knn_graph.h"
+#include "points.h"
+#include "write_par.h"
+
+enum { EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_CHECK = 3 };
+
+typedef struct options {
+    const char *obs_path, *ref_path, *out_path, *dot_path;
+    const char *lat_col, *lon_col;
+    int radians, wrap, quiet, cpu_only;
+    int gpus;          /* -2 unset, -1 all, else count */
+    int threads;       /* 0 unset */
+    int generate;
+    int64_t gen_n, gen_m;
+    uint64_t seed;
+    int64_t chunk, ref_chunk; /* 0 = default */
+    int km;
+    int64_t check;
+    int repeat;
+} options;
+
+static const char *prog = "cask-knn";
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+"Usage: %s (--obs FILE --ref FILE | --generate N M [--seed S]) [options]\n"
+"Exact nearest reference (great-circle distance) of every observation.\n"
+"\n"
+"Input:\n"
+"  --obs FILE, --ref FILE  observations and references: CSV with a header row, or .npy\n"
+"                          (float32/float64, shape (N, 2): latitude, longitude)\n"
+"  --lat-col NAME          CSV latitude column (default: lat or latitude, any case)\n"
+"  --lon-col NAME          CSV longitude column (default: lon, lng, long or longitude)\n"
+"  --radians               input values are radians (default: degrees)\n"
+"  --wrap                  wrap longitudes outside [-180, 180] instead of rejecting them\n"
+"  --generate N M          N observations and M references uniform on the sphere\n"
+"  --seed S                seed of --generate (default 0)\n"
+"Output:\n"
+"  --out FILE              results: CSV (obs,ref_index,distance) or, if FILE ends in .npy,\n"
+"                          an (N, 2) float64 array of rows [ref_index, distance]\n"
+"  --units km|rad          distance unit (default km, Earth radius %.4f km)\n"
+"  -q, --quiet             no summary on stderr\n"
+"Execution:\n"
+"  --gpus N|all            GPUs to use (default: all there are)\n"
+"  --cpu-only              use no GPU\n"
+"  --threads N             CPU worker threads (default: all cores)\n"
+"  --chunk ROWS            observation rows per task (default: from the sizes)\n"
+"  --ref-chunk ROWS        reference rows per chunk (default: all in one)\n"
+"  --repeat R              run the computation R times, report the median time\n"
+"  --check K               compare K observations with a float64 brute force; exit 3 if\n"
+"                          the relative error passes 1e-6 (chosen reference) or 1e-5\n"
+"                          (reported distance)\n"
+"  --dot FILE              write the task graph in Graphviz dot\n"
+"  -h, --help, --version\n"
+"Counts accept powers such as 2^24. Exit status: 0 ok, 1 data or run error,\n"
+"2 usage error, 3 check failed.\n",
+            prog, CASK_EARTH_RADIUS_KM);
+}
+
+__attribute__((format(printf, 1, 2), noreturn))
+static void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "%s: ", prog);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\nTry '%s --help'.\n", prog);
+    exit(EXIT_USAGE);
+}
+
+/* A positive count: decimal digits, or B^E. */
+static int parse_count(const char *s, int64_t min, int64_t *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
+        return -1;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s)
+        return -1;
+    if (*end == '^') {
+        const char *e = end + 1;
+        if (!*e || *e == '-' || *e == '+' || *e == ' ')
+            return -1;
+        long long x = strtoll(e, &end, 10);
+        if (errno || end == e || x > 62)
+            return -1;
+        long long p = 1;
+        for (long long i = 0; i < x; i++) {
+            if (p > LLONG_MAX / (v ? v : 1))
+                return -1;
+            p *= v;
+        }
+        v = p;
+    }
+    if (*end || v < min)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int64_t need_count(const char *opt, const char *s, int64_t min)
+{
+    int64_t v;
+    if (parse_count(s, min, &v))
+        usage_error("%s: '%s' is not an integer >= %lld", opt, s ? s : "", (long long)min);
+    return v;
+}
+
+static void parse_args(int argc, char **argv, options *o)
+{
+    enum {
+        O_OBS = 256, O_REF, O_OUT, O_LATCOL, O_LONCOL, O_RADIANS, O_WRAP, O_GENERATE,
+        O_SEED, O_UNITS, O_GPUS, O_CPU_ONLY, O_THREADS, O_CHUNK, O_REF_CHUNK, O_REPEAT,
+        O_CHECK, O_DOT, O_VERSION
+    };
+    static const struct option longs[] = {
+        {"obs", required_argument, 0, O_OBS},
+        {"ref", required_argument, 0, O_REF},
+        {"out", required_argument, 0, O_OUT},
+        {"lat-col", required_argument, 0, O_LATCOL},
+        {"lon-col", required_argument, 0, O_LONCOL},
+        {"radians", no_argument, 0, O_RADIANS},
+        {"wrap", no_argument, 0, O_WRAP},
+        {"generate", required_argument, 0, O_GENERATE},
+        {"seed", required_argument, 0, O_SEED},
+        {"units", required_argument, 0, O_UNITS},
+        {"gpus", required_argument, 0, O_GPUS},
+        {"cpu-only", no_argument, 0, O_CPU_ONLY},
+        {"threads", required_argument, 0, O_THREADS},
+        {"chunk", required_argument, 0, O_CHUNK},
+        {"ref-chunk", required_argument, 0, O_REF_CHUNK},
+        {"repeat", required_argument, 0, O_REPEAT},
+        {"check", required_argument, 0, O_CHECK},
+        {"dot", required_argument, 0, O_DOT},
+        {"quiet", no_argument, 0, 'q'},
+        {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, O_VERSION},
+        {0, 0, 0, 0}};
+    int seed_set = 0;
+
+    memset(o, 0, sizeof *o);
+    o->gpus = -2;
+    o->km = 1;
+    o->repeat = 1;
+    opterr = 0;
+    for (;;) {
+        int c = getopt_long(argc, argv, "+:qh", longs, NULL);
+        if (c == -1)
+            break;
+        switch (c) {
+        case O_OBS: o->obs_path = optarg; break;
+        case O_REF: o->ref_path = optarg; break;
+        case O_OUT: o->out_path = optarg; break;
+        case O_DOT: o->dot_path = optarg; break;
+        case O_LATCOL: o->lat_col = optarg; break;
+        case O_LONCOL: o->lon_col = optarg; break;
+        case O_RADIANS: o->radians = 1; break;
+        case O_WRAP: o->wrap = 1; break;
+        case 'q': o->quiet = 1; break;
+        case O_CPU_ONLY: o->cpu_only = 1; break;
+        case O_GENERATE: {
+            const char *comma = strchr(optarg, ',');
+            char nbuf[64];
+            const char *m;
+            if (comma) {
+                snprintf(nbuf, sizeof nbuf, "%.*s", (int)(comma - optarg), optarg);
+                m = comma + 1;
+            } else {
+                snprintf(nbuf, sizeof nbuf, "%s", optarg);
+                if (optind >= argc)
+                    usage_error("--generate needs two counts: N M");
+                m = argv[optind++];
+            }
+            o->generate = 1;
+            o->gen_n = need_count("--generate N", nbuf, 1);
+            o->gen_m = need_count("--generate M", m, 1);
+            break;
+        }
+        case O_SEED: {
+            char *end;
+            errno = 0;
+            unsigned long long v = strtoull(optarg, &end, 0);
+            if (errno || end == optarg || *end || optarg[0] == '-')
+                usage_error("--seed: '%s' is not a non-negative integer", optarg);
+            o->seed = v;
+            seed_set = 1;
+            break;
+        }
+        case O_UNITS:
+            if (strcasecmp(optarg, "km") == 0)
+                o->km = 1;
+            else if (strcasecmp(optarg, "rad") == 0 || strcasecmp(optarg, "radians") == 0)
+                o->km = 0;
+            else
+                usage_error("--units: '%s' is not km or rad", optarg);
+            break;
+        case O_GPUS:
+            if (strcasecmp(optarg, "all") == 0)
+                o->gpus = -1;
+            else
+                o->gpus = (int)need_count("--gpus", optarg, 0);
+            break;
+        case O_THREADS: {
+            int64_t v = need_count("--threads", optarg, 1);
+            if (v > 4096)
+                usage_error("--threads: %lld is too many", (long long)v);
+            o->threads = (int)v;
+            break;
+        }
+        case O_CHUNK: o->chunk = need_count("--chunk", optarg, 1); break;
+        case O_REF_CHUNK: o->ref_chunk = need_count("--ref-chunk", optarg, 1); break;
+        case O_REPEAT: {
+            int64_t v = need_count("--repeat", optarg, 1);
+            if (v > 100000)
+                usage_error("--repeat: %lld is too many", (long long)v);
+            o->repeat = (int)v;
+            break;
+        }
+        case O_CHECK: o->check = need_count("--check", optarg, 1); break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        case O_VERSION:
+            printf("cask-knn (cask %d.%d.%d)\n", CASK_VERSION_MAJOR, CASK_VERSION_MINOR,
+                   CASK_VERSION_PATCH);
+            exit(0);
+        case ':':
+            usage_error("%s needs a value", argv[optind - 1]);
+        default:
+            usage_error("unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        usage_error("unexpected argument '%s'", argv[optind]);
+    if (o->generate) {
+        if (o->obs_path || o->ref_path)
+            usage_error("--generate replaces --obs and --ref: give one or the other");
+        if (o->lat_col || o->lon_col || o->radians || o->wrap)
+            usage_error("--lat-col, --lon-col, --radians and --wrap apply to input files, "
+                        "not to --generate");
+    } else {
+        if (seed_set)
+            usage_error("--seed applies to --generate only");
+        if (!o->obs_path || !o->ref_path)
+            usage_error("give --obs FILE and --ref FILE, or --generate N M");
+    }
+    if (o->cpu_only && o->gpus != -2)
+        usage_error("--cpu-only and --gpus exclude each other");
+    if (o->cpu_only)
+        o->gpus = 0;
+    if (o->out_path && !*o->out_path)
+        usage_error("--out: empty file name");
+}
+
+/* ---- the parts of main ---- */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void *host_alloc(void *ctx, size_t bytes)
+{
+    void *p = NULL;
+    return cask_host_alloc(ctx, bytes, &p) ? NULL : p;
+}
+
+static void host_free(void *ctx, void *p)
+{
+    cask_host_free(ctx, p);
+}
+
+/* The temporary output file is removed if a signal ends the run. */
+static volatile sig_atomic_t tmp_armed;
+static char tmp_path_copy[4096];
+
+static void on_signal(int sig)
+{
+    if (tmp_armed)
+        unlink(tmp_path_copy);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void arm_cleanup(const char *tmp_path)
+{
+    snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s", tmp_path);
+    tmp_armed = 1;
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGHUP, on_signal);
+}
+
+/* Observation rows per task when --chunk is not given: about 8 tasks per CPU worker, or
+ * 16 per GPU (4 streams x 2, so copies overlap compute), at least 1024 rows, a multiple
+ * of 256, and small enough that a chunk's buffers stay under 256 MiB. */
+static int64_t default_chunk(int64_t n, int64_t ref_chunks, int obs_f64,
+                             const cask_runtime_info *info)
+{
+    int64_t tasks = info->ngpus > 0 ? 16 * (int64_t)info->ngpus
+                                    : 8 * (int64_t)(info->ncpu_workers > 0
+                                                        ? info->ncpu_workers : 1);
+    int64_t c = (n + tasks - 1) / tasks;
+    int64_t row_bytes = 2 * (obs_f64 ? 8 : 4) + 8 +
+                        (ref_chunks > 1 ? ref_chunks * (int64_t)sizeof(cask_knn_best) : 0);
+    int64_t cap = ((int64_t)256 << 20) / row_bytes;
+    if (c < 1024)
+        c = 1024;
+    if (c > cap)
+        c = cap;
+    c = (c + 255) / 256 * 256;
+    return c < n ? c : n;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    cask_runtime *rt = NULL;
+    cask_runtime_info info = {0};
+    cask_knn_kernels kernels;
+    knn_points obs = {0}, ref = {0};
+    knn_outfile out = {0};
+    knn_job *job = NULL;
+    int32_t *index = NULL;
+    float *dist = NULL;
+    double *times = NULL;
+    char err[KNN_ERRLEN];
+    int rc = EXIT_DATA;
+    cask_status st;
+
+    parse_args(argc, argv, &o);
+    double scale = o.km ? CASK_EARTH_RADIUS_KM : 1.0;
+
+    /* Fail on an unwritable output before spending any time. */
+    if (o.out_path) {
+        if (knn_outfile_open(&out, o.out_path, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            return EXIT_DATA;
+        }
+        arm_cleanup(out.tmp_path);
+    }
+
+    cask_config cfg = {0};
+    if (o.gpus != -2) {
+        cfg.field_mask |= CASK_CONFIG_NGPU;
+        cfg.ngpu = o.gpus;
+    }
+    if (o.threads) {
+        cfg.field_mask |= CASK_CONFIG_NCPU;
+        cfg.ncpu = o.threads;
+    }
+    if ((st = cask_init(&cfg, &rt))) {
+        fprintf(stderr, "%s: cannot start the runtime: %s\n", prog, cask_status_string(st));
+        goto done;
+    }
+    if ((st = cask_runtime_query(rt, &info)) ||
+        (st = cask_knn_kernels_register(rt, &kernels))) {
+        cask_runtime_error(rt, err, sizeof err);
+        fprintf(stderr, "%s: cannot start the runtime: %s%s%s\n", prog,
+                cask_status_string(st), err[0] ? ": " : "", err);
+        goto done;
+    }
+    knn_alloc alloc = {host_alloc, host_free, rt};
+
+    /* ---- load ---- */
+    double t0 = now_s();
+    if (o.generate) {
+        if (knn_points_alloc(o.gen_n, 1, 0, &alloc, &obs) ||
+            knn_points_alloc(o.gen_m, 1, 0, &alloc, &ref)) {
+            fprintf(stderr, "%s: out of memory for %lld + %lld points\n", prog,
+                    (long long)o.gen_n, (long long)o.gen_m);
+            goto done;
+        }
+        int64_t gchunk = o.gen_n / (4 * (info.ncpu_workers > 0 ? info.ncpu_workers : 1));
+        if (gchunk < 65536)
+            gchunk = 65536;
+        if (knn_generate_tasks(rt, o.seed, &obs, &ref, gchunk, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            goto done;
+        }
+    } else {
+        knn_read_opts ro = {o.lat_col, o.lon_col, !o.radians, o.wrap};
+        if (knn_points_read(o.obs_path, &ro, &alloc, &obs, err, sizeof err) ||
+            knn_points_read(o.ref_path, &ro, &alloc, &ref, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            goto done;
+        }
+    }
+    if (ref.n > INT32_MAX) {
+        fprintf(stderr, "%s: %s: %lld references: at most %d are supported (int32 index)\n",
+                prog, o.generate ? "--generate" : o.ref_path, (long long)ref.n, INT32_MAX);
+        goto done;
+    }
+    index = host_alloc(rt, (size_t)obs.n * sizeof *index);
+    dist = host_alloc(rt, (size_t)obs.n * sizeof *dist);
+    times = calloc((size_t)o.repeat, sizeof *times);
+    if (!index || !dist || !times) {
+        fprintf(stderr, "%s: out of memory for %lld results\n", prog, (long long)obs.n);
+        goto done;
+    }
+    double t_load = now_s() - t0;
+
+    /* ---- compute ---- */
+    knn_plan plan;
+    plan.ref_chunk = o.ref_chunk ? o.ref_chunk : ref.n;
+    int64_t nrefc = (ref.n + plan.ref_chunk - 1) / plan.ref_chunk;
+    plan.chunk = o.chunk ? o.chunk : default_chunk(obs.n, nrefc, obs.f64, &info);
+    plan.scale = scale;
+    plan.where = info.ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
+    if (knn_job_create(rt, &kernels, &obs, &ref, index, dist, &plan, &job, err,
+                       sizeof err)) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        goto done;
+    }
+    if (o.dot_path) {
+        FILE *f = fopen(o.dot_path, "w");
+        if (!f || knn_job_dot(job, f) || fclose(f)) {
+            fprintf(stderr, "%s: %s: cannot write the graph: %s\n", prog, o.dot_path,
+                    strerror(errno));
+            goto done;
+        }
+    }
+    for (int r = 0; r < o.repeat; r++) {
+        if (r > 0 && knn_job_make_cold(job, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            goto done;
+        }
+        double t = now_s();
+        if (knn_job_run(job, !o.quiet, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            goto done;
+        }
+        times[r] = now_s() - t;
+    }
+    int64_t nobsc, nrc;
+    size_t ntasks;
+    knn_job_shape(job, &nobsc, &nrc, &ntasks);
+    knn_job_destroy(job); /* results are in index/dist from here on */
+    job = NULL;
+    qsort(times, (size_t)o.repeat, sizeof *times, cmp_double);
+    double t_compute = o.repeat % 2 ? times[o.repeat / 2]
+                                    : 0.5 * (times[o.repeat / 2 - 1] + times[o.repeat / 2]);
+
+    /* ---- check ---- */
+    int check_failed = 0;
+    knn_check_report cr;
+    if (o.check) {
+        if (knn_check(&obs, &ref, index, dist, scale, o.check, &cr)) {
+            fprintf(stderr, "%s: --check: out of memory\n", prog);
+            goto done;
+        }
+        check_failed = cr.bad_index > 0 || cr.max_err_chosen > KNN_CHECK_TOL_CHOSEN ||
+                       cr.max_err_reported > KNN_CHECK_TOL_REPORTED;
+    }
+
+    /* ---- write ---- */
+    double t_write = 0;
+    if (o.out_path && !check_failed) {
+        t0 = now_s();
+        st = knn_path_is_npy(o.out_path)
+                 ? knn_npy_write(out.f, o.out_path, index, dist, obs.n, err, sizeof err)
+                 : knn_csv_write_tasks(rt, out.f, o.out_path, index, dist, obs.n,
+                                       info.ncpu_workers, err, sizeof err);
+        if (!st)
+            st = knn_outfile_commit(&out, err, sizeof err);
+        tmp_armed = 0;
+        if (st) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            goto done;
+        }
+        t_write = now_s() - t0;
+    }
+
+    if (!o.quiet) {
+        double pairs = (double)obs.n * (double)ref.n;
+        fprintf(stderr, "%s: %lld observations x %lld references = %.4g pairs\n", prog,
+                (long long)obs.n, (long long)ref.n, pairs);
+        fprintf(stderr,
+                "%s: %d GPU%s%s, %d CPU worker%s; %lld x %lld chunks of %lld x %lld rows, "
+                "%zu tasks\n",
+                prog, info.ngpus, info.ngpus == 1 ? "" : "s",
+                info.simulated_gpus && info.ngpus ? " (simulated)" : "", info.ncpu_workers,
+                info.ncpu_workers == 1 ? "" : "s", (long long)nobsc, (long long)nrc,
+                (long long)(plan.chunk < obs.n ? plan.chunk : obs.n),
+                (long long)(plan.ref_chunk < ref.n ? plan.ref_chunk : ref.n), ntasks);
+        fprintf(stderr, "%s: time: %s %.3f s, compute %.3f s", prog,
+                o.generate ? "generate" : "load", t_load, t_compute);
+        if (o.repeat > 1)
+            fprintf(stderr, " (median of %d, min %.3f, max %.3f)", o.repeat, times[0],
+                    times[o.repeat - 1]);
+        if (o.out_path)
+            fprintf(stderr, ", write %.3f s", t_write);
+        fprintf(stderr, "\n%s: %.4g pairs/s\n", prog, t_compute > 0 ? pairs / t_compute : 0);
+    }
+    if (o.check && (!o.quiet || check_failed))
+        knn_check_print(stderr, prog, &cr);
+    if (check_failed && o.out_path)
+        fprintf(stderr, "%s: %s not written: the check failed\n", prog, o.out_path);
+    rc = check_failed ? EXIT_CHECK : 0;
+
+done:
+    if (out.f) {
+        tmp_armed = 0;
+        knn_outfile_abort(&out);
+    }
+    knn_job_destroy(job);
+    free(times);
+    if (rt) {
+        host_free(rt, index);
+        host_free(rt, dist);
+    }
+    knn_points_free(&obs);
+    knn_points_free(&ref);
+    if (rt && (st = cask_shutdown(rt)) && rc == 0) {
+        fprintf(stderr, "%s: shutting down: %s\n", prog, cask_status_string(st));
+        rc = EXIT_DATA;
+    }
+    return rc;
+}
