@@ -125,9 +125,7 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
     t->where = (uint8_t)(want & impl);
     int prio = (mask & CASK_TASK_PRIORITY) ? desc->priority : 0;
     t->priority = prio;
-    if (prio < SCHED_PRIO_MIN) prio = SCHED_PRIO_MIN;
-    if (prio > SCHED_PRIO_MAX) prio = SCHED_PRIO_MAX;
-    t->level = (int8_t)(prio - SCHED_PRIO_MIN);
+    t->level = (int8_t)sched_prio_level(prio);
     t->device = -1;
     if (mask & CASK_TASK_DEVICE) {
         if (desc->device < -1 || desc->device >= rt->ngpu)

@@ -3,6 +3,7 @@
  * data lock and allocates. */
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include "runtime/memory.h"
 #include "runtime/coherence.h"
 #include "runtime/device.h"
@@ -144,16 +145,24 @@ void mem_release(cask_runtime *rt, int node, void *ptr, size_t bytes)
     pthread_mutex_unlock(&n->lock);
 }
 
-/* Drops one evictable replica of node n (lock held). Returns 1 if memory was freed. */
-static int evict_one(cask_runtime *rt, mem_node *n, int node, worker_counters *ctr)
+/* Drops one evictable replica of node n (lock held). Returns 1 if memory was freed.
+ * *saw_busy: some replica is in use by a running task; *saw_locked: some could not be
+ * examined because its data lock was taken (both transient). */
+static int evict_one(cask_runtime *rt, mem_node *n, int node, worker_counters *ctr, int *saw_busy,
+                     int *saw_locked)
 {
     for (replica *r = n->lru_head; r; r = r->lru_next) {
-        if (r->busy)
+        if (r->busy) {
+            *saw_busy = 1;
             continue;
+        }
         cask_data *d = r->data;
-        if (pthread_mutex_trylock(&d->lock) != 0)
+        if (pthread_mutex_trylock(&d->lock) != 0) {
+            *saw_locked = 1;
             continue;
+        }
         if (r->busy || !r->ptr) {
+            *saw_busy |= r->busy != 0;
             pthread_mutex_unlock(&d->lock);
             continue;
         }
@@ -166,7 +175,7 @@ static int evict_one(cask_runtime *rt, mem_node *n, int node, worker_counters *c
         void *p = r->ptr;
         size_t sz = size_class(d->bytes);
         r->ptr = NULL;
-        r->valid = 0;
+        __atomic_store_n(&r->valid, 0, __ATOMIC_RELAXED);
         pthread_mutex_unlock(&d->lock);
         device_free(rt->dev, node - 1, p);
         n->used -= sz;
@@ -199,6 +208,7 @@ cask_status mem_alloc(cask_runtime *rt, int node, size_t bytes, worker_counters 
         return log_error(rt, CASK_ERR_NOMEM, "a chunk of %zu bytes is larger than GPU %d's limit (%zu)",
                          bytes, node - 1, n->limit);
     }
+    int saw_busy = 0, saw_locked = 0, tries = 0;
     for (;;) {
         if (n->used + sz <= n->limit) {
             cask_status st = device_malloc(rt->dev, node - 1, sz, out);
@@ -216,11 +226,22 @@ cask_status mem_alloc(cask_runtime *rt, int node, size_t bytes, worker_counters 
             n->used -= b.size;
             continue;
         }
-        if (!evict_one(rt, n, node, ctr))
-            break;
+        if (evict_one(rt, n, node, ctr, &saw_busy, &saw_locked))
+            continue;
+        if (saw_locked && tries++ < 1000) {
+            /* another thread holds a victim's lock for a moment: look again */
+            saw_locked = 0;
+            pthread_mutex_unlock(&n->lock);
+            sched_yield();
+            pthread_mutex_lock(&n->lock);
+            continue;
+        }
+        break;
     }
     size_t used = n->used, limit = n->limit;
     pthread_mutex_unlock(&n->lock);
+    if (saw_busy)   /* room is held by tasks still running: worth trying again later */
+        return CASK_ERR_BUSY;
     return log_error(rt, CASK_ERR_NOMEM,
                      "GPU %d: no room for %zu bytes (%zu of %zu in use, nothing evictable)",
                      node - 1, bytes, used, limit);

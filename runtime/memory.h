@@ -14,7 +14,8 @@ void mem_destroy(cask_runtime *rt);
 
 /* Memory for a replica of `bytes` on node (1+gpu). May evict other replicas of this
  * node (counted in ctr, may be NULL). The caller holds the lock of the data it
- * allocates for. */
+ * allocates for. CASK_ERR_BUSY: no room now, but replicas in use by running tasks
+ * hold some (try again when one finishes); CASK_ERR_NOMEM: no room at all. */
 cask_status mem_alloc(cask_runtime *rt, int node, size_t bytes, worker_counters *ctr, void **out);
 /* Gives a block back to the node's cache. */
 void mem_release(cask_runtime *rt, int node, void *ptr, size_t bytes);

@@ -39,17 +39,25 @@ static void push_pinned(worker *w, cask_task *t)
     w->pinned_tail = &t->node;
 }
 
-void sched_push_local(worker *w, cask_task *t)
+/* Returns the deque size after the push. Nothing of t is read once it is visible to
+ * thieves: it may run, and its graph finish and be freed, at once. */
+int64_t sched_push_local(worker *w, cask_task *t)
 {
+    int level = t->level;
     if (w->kind == WORKER_GPU && t->device >= 0) {
         push_pinned(w, t);
-        return;
+        return 1;
     }
-    if (deque_push(&w->dq[t->level], t) != 0) {
+    if (deque_push(&w->dq[level], t) != 0) {
         inbox_push(w, &t->node);    /* growing failed: the inbox needs no memory */
-        return;
+        return 1;
     }
-    w->level_mask |= 1u << t->level;
+    unsigned bit = 1u << level;
+    if (!(w->level_mask & bit)) {
+        w->level_mask |= bit;
+        atomic_store_explicit(&w->steal_mask, w->level_mask, memory_order_release);
+    }
+    return deque_size(&w->dq[level]);
 }
 
 static cask_task *pop_local(worker *w)
@@ -67,6 +75,7 @@ static cask_task *pop_local(worker *w)
         if (t)
             return t;
         w->level_mask &= ~(1u << lvl);
+        atomic_store_explicit(&w->steal_mask, w->level_mask, memory_order_relaxed);
     }
     return NULL;
 }
@@ -131,12 +140,17 @@ static int drain_inbox(worker *w)
             sched_push_local(w, (cask_task *)n);
         } else if (n->kind == SCHED_NODE_RELEASE) {
             sched_range *r = (sched_range *)n;
-            release_range(s, w, r->parent, r->begin, r->end);
+            cask_task *parent = r->parent;
+            size_t begin = r->begin, end = r->end;
+            release_range(s, w, parent, begin, end);
         } else {
+            /* the range lives in its graph: copy it out, since handing the last root
+             * to another worker may let the graph finish and be freed */
             sched_range *r = (sched_range *)n;
             cask_task **roots = r->graph->roots;
+            size_t begin = r->begin, end = r->end;
             /* pushed in reverse so that LIFO pops run them in order */
-            for (size_t i = r->end; i-- > r->begin;) {
+            for (size_t i = end; i-- > begin;) {
                 cask_task *t = roots[i];
                 if (placement_kind(s, t) == w->kind && (w->kind == WORKER_CPU || t->device < 0 ||
                                                         t->device == w->device))
@@ -156,7 +170,10 @@ static cask_task *steal(worker *w)
     for (int round = 0; round < 2; round++) {
         for (int v = 0; v < w->nvictims; v++) {
             worker *vic = &s->w[w->victims[v]];
-            for (int lvl = SCHED_PRIO_LEVELS - 1; lvl >= 0; lvl--) {
+            unsigned mask = atomic_load_explicit(&vic->steal_mask, memory_order_acquire);
+            while (mask) {
+                int lvl = 31 - __builtin_clz(mask);
+                mask &= ~(1u << lvl);
                 if (deque_size(&vic->dq[lvl]) == 0)
                     continue;
                 atomic_fetch_add_explicit(&w->ctr.steal_attempts, 1, memory_order_relaxed);
@@ -233,9 +250,8 @@ void sched_ready(sched *s, worker *self, cask_task *t)
         return;
     }
     if (self && self->kind == WORKER_CPU) {
-        sched_push_local(self, t);
         /* surplus work: let a sleeping thief know */
-        if (deque_size(&self->dq[t->level]) > 1)
+        if (sched_push_local(self, t) > 1)
             sched_wake_kind(s, WORKER_CPU);
         return;
     }

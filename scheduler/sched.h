@@ -9,10 +9,21 @@
 #include "scheduler/notifier.h"
 
 /* Priorities are bucketed into levels, as StarPU's priority schedulers do: each worker
- * has one deque per level and serves the highest non-empty level first. */
-#define SCHED_PRIO_MIN (-2)
-#define SCHED_PRIO_MAX 2
-#define SCHED_PRIO_LEVELS (SCHED_PRIO_MAX - SCHED_PRIO_MIN + 1)
+ * has one deque per level and serves the highest non-empty level first. The buckets are
+ * logarithmic: 0; +-1; +-(2..3); +-(4..7); ... ; +-(>= 64): 15 levels. */
+#define SCHED_PRIO_LEVELS 15
+#define SCHED_PRIO_MID 7
+
+static inline int sched_prio_level(int p)
+{
+    if (p == 0)
+        return SCHED_PRIO_MID;
+    unsigned a = p > 0 ? (unsigned)p : (unsigned)(-(long)p);
+    int b = 32 - __builtin_clz(a);        /* 1 for 1, 2 for 2..3, 3 for 4..7, ... */
+    if (b > SCHED_PRIO_MID)
+        b = SCHED_PRIO_MID;
+    return p > 0 ? SCHED_PRIO_MID + b : SCHED_PRIO_MID - b;
+}
 
 /* Something that can sit in a worker's inbox: a task, or a range of a graph's roots. */
 typedef struct sched_node {
@@ -52,6 +63,7 @@ typedef struct worker {
     struct sched *sched;
     sched_deque dq[SCHED_PRIO_LEVELS];
     unsigned level_mask;         /* owner only: levels that may be non-empty */
+    _Atomic unsigned steal_mask; /* the same, published for thieves (a hint) */
     _Alignas(64) _Atomic(sched_node *) inbox;   /* MPSC stack, drained by the owner */
     _Atomic int64_t queued;      /* tasks placed here not yet started (GPU placement) */
     notifier note;
@@ -117,8 +129,8 @@ void *worker_gpu_main(void *arg);
 
 /* Shared by both loops: next task from own deques, inbox or a steal (NULL if none). */
 struct cask_task *sched_find_work(worker *w);
-/* Puts a ready task into w's own deque (owner only). */
-void sched_push_local(worker *w, struct cask_task *t);
+/* Puts a ready task into w's own deque (owner only); returns that deque's size. */
+int64_t sched_push_local(worker *w, struct cask_task *t);
 
 uint64_t sched_now_ns(void);
 /* Busy/idle accounting: the worker found work / ran out of work. */

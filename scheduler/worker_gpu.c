@@ -66,6 +66,8 @@ typedef struct gpu_worker {
     void *ref_ev;        /* tracing: a timing event at a known host time */
     uint64_t ref_ns;
     gpu_tracer tracer;   /* tracing only */
+    sched_node *deferred;   /* FIFO of tasks waiting for memory held by tasks in flight */
+    sched_node *deferred_tail;
     copy_rec *copies;    /* traced copies in flight */
     int ncopies, copies_cap;
     void **ev_pool;      /* spare timing events */
@@ -237,16 +239,18 @@ static void close_all_groups(worker *w)
         close_group(w, si);
 }
 
-static void start_task(worker *w, cask_task *t)
+/* Returns 1 if the task was deferred (no GPU memory until tasks in flight finish). */
+static int start_task(worker *w, cask_task *t, int retry)
 {
     sched *s = w->sched;
     cask_runtime *rt = s->rt;
     gpu_worker *gw = w->gpu;
-    atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
+    if (!retry)
+        atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
     t->last_worker = w->id;
     if (atomic_load_explicit(&t->graph->failed, memory_order_relaxed)) {
         sched_complete(s, w, t, 0);   /* skipped: the graph already failed */
-        return;
+        return 0;
     }
     cask_task_ctx ctx;
     ctx.task = t;
@@ -260,10 +264,31 @@ static void start_task(worker *w, cask_task *t)
     cask_status st = coh_prepare_gpu(rt, t, w->device, stream, &w->ctr,
                                      w->trace ? &gw->tracer.base : NULL, ctx.buf, ctx.size,
                                      ctx.msg, sizeof ctx.msg);
+    if (st == CASK_ERR_BUSY && (gw->ninflight > 0 || gw->nwb > 0)) {
+        /* the room is held by our own tasks in flight: retry when one finishes (the
+         * task's stream is picked again then) */
+        gw->next_stream = si;
+        if (retry) {            /* back to the front, keeping the order */
+            t->node.next = gw->deferred;
+            gw->deferred = &t->node;
+            if (!gw->deferred_tail)
+                gw->deferred_tail = &t->node;
+        } else {
+            t->node.next = NULL;
+            if (gw->deferred_tail)
+                gw->deferred_tail->next = &t->node;
+            else
+                gw->deferred = &t->node;
+            gw->deferred_tail = &t->node;
+        }
+        return 1;
+    }
     if (st) {
+        if (st == CASK_ERR_BUSY)
+            st = CASK_ERR_NOMEM;
         fail_task(w, t, st, ctx.msg);
         sched_complete(s, w, t, 1);
-        return;
+        return 0;
     }
     if (rt->sim) {
         uint64_t t0 = sched_now_ns();
@@ -276,7 +301,7 @@ static void start_task(worker *w, cask_task *t)
             w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
         }
         finish_one(w, t, NULL);
-        return;
+        return 0;
     }
     int k = gw->open_slot[si];
     inflight *f = k >= 0 ? &gw->slot[k] : NULL;
@@ -308,11 +333,29 @@ static void start_task(worker *w, cask_task *t)
                     gw->open_slot[sj] = k;
             }
         }
-        return;
+        return 0;
     }
     f->t[f->ntasks++] = t;
     if (f->ntasks >= gw->group_max)
         close_group(w, si);
+    return 0;
+}
+
+/* Tries the deferred tasks again, oldest first; stops at the first that must wait. */
+static int retry_deferred(worker *w)
+{
+    gpu_worker *gw = w->gpu;
+    int started = 0;
+    while (gw->deferred) {
+        sched_node *n = gw->deferred;
+        gw->deferred = n->next;
+        if (!gw->deferred)
+            gw->deferred_tail = NULL;
+        if (start_task(w, (cask_task *)n, 1))
+            break;      /* it went back to the front of the queue */
+        started++;
+    }
+    return started;
 }
 
 /* Polls in-flight tasks (kept in issue order) and write-backs; returns how many
@@ -444,12 +487,14 @@ void *worker_gpu_main(void *arg)
     for (;;) {
         gpu_worker *gw = w->gpu;
         int progressed = gw ? poll(w) : 0;
-        while (gw && gw->ninflight < gw->nslots) {
+        if (gw && gw->deferred && (progressed || (!gw->ninflight && !gw->nwb)))
+            progressed += retry_deferred(w);
+        while (gw && !gw->deferred && gw->ninflight < gw->nslots) {
             cask_task *t = sched_find_work(w);
             if (!t)
                 break;
             sched_mark_active(w);
-            start_task(w, t);
+            start_task(w, t, 0);
             progressed = 1;
         }
         if (gw)
@@ -463,7 +508,7 @@ void *worker_gpu_main(void *arg)
                 continue;
             }
         }
-        if (gw && (gw->ninflight || gw->nwb || gw->ncopies)) {
+        if (gw && (gw->ninflight || gw->nwb || gw->ncopies || gw->deferred)) {
             if (!progressed)
                 sched_yield();
             continue;
@@ -484,7 +529,7 @@ void *worker_gpu_main(void *arg)
         if (t) {
             sched_mark_active(w);
             if (w->gpu)
-                start_task(w, t);
+                start_task(w, t, 0);
             else {
                 atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
                 fail_task(w, t, CASK_ERR_CUDA, "the GPU worker could not initialise its device");

@@ -9,6 +9,7 @@
 #include "cask/task.h"
 #include "cask/graph.h"
 #include "cask/knn.h"
+#include "cask/array.h"
 
 #define CASK_VERSION_MAJOR 0
 #define CASK_VERSION_MINOR 1

@@ -42,8 +42,12 @@ typedef struct cask_task_desc {
     int naccess;                  /* at most CASK_MAX_BUFFERS */
     const void *args;             /* CASK_TASK_ARGS: copied into the graph */
     size_t args_size;
-    int priority;                 /* CASK_TASK_PRIORITY: higher runs first among ready
-                                     tasks of a worker; default 0 */
+    int priority;                 /* CASK_TASK_PRIORITY: higher runs first; default 0.
+                                     Ready tasks of a worker are served by priority
+                                     level, levels being logarithmic buckets (0; +-1;
+                                     +-2..3; +-4..7; ...; +-64 and beyond). Tasks that
+                                     become ready together (successors of one task,
+                                     roots) run in exact priority order. */
     const char *name;             /* CASK_TASK_NAME: copied; default kernel name */
     uint32_t where;               /* CASK_TASK_WHERE: cask_where; default ANY */
     int device;                   /* CASK_TASK_DEVICE: preferred GPU index */

@@ -45,7 +45,8 @@ typedef struct cask_config {
     uint64_t field_mask;
     int ncpu;                 /* CPU worker threads. CASK_NCPU. Default: all cores
                                  (minus one per GPU worker when GPUs are used, min 1). */
-    int ngpu;                 /* GPUs to use; -1 = all. CASK_NGPU. Default: all. */
+    int ngpu;                 /* GPUs to use; -1 = all. CASK_NGPU. Default: all. 0 also
+                                 turns simulated GPUs off. */
     cask_sched_policy sched;  /* CASK_SCHED=ws|locality|eager. Default: locality. */
     size_t gpu_mem_limit;     /* bytes per GPU cask may allocate; 0 = 90% of free.
                                  CASK_GPU_MEM_LIMIT (suffixes K, M, G). */
@@ -76,7 +77,7 @@ typedef struct cask_runtime_info {
  * stderr), CASK_ERR_HWLOC, CASK_ERR_CUDA, CASK_ERR_NOMEM. Thread safe. */
 cask_status cask_init(const cask_config *cfg, cask_runtime **out);
 
-/* Waits for running graphs, stops the workers, writes the trace and statistics if asked,
+/* Waits for running graphs (it does not free them: destroy them after), stops the workers, writes the trace and statistics if asked,
  * and frees everything the runtime owns (kernels, device memory; data handles still
  * registered are flushed back to their host memory and freed). rt may be NULL. Must not
  * be called from a task. */

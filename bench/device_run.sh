@@ -1,0 +1,38 @@
+#!/bin/sh
+# bench/device_run.sh: build on the GPU machine and run the named steps, logs under $OUT
+# (or ./device-logs). Steps: unit gpu gpubench sched knn knnapp jacobi fusion dist.
+#   sh bench/device_run.sh gpu gpubench knn
+# Each step prints its table; full logs go to $OUT/<step>.log.
+set -u
+OUT=${OUT:-device-logs}
+mkdir -p "$OUT"
+B=${BUILD:-build-gpu}
+if [ ! -f "$B/build.ninja" ]; then
+  meson setup "$B" -Dgpu_arch=${GPU_ARCH:-sm_90} > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
+fi
+ninja -C "$B" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
+nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
+for step in "$@"; do
+  echo "=== $step"
+  case $step in
+    unit) meson test -C "$B" --suite unit --num-processes 8 --print-errorlogs > "$OUT/unit.log" 2>&1
+          grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/unit.log" | tail -25 ;;
+    gpu) meson test -C "$B" --suite gpu --print-errorlogs > "$OUT/gpu.log" 2>&1
+         grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:|Assert|expression|FAIL" "$OUT/gpu.log" | tail -25 ;;
+    gpubench) timeout 200 "$B/bench/bench-gpu" --tasks 100000 --reps 5 > "$OUT/gpubench.log" 2>&1
+              grep -v '^{' "$OUT/gpubench.log" ;;
+    sched) timeout 200 "$B/bench/bench-sched" --workers 1,2,4,8,16 --tasks 1000000 --reps 5 > "$OUT/sched.log" 2>&1
+           grep -v '^{' "$OUT/sched.log" | tail -45 ;;
+    knn) timeout 300 "$B/bench/bench-knn" --reps ${KNN_REPS:-7} --check ${KNN_CHECK:-4096} > "$OUT/knn.log" 2>&1
+         echo "rc=$?"; grep -v '^{' "$OUT/knn.log" ;;
+    knnapp) timeout 200 "$B/apps/cask-knn" --generate 16777216 16384 --seed 7 --repeat 5 --check 2048 > "$OUT/knnapp.log" 2>&1
+            echo "rc=$?"; tail -12 "$OUT/knnapp.log" ;;
+    jacobi) timeout 200 "$B/apps/cask-jacobi" --n 32768 --iters 200 > "$OUT/jacobi.log" 2>&1
+            echo "rc=$?"; tail -12 "$OUT/jacobi.log" ;;
+    fusion) timeout 200 "$B/bench/bench-array-fusion" > "$OUT/fusion.log" 2>&1
+            echo "rc=$?"; grep -v '^{' "$OUT/fusion.log" | tail -12 ;;
+    dist) meson test -C "$B" --suite dist --print-errorlogs > "$OUT/dist.log" 2>&1
+          grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/dist.log" | tail -20 ;;
+    *) echo "unknown step $step" ;;
+  esac
+done

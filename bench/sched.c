@@ -1,0 +1,578 @@
+/* bench/sched.c (bench-sched): throughput of empty tasks through cask's scheduler, by
+ * graph shape and worker count, against a hand-threaded pthreads baseline that runs the
+ * same empty calls over a static split.
+ *
+ *   bench-sched [--workers 1,2,4,16] [--tasks N] [--reps R] [--cases a,b] [--window W]
+ *               [--chains C] [--sched ws|locality|eager] [--work-ns NS] [--json-only]
+ *
+ * Shapes: independent (T tasks, no edges); fanout (1 root -> T children -> 1 sink, explicit
+ * edges); chains (C chains of T/C tasks); random (each task depends on up to 3 distinct
+ * earlier tasks among the W before it). Each graph is built once per (shape, workers) and
+ * computed R times after a warm-up; the median is reported. The baseline keeps its
+ * threads alive across repetitions as cask keeps its workers: per repetition it pays one
+ * barrier per level (independent, chains: 1; fanout: 3; random: one per depth level).
+ * --work-ns makes every task (both implementations) busy-wait about NS nanoseconds, to see
+ * the overhead against a realistic task grain; by default tasks are empty calls.
+ * Output: one JSON object per measurement on stdout as it is taken, then a table on
+ * stderr (--json-only: no table). */
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cask/cask.h"
+
+/* ---- the task body, called through a pointer the compiler cannot see through ---- */
+
+/* --work-ns: iterations of a calibrated busy loop per task (0: an empty call). */
+static volatile uint64_t work_iters;
+
+static void empty_body(void)
+{
+    for (uint64_t i = 0, n = work_iters; i < n; i++)
+        __asm__ volatile("" ::: "memory");
+}
+static void (*volatile empty_fn)(void) = empty_body;
+
+static cask_status empty_kernel(cask_task_ctx *ctx)
+{
+    (void)ctx;
+    empty_fn();
+    return CASK_OK;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s += 0x9e3779b97f4a7c15ull;
+    uint64_t z = *s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ---- shapes ---- */
+
+enum shape { INDEPENDENT, FANOUT, CHAINS, RANDOM, NSHAPES };
+static const char *shape_names[NSHAPES] = { "independent", "fanout", "chains", "random" };
+
+typedef struct options {
+    int workers[64];
+    int nworkers;
+    long tasks;
+    int reps;
+    int cases[NSHAPES];
+    int window;
+    int chains;
+    int sched;          /* -1: runtime default */
+    int json_only;
+    long work_ns;
+} options;
+
+/* The random DAG, shared by both implementations: preds[i][0..npred[i]-1]. */
+typedef struct dag {
+    long n;
+    int32_t (*preds)[3];
+    uint8_t *npred;
+    int32_t *level;      /* depth: 0 for roots */
+    long *by_level;      /* task ids sorted by level */
+    long *level_start;   /* nlevels + 1 offsets into by_level */
+    int nlevels;
+} dag;
+
+static int make_dag(long n, int window, dag *d)
+{
+    memset(d, 0, sizeof *d);
+    d->n = n;
+    d->preds = malloc((size_t)n * sizeof *d->preds);
+    d->npred = malloc((size_t)n);
+    d->level = malloc((size_t)n * sizeof *d->level);
+    d->by_level = malloc((size_t)n * sizeof *d->by_level);
+    if (!d->preds || !d->npred || !d->level || !d->by_level)
+        return -1;
+    uint64_t s = 12345;
+    int maxlevel = 0;
+    for (long i = 0; i < n; i++) {
+        long span = i < window ? i : window;
+        int want = span ? (int)(rng_next(&s) % 4) : 0;
+        d->npred[i] = 0;
+        d->level[i] = 0;
+        for (int k = 0; k < want; k++) {
+            int32_t p = (int32_t)(i - 1 - (long)(rng_next(&s) % (uint64_t)span));
+            int dup = 0;
+            for (int j = 0; j < d->npred[i]; j++)
+                dup |= d->preds[i][j] == p;
+            if (dup)
+                continue;
+            d->preds[i][d->npred[i]++] = p;
+            if (d->level[p] + 1 > d->level[i])
+                d->level[i] = d->level[p] + 1;
+        }
+        if (d->level[i] > maxlevel)
+            maxlevel = d->level[i];
+    }
+    d->nlevels = maxlevel + 1;
+    d->level_start = calloc((size_t)d->nlevels + 1, sizeof *d->level_start);
+    if (!d->level_start)
+        return -1;
+    for (long i = 0; i < n; i++)
+        d->level_start[d->level[i] + 1]++;
+    for (int l = 0; l < d->nlevels; l++)
+        d->level_start[l + 1] += d->level_start[l];
+    long *fill = malloc((size_t)d->nlevels * sizeof *fill);
+    if (!fill)
+        return -1;
+    memcpy(fill, d->level_start, (size_t)d->nlevels * sizeof *fill);
+    for (long i = 0; i < n; i++)
+        d->by_level[fill[d->level[i]]++] = i;
+    free(fill);
+    return 0;
+}
+
+static void free_dag(dag *d)
+{
+    free(d->preds);
+    free(d->npred);
+    free(d->level);
+    free(d->by_level);
+    free(d->level_start);
+}
+
+/* ---- cask ---- */
+
+#define CHECK(call)                                                                       \
+    do {                                                                                  \
+        cask_status st_ = (call);                                                         \
+        if (st_ != CASK_OK) {                                                             \
+            fprintf(stderr, "bench-sched: %s: %s\n", #call, cask_status_string(st_));     \
+            exit(1);                                                                      \
+        }                                                                                 \
+    } while (0)
+
+static cask_task *add_empty(cask_graph *g, cask_kernel *k)
+{
+    cask_task_desc td = { .kernel = k };
+    cask_task *t;
+    CHECK(cask_graph_add_task(g, &td, &t));
+    return t;
+}
+
+/* Builds shape s of about T tasks; returns the exact task count in *ntasks. */
+static cask_graph *build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
+                               const options *o, const dag *d, long *ntasks)
+{
+    cask_graph *g;
+    CHECK(cask_graph_create(rt, &g));
+    long T = o->tasks;
+    switch (s) {
+    case INDEPENDENT:
+        for (long i = 0; i < T; i++)
+            add_empty(g, k);
+        *ntasks = T;
+        break;
+    case FANOUT: {
+        cask_task *root = add_empty(g, k);
+        cask_task *sink = add_empty(g, k);
+        for (long i = 0; i < T; i++) {
+            cask_task *t = add_empty(g, k);
+            CHECK(cask_task_depend(t, root));
+            CHECK(cask_task_depend(sink, t));
+        }
+        *ntasks = T + 2;
+        break;
+    }
+    case CHAINS: {
+        long len = T / o->chains;
+        for (int c = 0; c < o->chains; c++) {
+            cask_task *prev = NULL;
+            for (long i = 0; i < len; i++) {
+                cask_task *t = add_empty(g, k);
+                if (prev)
+                    CHECK(cask_task_depend(t, prev));
+                prev = t;
+            }
+        }
+        *ntasks = len * o->chains;
+        break;
+    }
+    case RANDOM: {
+        cask_task **t = malloc((size_t)d->n * sizeof *t);
+        if (!t) {
+            fprintf(stderr, "bench-sched: out of memory\n");
+            exit(1);
+        }
+        for (long i = 0; i < d->n; i++) {
+            t[i] = add_empty(g, k);
+            for (int j = 0; j < d->npred[i]; j++)
+                CHECK(cask_task_depend(t[i], t[d->preds[i][j]]));
+        }
+        free(t);
+        *ntasks = d->n;
+        break;
+    }
+    default:
+        break;
+    }
+    return g;
+}
+
+static double time_cask(enum shape s, int workers, const options *o, const dag *d,
+                        long *ntasks)
+{
+    cask_config cfg = { 0 };
+    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_NGPU | CASK_CONFIG_SIM_GPUS;
+    cfg.ncpu = workers;
+    cfg.ngpu = 0;
+    cfg.sim_gpus = 0;
+    if (o->sched >= 0) {
+        cfg.field_mask |= CASK_CONFIG_SCHED;
+        cfg.sched = (cask_sched_policy)o->sched;
+    }
+    cask_runtime *rt;
+    CHECK(cask_init(&cfg, &rt));
+    cask_kernel_desc kd = { .name = "empty", .cpu = empty_kernel };
+    cask_kernel *k;
+    CHECK(cask_kernel_register(rt, &kd, &k));
+    cask_graph *g = build_graph(rt, k, s, o, d, ntasks);
+    CHECK(cask_graph_compute(g)); /* warm-up: pools, pages, caches */
+    double *t = malloc((size_t)o->reps * sizeof *t);
+    for (int r = 0; r < o->reps; r++) {
+        double t0 = now_s();
+        CHECK(cask_graph_compute(g));
+        t[r] = now_s() - t0;
+    }
+    double m = median(t, o->reps);
+    free(t);
+    CHECK(cask_graph_destroy(g));
+    CHECK(cask_shutdown(rt));
+    return m;
+}
+
+/* ---- pthreads baseline: persistent threads, static split, barriers ---- */
+
+typedef struct baseline {
+    enum shape shape;
+    int nthreads;
+    long tasks;          /* children for fanout, tasks otherwise */
+    int chains;
+    const dag *d;
+    int reps;
+    pthread_barrier_t barrier;
+    double *times;
+} baseline;
+
+typedef struct thread_arg {
+    baseline *b;
+    int id;
+} thread_arg;
+
+static void run_range(long begin, long end)
+{
+    for (long i = begin; i < end; i++)
+        empty_fn();
+}
+
+static void split(long n, int parts, int id, long *begin, long *end)
+{
+    *begin = n * id / parts;
+    *end = n * (id + 1) / parts;
+}
+
+static void *baseline_thread(void *p)
+{
+    thread_arg *a = p;
+    baseline *b = a->b;
+    int id = a->id, P = b->nthreads;
+    long begin, end;
+    for (int r = -1; r < b->reps; r++) { /* r = -1: warm-up */
+        pthread_barrier_wait(&b->barrier);
+        double t0 = now_s();
+        switch (b->shape) {
+        case INDEPENDENT:
+            split(b->tasks, P, id, &begin, &end);
+            run_range(begin, end);
+            break;
+        case FANOUT:
+            if (id == 0)
+                empty_fn();
+            pthread_barrier_wait(&b->barrier);
+            split(b->tasks, P, id, &begin, &end);
+            run_range(begin, end);
+            pthread_barrier_wait(&b->barrier);
+            if (id == 0)
+                empty_fn();
+            break;
+        case CHAINS: {
+            long len = b->tasks / b->chains;
+            split(b->chains, P, id, &begin, &end);
+            run_range(begin * len, end * len);
+            break;
+        }
+        case RANDOM:
+            for (int l = 0; l < b->d->nlevels; l++) {
+                long lb = b->d->level_start[l], le = b->d->level_start[l + 1];
+                split(le - lb, P, id, &begin, &end);
+                run_range(begin, end);
+                pthread_barrier_wait(&b->barrier);
+            }
+            break;
+        default:
+            break;
+        }
+        pthread_barrier_wait(&b->barrier);
+        if (id == 0 && r >= 0)
+            b->times[r] = now_s() - t0;
+    }
+    return NULL;
+}
+
+static double time_baseline(enum shape s, int workers, const options *o, const dag *d)
+{
+    baseline b = { .shape = s, .nthreads = workers, .tasks = o->tasks, .chains = o->chains,
+                   .d = d, .reps = o->reps };
+    b.times = calloc((size_t)o->reps, sizeof *b.times);
+    pthread_barrier_init(&b.barrier, NULL, (unsigned)workers);
+    pthread_t *th = malloc((size_t)workers * sizeof *th);
+    thread_arg *args = malloc((size_t)workers * sizeof *args);
+    for (int i = 1; i < workers; i++) {
+        args[i] = (thread_arg){ &b, i };
+        if (pthread_create(&th[i], NULL, baseline_thread, &args[i]) != 0) {
+            fprintf(stderr, "bench-sched: pthread_create failed\n");
+            exit(1);
+        }
+    }
+    args[0] = (thread_arg){ &b, 0 };
+    baseline_thread(&args[0]);
+    for (int i = 1; i < workers; i++)
+        pthread_join(th[i], NULL);
+    pthread_barrier_destroy(&b.barrier);
+    double m = median(b.times, o->reps);
+    free(b.times);
+    free(th);
+    free(args);
+    return m;
+}
+
+/* ---- driver ---- */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: bench-sched [--workers 1,2,4,...] [--tasks N] [--reps R]\n"
+            "                   [--cases independent,fanout,chains,random] [--window W]\n"
+            "                   [--chains C] [--sched ws|locality|eager] [--work-ns NS]\n"
+            "                   [--json-only]\n");
+    exit(2);
+}
+
+static long parse_long(const char *s, long min)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < min)
+        usage();
+    return v;
+}
+
+static void parse(int argc, char **argv, options *o)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cores < 1)
+        cores = 1;
+    memset(o, 0, sizeof *o);
+    for (long w = 1; w < cores && o->nworkers < 63; w *= 2)
+        o->workers[o->nworkers++] = (int)w;
+    o->workers[o->nworkers++] = (int)cores;
+    o->tasks = 1000000;
+    o->reps = 5;
+    o->window = 100;
+    o->chains = 64;
+    o->sched = -1;
+    for (int s = 0; s < NSHAPES; s++)
+        o->cases[s] = 1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--json-only")) {
+            o->json_only = 1;
+            continue;
+        }
+        if (!v)
+            usage();
+        i++;
+        if (!strcmp(a, "--workers")) {
+            o->nworkers = 0;
+            char *copy = strdup(v), *save = NULL;
+            for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
+                if (o->nworkers < 64)
+                    o->workers[o->nworkers++] = (int)parse_long(tok, 1);
+            free(copy);
+            if (!o->nworkers)
+                usage();
+        } else if (!strcmp(a, "--tasks")) {
+            o->tasks = parse_long(v, 1);
+        } else if (!strcmp(a, "--reps")) {
+            o->reps = (int)parse_long(v, 1);
+        } else if (!strcmp(a, "--window")) {
+            o->window = (int)parse_long(v, 1);
+        } else if (!strcmp(a, "--work-ns")) {
+            o->work_ns = parse_long(v, 0);
+        } else if (!strcmp(a, "--chains")) {
+            o->chains = (int)parse_long(v, 1);
+        } else if (!strcmp(a, "--sched")) {
+            o->sched = !strcmp(v, "ws") ? CASK_SCHED_WS
+                     : !strcmp(v, "locality") ? CASK_SCHED_LOCALITY
+                     : !strcmp(v, "eager") ? CASK_SCHED_EAGER : -2;
+            if (o->sched == -2)
+                usage();
+        } else if (!strcmp(a, "--cases")) {
+            for (int s = 0; s < NSHAPES; s++)
+                o->cases[s] = 0;
+            char *copy = strdup(v), *save = NULL;
+            for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                int found = 0;
+                for (int s = 0; s < NSHAPES; s++)
+                    if (!strcmp(tok, shape_names[s]))
+                        o->cases[s] = found = 1;
+                if (!found)
+                    usage();
+            }
+            free(copy);
+        } else {
+            usage();
+        }
+    }
+    if (o->chains > o->tasks)
+        o->chains = (int)o->tasks;
+}
+
+/* Table rows, printed once all measurements are done so that they do not mix with the
+ * JSON lines on a terminal. */
+static char *table;
+static size_t table_len, table_cap;
+
+static void table_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void table_add(const char *fmt, ...)
+{
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof line)
+        n = sizeof line - 1;
+    if (table_len + (size_t)n + 1 > table_cap) {
+        size_t cap = table_cap ? table_cap * 2 : 4096;
+        while (cap < table_len + (size_t)n + 1)
+            cap *= 2;
+        char *t = realloc(table, cap);
+        if (!t)
+            return;
+        table = t;
+        table_cap = cap;
+    }
+    memcpy(table + table_len, line, (size_t)n + 1);
+    table_len += (size_t)n;
+}
+
+static void emit(const char *shape, int workers, const char *impl, long tasks, double sec,
+                 double ratio, long work_ns)
+{
+    double tps = sec > 0 ? (double)tasks / sec : 0;
+    double ns = tasks > 0 ? sec * 1e9 / (double)tasks : 0;
+    printf("{\"bench\":\"sched\",\"case\":\"%s\",\"workers\":%d,\"impl\":\"%s\","
+           "\"tasks\":%ld,\"seconds\":%.6g,\"tasks_per_s\":%.6g,\"ns_per_task\":%.4g",
+           shape, workers, impl, tasks, sec, tps, ns);
+    if (work_ns)
+        printf(",\"work_ns\":%ld", work_ns);
+    if (ratio > 0)
+        printf(",\"ratio_vs_baseline\":%.4g", ratio);
+    printf("}\n");
+    fflush(stdout);
+    char r[16] = "";
+    if (ratio > 0)
+        snprintf(r, sizeof r, "%.2f", ratio);
+    table_add("%-12s %7d  %-8s %10ld %11.6f %14.4g %10.1f %8s\n", shape, workers, impl, tasks,
+              sec, tps, ns, r);
+}
+
+/* Iterations of the busy loop per nanosecond, measured on this thread. */
+static double calibrate(void)
+{
+    work_iters = 10000000;
+    double best = 1e30;
+    for (int r = 0; r < 5; r++) {
+        double t0 = now_s();
+        empty_fn();
+        double t = now_s() - t0;
+        if (t < best)
+            best = t;
+    }
+    return (double)work_iters / (best * 1e9);
+}
+
+int main(int argc, char **argv)
+{
+    options o;
+    parse(argc, argv, &o);
+    dag d = { 0 };
+    if (o.cases[RANDOM] && make_dag(o.tasks, o.window, &d) != 0) {
+        fprintf(stderr, "bench-sched: out of memory\n");
+        return 1;
+    }
+    work_iters = 0;
+    if (o.work_ns) {
+        double per_ns = calibrate();
+        work_iters = (uint64_t)(per_ns * (double)o.work_ns + 0.5);
+    }
+    table_add("%-12s %7s  %-8s %10s %11s %14s %10s %8s\n", "case", "workers", "impl", "tasks",
+              "median s", "tasks/s", "ns/task", "cask/pth");
+    for (int s = 0; s < NSHAPES; s++) {
+        if (!o.cases[s])
+            continue;
+        for (int w = 0; w < o.nworkers; w++) {
+            int workers = o.workers[w];
+            long ntasks = 0;
+            double base = time_baseline((enum shape)s, workers, &o, &d);
+            double cask = time_cask((enum shape)s, workers, &o, &d, &ntasks);
+            emit(shape_names[s], workers, "pthreads", ntasks, base, 0, o.work_ns);
+            emit(shape_names[s], workers, "cask", ntasks, cask, base > 0 ? cask / base : 0,
+                 o.work_ns);
+        }
+    }
+    if (o.cases[RANDOM])
+        free_dag(&d);
+    if (!o.json_only && table) {
+        if (o.work_ns)
+            fprintf(stderr, "tasks busy for about %ld ns each\n", o.work_ns);
+        fputs(table, stderr);
+    }
+    free(table);
+    return 0;
+}
