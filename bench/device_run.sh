@@ -23,6 +23,12 @@ for step in "$@"; do
               grep -v '^{' "$OUT/gpubench.log" ;;
     sched) timeout 200 "$B/bench/bench-sched" --workers 1,2,4,8,16 --tasks 1000000 --reps 5 > "$OUT/sched.log" 2>&1
            grep -v '^{' "$OUT/sched.log" | tail -45 ;;
+    schedtrace)   # tracing off vs on, same binary, empty tasks and 1 us tasks
+          for wn in 0 1000; do
+            timeout 120 "$B/bench/bench-sched" --workers 16 --tasks 1000000 --reps 7 --work-ns $wn --cases independent,fanout --json-only > "$OUT/sched_off_$wn.jsonl" 2>/dev/null
+            CASK_TRACE=/tmp/cask-sched-trace.json timeout 200 "$B/bench/bench-sched" --workers 16 --tasks 1000000 --reps 7 --work-ns $wn --cases independent,fanout --json-only > "$OUT/sched_on_$wn.jsonl" 2>/dev/null
+            for f in off on; do grep '"cask"' "$OUT/sched_${f}_$wn.jsonl" | sed "s/^/trace_$f work_ns=$wn /" | cut -c1-220; done
+          done ;;
     knn) timeout 300 "$B/bench/bench-knn" --reps ${KNN_REPS:-7} --check ${KNN_CHECK:-4096} > "$OUT/knn.log" 2>&1
          echo "rc=$?"; grep -v '^{' "$OUT/knn.log" ;;
     knnapp) timeout 200 "$B/apps/cask-knn" --generate 16777216 16384 --seed 7 --repeat 5 --check 2048 > "$OUT/knnapp.log" 2>&1

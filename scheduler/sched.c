@@ -83,7 +83,7 @@ static cask_task *pop_local(worker *w)
 static void release_one(sched *s, worker *self, cask_task *succ)
 {
     if (atomic_fetch_sub_explicit(&succ->pending, 1, memory_order_acq_rel) == 1) {
-        if (self && self->trace)
+        if (self && WORKER_TRACE(self))
             trace_release(self->trace, self->last_track, succ, self->last_end_ns);
         sched_ready(s, self, succ);
     }
@@ -97,7 +97,7 @@ static void flush_dec(sched *s, worker *self)
     self->dec_task = NULL;
     self->dec_count = 0;
     if (succ && atomic_fetch_sub_explicit(&succ->pending, n, memory_order_acq_rel) == n) {
-        if (self->trace)
+        if (WORKER_TRACE(self))
             trace_release(self->trace, self->last_track, succ, self->last_end_ns);
         sched_ready(s, self, succ);
     }

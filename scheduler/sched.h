@@ -123,6 +123,15 @@ void sched_flush_batch(worker *self);
 void sched_wake_kind(sched *s, int kind);
 void sched_wake_worker(worker *w);
 
+/* The trace of a worker, NULL when not tracing. Built with -Dtracing=false, it is a
+ * constant NULL and every tracing branch compiles away (to measure what the hooks cost
+ * when tracing is off). */
+#ifdef CASK_NO_TRACE
+#define WORKER_TRACE(w) ((struct trace_state *)0)
+#else
+#define WORKER_TRACE(w) ((w)->trace)
+#endif
+
 /* Worker loops. */
 void *worker_cpu_main(void *arg);
 void *worker_gpu_main(void *arg);

@@ -23,7 +23,7 @@ static void run_task(worker *w, cask_task *t)
         ctx.stream = NULL;
         ctx.worker = w->id;
         ctx.has_msg = 0;
-        uint64_t t0 = w->trace ? sched_now_ns() : 0;
+        uint64_t t0 = WORKER_TRACE(w) ? sched_now_ns() : 0;
         cask_status st = coh_prepare_host(g->rt, t, ctx.buf, ctx.size, ctx.msg, sizeof ctx.msg);
         if (st) {
             ctx.has_msg = 1;
@@ -33,7 +33,7 @@ static void run_task(worker *w, cask_task *t)
         }
         if (st)
             task_ctx_report(&ctx, st);
-        if (w->trace) {
+        if (WORKER_TRACE(w)) {
             w->last_track = trace_track_cpu(w->trace, w->id);
             w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
         }

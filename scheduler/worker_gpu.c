@@ -192,9 +192,9 @@ static void finish_one(worker *w, cask_task *t, inflight *f)
     cask_runtime *rt = w->sched->rt;
     cask_data *wbd[CASK_MAX_BUFFERS];
     int nwb = 0;
-    coh_finish_gpu(rt, t, w->device, &w->ctr, w->trace ? &w->gpu->tracer.base : NULL, wbd, &nwb);
+    coh_finish_gpu(rt, t, w->device, &w->ctr, WORKER_TRACE(w) ? &w->gpu->tracer.base : NULL, wbd, &nwb);
     add_writebacks(w, t, wbd, nwb);
-    if (w->trace && f && f->ev_start) {
+    if (WORKER_TRACE(w) && f && f->ev_start) {
         w->last_track = trace_track_gpu(w->trace, w->device, f->stream);
         uint64_t t0 = gpu_time(w, f->ev_start);
         w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, gpu_time(w, f->ev_end));
@@ -222,7 +222,7 @@ static void close_group(worker *w, int si)
     f->open = 0;
     cask_runtime *rt = w->sched->rt;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
-    if (w->trace && f->ev_end)
+    if (WORKER_TRACE(w) && f->ev_end)
         device_event_record(rt->dev, f->ev_end, stream);
     cask_status st = device_event_record(rt->dev, f->ev, stream);
     if (st) {
@@ -262,7 +262,7 @@ static int start_task(worker *w, cask_task *t, int retry)
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
     ctx.stream = stream;
     cask_status st = coh_prepare_gpu(rt, t, w->device, stream, &w->ctr,
-                                     w->trace ? &gw->tracer.base : NULL, ctx.buf, ctx.size,
+                                     WORKER_TRACE(w) ? &gw->tracer.base : NULL, ctx.buf, ctx.size,
                                      ctx.msg, sizeof ctx.msg);
     if (st == CASK_ERR_BUSY && (gw->ninflight > 0 || gw->nwb > 0)) {
         /* the room is held by our own tasks in flight: retry when one finishes (the
@@ -296,7 +296,7 @@ static int start_task(worker *w, cask_task *t, int retry)
         st = t->kernel->cpu(&ctx);
         if (st)
             task_ctx_report(&ctx, st);
-        if (w->trace) {
+        if (WORKER_TRACE(w)) {
             w->last_track = trace_track_gpu(w->trace, w->device, si);
             w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
         }
@@ -312,7 +312,7 @@ static int start_task(worker *w, cask_task *t, int retry)
         f->open = 1;
         f->stream = si;
         gw->open_slot[si] = k;
-        if (w->trace && f->ev_start)
+        if (WORKER_TRACE(w) && f->ev_start)
             device_event_record(rt->dev, f->ev_start, stream);
     }
     st = t->kernel->cuda(&ctx);

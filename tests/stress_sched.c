@@ -53,6 +53,12 @@ static void random_dag(int ncpu, int sim_gpus, uint64_t seed, int ntasks, int nd
     }
     cask_runtime_info info;
     cask_runtime_query(rt, &info);
+    if (sim_gpus && !info.simulated_gpus) {
+        /* a real GPU is present: simulated ones are not used, and this CPU-only kernel
+         * cannot be sent to it; the CPU-worker runs cover the scheduler here */
+        cask_shutdown(rt);
+        return;
+    }
     cask_kernel *k;
     cask_kernel_desc kd = { .name = "mix", .cpu = mix2 };
     cask_kernel_register(rt, &kd, &k);
