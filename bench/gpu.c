@@ -12,26 +12,8 @@
 #include <time.h>
 #include <cuda_runtime.h>
 #include "cask/cask.h"
+#include "common/timing.h"
 #include "common/gpu_kernels.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 #define CK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) { \
     fprintf(stderr, "%s: %s\n", #call, cudaGetErrorString(e_)); exit(1); } } while (0)
@@ -62,14 +44,14 @@ static double raw_launches(int tasks, int nstreams, int reps)
         CK(cudaStreamCreateWithFlags(&s[i], cudaStreamNonBlocking));
     double *t = malloc(sizeof(double) * (size_t)reps);
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         for (int i = 0; i < tasks; i++)
             if (test_gpu_empty(s[i % nstreams])) { fprintf(stderr, "launch failed\n"); exit(1); }
         for (int i = 0; i < nstreams; i++)
             CK(cudaStreamSynchronize(s[i]));
-        t[r] = now_s() - t0;
+        t[r] = bench_now_s() - t0;
     }
-    double m = median(t, reps);
+    double m = bench_median(t, reps);
     for (int i = 0; i < nstreams; i++)
         cudaStreamDestroy(s[i]);
     free(t);
@@ -95,11 +77,11 @@ static double cask_tasks(int ngpu, int tasks, int reps, int *gpus_used)
     CS(cask_graph_compute(g));   /* warm-up */
     double *t = malloc(sizeof(double) * (size_t)reps);
     for (int r = 0; r < reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         CS(cask_graph_compute(g));
-        t[r] = now_s() - t0;
+        t[r] = bench_now_s() - t0;
     }
-    double m = median(t, reps);
+    double m = bench_median(t, reps);
     cask_graph_destroy(g);
     cask_shutdown(rt);
     free(t);
@@ -142,11 +124,11 @@ static double cask_copy(int src_gpu, int dst_gpu, size_t bytes, int reps)
             CS(cask_data_acquire(d, CASK_RW, &p));
             CS(cask_data_release(d));
         }
-        double t0 = now_s();
+        double t0 = bench_now_s();
         CS(cask_graph_compute(g));
-        t[r] = now_s() - t0;
+        t[r] = bench_now_s() - t0;
     }
-    double m = median(t + 1, reps);
+    double m = bench_median(t + 1, reps);
     cask_graph_destroy(setup);
     cask_graph_destroy(g);
     cask_data_destroy(d);
@@ -178,15 +160,15 @@ static double raw_copy(int src_gpu, int dst_gpu, size_t bytes, int reps)
     CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     double *t = malloc(sizeof(double) * (size_t)(reps + 1));
     for (int r = 0; r <= reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         if (src_gpu < 0)
             CK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, s));
         else
             CK(cudaMemcpyPeerAsync(dst, dst_gpu, src, src_gpu, bytes, s));
         CK(cudaStreamSynchronize(s));
-        t[r] = now_s() - t0;
+        t[r] = bench_now_s() - t0;
     }
-    double m = median(t + 1, reps);
+    double m = bench_median(t + 1, reps);
     cudaStreamDestroy(s);
     cudaFree(dst);
     if (src_gpu < 0)

@@ -18,30 +18,12 @@
 #include <time.h>
 #include <cuda_runtime.h>
 #include "cask/cask.h"
+#include "common/timing.h"
 #include "knn_baseline.h"
 #include "knn_graph.h"
 #include "generate.h"
 #include "check.h"
 #include "common/gpu_kernels.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_d);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 #define CS(call) do { cask_status s_ = (call); if (s_ != CASK_OK) { \
     fprintf(stderr, "%s: %s %s\n", #call, cask_status_string(s_), err); exit(1); } } while (0)
@@ -102,11 +84,11 @@ static double time_cask(ctx *c)
     CS(knn_job_run(c->job, 0, err, sizeof err));                 /* warm-up */
     for (int r = 0; r < c->reps; r++) {
         CS(knn_job_make_cold(c->job, err, sizeof err));
-        double t0 = now_s();
+        double t0 = bench_now_s();
         CS(knn_job_run(c->job, 0, err, sizeof err));
-        t[r] = now_s() - t0;
+        t[r] = bench_now_s() - t0;
     }
-    double m = median(t, c->reps);
+    double m = bench_median(t, c->reps);
     free(t);
     return m;
 }
@@ -128,7 +110,7 @@ static double time_base(ctx *c, const double *fraction)
         }
         t[r] = res.seconds;
     }
-    double m = median(t, c->reps);
+    double m = bench_median(t, c->reps);
     free(t);
     return m;
 }

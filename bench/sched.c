@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "cask/cask.h"
+#include "common/timing.h"
 
 /* ---- the task body, called through a pointer the compiler cannot see through ---- */
 
@@ -44,25 +45,6 @@ static cask_status empty_kernel(cask_task_ctx *ctx)
     (void)ctx;
     empty_fn();
     return CASK_OK;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 static uint64_t rng_next(uint64_t *s)
@@ -260,11 +242,11 @@ static double time_cask(enum shape s, int workers, const options *o, const dag *
     CHECK(cask_graph_compute(g)); /* warm-up: pools, pages, caches */
     double *t = malloc((size_t)o->reps * sizeof *t);
     for (int r = 0; r < o->reps; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         CHECK(cask_graph_compute(g));
-        t[r] = now_s() - t0;
+        t[r] = bench_now_s() - t0;
     }
-    double m = median(t, o->reps);
+    double m = bench_median(t, o->reps);
     free(t);
     CHECK(cask_graph_destroy(g));
     CHECK(cask_shutdown(rt));
@@ -309,7 +291,7 @@ static void *baseline_thread(void *p)
     long begin, end;
     for (int r = -1; r < b->reps; r++) { /* r = -1: warm-up */
         pthread_barrier_wait(&b->barrier);
-        double t0 = now_s();
+        double t0 = bench_now_s();
         switch (b->shape) {
         case INDEPENDENT:
             split(b->tasks, P, id, &begin, &end);
@@ -344,7 +326,7 @@ static void *baseline_thread(void *p)
         }
         pthread_barrier_wait(&b->barrier);
         if (id == 0 && r >= 0)
-            b->times[r] = now_s() - t0;
+            b->times[r] = bench_now_s() - t0;
     }
     return NULL;
 }
@@ -369,7 +351,7 @@ static double time_baseline(enum shape s, int workers, const options *o, const d
     for (int i = 1; i < workers; i++)
         pthread_join(th[i], NULL);
     pthread_barrier_destroy(&b.barrier);
-    double m = median(b.times, o->reps);
+    double m = bench_median(b.times, o->reps);
     free(b.times);
     free(th);
     free(args);
@@ -528,9 +510,9 @@ static double calibrate(void)
     work_iters = 10000000;
     double best = 1e30;
     for (int r = 0; r < 5; r++) {
-        double t0 = now_s();
+        double t0 = bench_now_s();
         empty_fn();
-        double t = now_s() - t0;
+        double t = bench_now_s() - t0;
         if (t < best)
             best = t;
     }

@@ -41,7 +41,7 @@ void cask_log(cask_runtime *rt, cask_log_level level, const char *fmt, ...)
 
 cask_status log_error(cask_runtime *rt, cask_status st, const char *fmt, ...)
 {
-    char msg[CASK_ERRMSG_LEN];
+    char msg[CASK_ERRMSG_LEN - 64];   /* leaves room for the status name */
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);

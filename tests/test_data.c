@@ -13,31 +13,8 @@
 #include <time.h>
 
 #include "cask/cask.h"
+#include "test_helpers.h"
 
-/* Under AddressSanitizer, a test that leaks fails: LeakSanitizer checks after each test
- * (Criterion runs each in its own process) and the process aborts, which fails the run. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CASK_TEST_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CASK_TEST_LSAN 1
-#endif
-#endif
-#ifdef CASK_TEST_LSAN
-#include <sanitizer/lsan_interface.h>
-/* Criterion's runner itself leaks a few bytes when it runs tests in parallel. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:libcriterion.so\n"; }
-#endif
-static void leak_check(void)
-{
-#ifdef CASK_TEST_LSAN
-    if (__lsan_do_recoverable_leak_check()) {
-        fprintf(stderr, "memory leaked: see the LeakSanitizer report above\n");
-        abort();
-    }
-#endif
-}
 
 TestSuite(data, .fini = leak_check, .timeout = 120);
 TestSuite(data_stress, .fini = leak_check, .timeout = 600);
@@ -82,13 +59,6 @@ static cask_runtime *start_sim(int ncpu, int nsim, size_t mem_limit)
     return rt;
 }
 
-static cask_kernel *kernel(cask_runtime *rt, const char *name, cask_kernel_fn cpu)
-{
-    cask_kernel_desc kd = { .name = name, .cpu = cpu };
-    cask_kernel *k = NULL;
-    cr_assert_eq(cask_kernel_register(rt, &kd, &k), CASK_OK);
-    return k;
-}
 
 /* A kernel with a CPU and a "CUDA" implementation. On simulated GPUs the runtime runs
  * the CPU one; the CUDA one only refuses a real stream, so that a misconfigured run
@@ -106,12 +76,6 @@ static cask_kernel *dual_kernel(cask_runtime *rt, const char *name, cask_kernel_
     return k;
 }
 
-static cask_graph *graph(cask_runtime *rt)
-{
-    cask_graph *g = NULL;
-    cr_assert_eq(cask_graph_create(rt, &g), CASK_OK);
-    return g;
-}
 
 enum { ON_ANY = -2, ON_CPU = -1 };   /* else a GPU index */
 
@@ -135,27 +99,8 @@ static cask_task *add_on(cask_graph *g, cask_kernel *k, int where, int arg,
     return t;
 }
 
-static int arg_int(cask_task_ctx *ctx)
-{
-    size_t size = 0;
-    const int *a = cask_task_args(ctx, &size);
-    return a && size == sizeof(int) ? *a : INT_MIN;
-}
 
-static void compute_ok(cask_graph *g)
-{
-    cask_status st = cask_graph_compute(g);
-    cr_assert_eq(st, CASK_OK, "compute: %s: %s", cask_status_string(st), cask_graph_error(g));
-}
 
-static void spin_ns(long ns)
-{
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    do
-        clock_gettime(CLOCK_MONOTONIC, &b);
-    while ((b.tv_sec - a.tv_sec) * 1000000000L + (b.tv_nsec - a.tv_nsec) < ns);
-}
 
 typedef struct totals {
     uint64_t h2d, d2h, peer, evictions, spills;
@@ -1049,21 +994,7 @@ typedef struct rs_task {
 static rs_task rs[RS_MAXTASKS];
 static uint64_t rs_seen[RS_MAXTASKS][RS_MAXACC];
 
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-    h *= 0xff51afd7ed558ccdull;
-    return h ^ (h >> 33);
-}
 
-static uint64_t rng_next(uint64_t *s)
-{
-    *s += 0x9e3779b97f4a7c15ull;
-    uint64_t z = *s;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 /* Every chunk holds one value in all its words; a torn or stale copy shows. */
 static cask_status rs_kernel(cask_task_ctx *ctx)

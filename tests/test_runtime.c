@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "cask/cask.h"
+#include "test_helpers.h"
 
 static void clear_env(void)
 {
@@ -22,30 +23,6 @@ static void clear_env(void)
     setenv("CASK_NGPU", "0", 1);
 }
 
-/* Under AddressSanitizer, a test that leaks fails: LeakSanitizer checks after each test
- * (Criterion runs each in its own process) and the process aborts, which fails the run. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CASK_TEST_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CASK_TEST_LSAN 1
-#endif
-#endif
-#ifdef CASK_TEST_LSAN
-#include <sanitizer/lsan_interface.h>
-/* Criterion's runner itself leaks a few bytes when it runs tests in parallel. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:libcriterion.so\n"; }
-#endif
-static void leak_check(void)
-{
-#ifdef CASK_TEST_LSAN
-    if (__lsan_do_recoverable_leak_check()) {
-        fprintf(stderr, "memory leaked: see the LeakSanitizer report above\n");
-        abort();
-    }
-#endif
-}
 
 TestSuite(runtime, .init = clear_env, .fini = leak_check, .timeout = 60);
 

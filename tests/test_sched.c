@@ -12,31 +12,8 @@
 #include <time.h>
 
 #include "cask/cask.h"
+#include "test_helpers.h"
 
-/* Under AddressSanitizer, a test that leaks fails: LeakSanitizer checks after each test
- * (Criterion runs each in its own process) and the process aborts, which fails the run. */
-#if defined(__SANITIZE_ADDRESS__)
-#define CASK_TEST_LSAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CASK_TEST_LSAN 1
-#endif
-#endif
-#ifdef CASK_TEST_LSAN
-#include <sanitizer/lsan_interface.h>
-/* Criterion's runner itself leaks a few bytes when it runs tests in parallel. */
-const char *__lsan_default_suppressions(void);
-const char *__lsan_default_suppressions(void) { return "leak:libcriterion.so\n"; }
-#endif
-static void leak_check(void)
-{
-#ifdef CASK_TEST_LSAN
-    if (__lsan_do_recoverable_leak_check()) {
-        fprintf(stderr, "memory leaked: see the LeakSanitizer report above\n");
-        abort();
-    }
-#endif
-}
 
 TestSuite(sched, .fini = leak_check, .timeout = 120);
 TestSuite(sched_stress, .fini = leak_check, .timeout = 600);
@@ -62,20 +39,7 @@ static cask_runtime *start_policy(int ncpu, int sched)
 
 static cask_runtime *start(int ncpu) { return start_policy(ncpu, -1); }
 
-static cask_kernel *kernel(cask_runtime *rt, const char *name, cask_kernel_fn cpu)
-{
-    cask_kernel_desc kd = { .name = name, .cpu = cpu };
-    cask_kernel *k = NULL;
-    cr_assert_eq(cask_kernel_register(rt, &kd, &k), CASK_OK);
-    return k;
-}
 
-static cask_graph *graph(cask_runtime *rt)
-{
-    cask_graph *g = NULL;
-    cr_assert_eq(cask_graph_create(rt, &g), CASK_OK);
-    return g;
-}
 
 static cask_task *add_named(cask_graph *g, cask_kernel *k, const char *name,
                             const cask_access *acc, int nacc)
@@ -93,11 +57,6 @@ static cask_task *add_named(cask_graph *g, cask_kernel *k, const char *name,
 
 static cask_task *add(cask_graph *g, cask_kernel *k) { return add_named(g, k, NULL, NULL, 0); }
 
-static void compute_ok(cask_graph *g)
-{
-    cask_status st = cask_graph_compute(g);
-    cr_assert_eq(st, CASK_OK, "compute: %s: %s", cask_status_string(st), cask_graph_error(g));
-}
 
 static void sleep_ns(long ns)
 {
