@@ -1,6 +1,7 @@
 #!/bin/sh
 # bench/device_run.sh: build on the GPU machine and run the named steps, logs under $OUT
-# (or ./device-logs). Steps: unit gpu gpubench sched knn knnapp jacobi fusion dist.
+# (or ./device-logs). Steps: unit gpu gpubench sched schedtrace knn knnapp trace jacobi
+# fusion dist.
 #   sh bench/device_run.sh gpu gpubench knn
 # Each step prints its table; full logs go to $OUT/<step>.log.
 set -u
@@ -31,6 +32,8 @@ for step in "$@"; do
           done ;;
     knn) timeout 300 "$B/bench/bench-knn" --reps ${KNN_REPS:-7} --check ${KNN_CHECK:-4096} > "$OUT/knn.log" 2>&1
          echo "rc=$?"; grep -v '^{' "$OUT/knn.log" ;;
+    trace) CASK_TRACE="$OUT/knn_trace.json" timeout 120 "$B/apps/cask-knn" --generate 4194304 16384 --seed 3 -q > "$OUT/trace.log" 2>&1
+           echo "rc=$?"; python3 bench/trace_overlap.py "$OUT/knn_trace.json"; ls -la "$OUT/knn_trace.json" ;;
     knnapp) timeout 200 "$B/apps/cask-knn" --generate 16777216 16384 --seed 7 --repeat 5 --check 2048 > "$OUT/knnapp.log" 2>&1
             echo "rc=$?"; tail -12 "$OUT/knnapp.log" ;;
     jacobi) timeout 200 "$B/apps/cask-jacobi" --n 32768 --iters 200 > "$OUT/jacobi.log" 2>&1
