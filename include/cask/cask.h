@@ -10,6 +10,7 @@
 #include "cask/graph.h"
 #include "cask/knn.h"
 #include "cask/array.h"
+#include "cask/dist.h"
 
 #define CASK_VERSION_MAJOR 0
 #define CASK_VERSION_MINOR 1

@@ -1,0 +1,156 @@
+/* cask/dist.h: running one task graph across the processes of a job (one process per
+ * node or per GPU), started by a PMIx launcher:
+ *
+ *     mpirun -n 4 ./prog            srun --mpi=pmix -n 4 ./prog
+ *
+ * The model is SPMD with a sequential task flow, as StarPU-MPI's: every process runs
+ * the same program, registers the same data handles and adds the same tasks in the same
+ * order. Each data handle has an owner rank, which holds its initial content. cask
+ * then places each task on the rank that holds most of its input bytes (ties: the rank
+ * holding what it writes, then the lowest rank), every rank deriving the same placement
+ * without talking; a task is run only by its rank, and the data it reads from other
+ * ranks is sent there (UCX active messages, rendezvous and zero copy for large
+ * chunks). After the graph, each datum's latest content is back in its owner's handle
+ * and, if asked with cask_dist_graph_gather, in the root's handle too.
+ *
+ * A program started without a launcher is a job of one process: the same code runs
+ * everything locally and needs no network.
+ *
+ * Failures never hang: a task failure on any rank, a rank that dies (UCX peer error,
+ * its process gone, or silent for CASK_PEER_TIMEOUT_MS) or a graph that differs between
+ * ranks makes cask_dist_graph_compute return an error on every surviving rank, with a
+ * message naming the rank and the cause. See docs/distributed.md for the protocol.
+ */
+#ifndef CASK_DIST_H
+#define CASK_DIST_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cask/graph.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* This process's membership of the job: transport, peers, registered data. Opaque. */
+typedef struct cask_dist cask_dist;
+
+enum cask_dist_field {
+    CASK_DIST_PEER_TIMEOUT_MS = 1u << 0,
+    CASK_DIST_HEARTBEAT_MS    = 1u << 1,
+    CASK_DIST_STEAL           = 1u << 2
+};
+
+typedef struct cask_dist_config {
+    uint64_t field_mask;
+    int peer_timeout_ms;   /* a peer silent this long is dead. CASK_PEER_TIMEOUT_MS;
+                              30000 */
+    int heartbeat_ms;      /* CASK_UCX_HEARTBEAT_MS; 1000 */
+    int steal;             /* move tasks from ranks with more work to ranks with less
+                              when placing them (see docs). CASK_DIST_STEAL; 1 */
+} cask_dist_config;
+
+/* Joins the job: learns rank and size from the launcher (PMIx), connects to every
+ * other process (UCX). Collective: every rank calls it. cfg may be NULL. On failure
+ * cask_runtime_error(rt) has the message. Errors: CASK_ERR_PEER (launcher or peers
+ * unreachable), CASK_ERR_UNSUPPORTED (several processes but cask built without UCX),
+ * CASK_ERR_UCX, CASK_ERR_NOMEM. rt must outlive the returned context. */
+cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_dist **out);
+
+/* Leaves the job. Collective unless peers failed: waits (bounded) for the other ranks.
+ * Frees every placeholder and copy cask made; the user's handles stay the user's.
+ * dist may be NULL. */
+cask_status cask_dist_finalize(cask_dist *dist);
+
+int cask_dist_rank(const cask_dist *dist);
+int cask_dist_size(const cask_dist *dist);
+/* Rank among the processes on this node, and their number (pick a GPU with it). */
+int cask_dist_local_rank(const cask_dist *dist);
+int cask_dist_local_size(const cask_dist *dist);
+
+/* Waits for every rank (CASK_ERR_PEER if one is lost). */
+cask_status cask_dist_barrier(cask_dist *dist);
+
+/* Message of the last failure of dist ("" if none); valid until the next call. */
+const char *cask_dist_error(const cask_dist *dist);
+
+/* ---- data ---- */
+
+/* Declares that rank owner holds d's initial content. Every rank calls it for the same
+ * handles in the same order (this order names the data across ranks) with the same
+ * owner; d must have the same size everywhere. On ranks other than the owner d is only
+ * a name: its content is not read, and cask never writes it unless a gather sends
+ * content there. Errors: CASK_ERR_INVALID (owner out of range, d already declared),
+ * CASK_ERR_NOMEM. Not thread safe (declare from one thread). */
+cask_status cask_dist_set_owner(cask_dist *dist, cask_data *d, int owner);
+
+/* The owner of d; CASK_ERR_NOT_FOUND if d was not declared. */
+cask_status cask_dist_owner(const cask_dist *dist, const cask_data *d, int *owner);
+
+/* A convenience for the usual case: on the owner, registers host_ptr (bytes long, kept
+ * by the caller as with cask_data_register; NULL: the runtime allocates); on other
+ * ranks makes a placeholder that takes no memory (never acquire it there: the address
+ * is reserved but inaccessible). Then declares the owner. The handle is the caller's,
+ * to destroy after cask_dist_finalize. */
+cask_status cask_dist_data_create(cask_dist *dist, size_t bytes, int owner, void *host_ptr,
+                                  cask_data **out);
+
+/* ---- graphs ---- */
+
+/* A graph run across the ranks; built identically on every rank. Opaque. */
+typedef struct cask_dist_graph cask_dist_graph;
+
+cask_status cask_dist_graph_create(cask_dist *dist, cask_dist_graph **out);
+
+/* Adds a task, as cask_graph_add_task (same descriptor and dependency rules); every
+ * handle it uses must have been declared with cask_dist_set_owner. *index (may be NULL)
+ * is the task's number in the graph, the same on every rank. Errors: as
+ * cask_graph_add_task, CASK_ERR_NOT_FOUND (undeclared data), CASK_ERR_STATE (graph
+ * already computed once: build a new graph). */
+cask_status cask_dist_graph_add_task(cask_dist_graph *g, const cask_task_desc *desc,
+                                     size_t *index);
+
+/* After each compute, dest (on rank root, bytes of d long, the caller's) holds d's final
+ * content; other ranks pass NULL. Every rank calls it alike (root and d the same).
+ * Errors: CASK_ERR_INVALID (root out of range, dest NULL on root), CASK_ERR_NOT_FOUND
+ * (d not declared), CASK_ERR_STATE (graph planned already). */
+cask_status cask_dist_graph_gather(cask_dist_graph *g, cask_data *d, int root, void *dest);
+
+/* Runs the graph on all ranks and waits. Collective. The first compute places the
+ * tasks and checks that every rank built the same graph (CASK_ERR_INVALID on every
+ * rank otherwise); a graph can be computed again. Returns on every rank the first
+ * failure anywhere: CASK_ERR_TASK_FAILED (a task failed, on whichever rank),
+ * CASK_ERR_PEER (a rank was lost), CASK_ERR_NOMEM, ...; cask_dist_graph_error says
+ * what happened where. */
+cask_status cask_dist_graph_compute(cask_dist_graph *g);
+
+/* Message of the last failure ("" if none). */
+const char *cask_dist_graph_error(const cask_dist_graph *g);
+
+/* Where task index runs (after the first compute, or after cask_dist_graph_plan). */
+cask_status cask_dist_graph_task_rank(const cask_dist_graph *g, size_t index, int *rank);
+
+/* Places the tasks without running them (the first compute does it otherwise):
+ * lets a program print or check the placement. Collective. */
+cask_status cask_dist_graph_plan(cask_dist_graph *g);
+
+typedef struct cask_dist_graph_info {
+    size_t ntasks;            /* in the whole graph */
+    size_t ntasks_here;       /* placed on this rank */
+    size_t nphases;           /* local graphs run one after the other per compute */
+    size_t transfers_out, transfers_in;   /* chunks sent / received per compute */
+    uint64_t bytes_out, bytes_in;         /* their bytes */
+    size_t moved;             /* tasks the balancer moved off the rank holding most
+                                 of their input (steal) */
+    double elapsed_s;         /* last compute, wall time */
+    double comm_wait_s;       /* of which waiting for other ranks' data */
+} cask_dist_graph_info;
+cask_status cask_dist_graph_query(const cask_dist_graph *g, cask_dist_graph_info *info);
+
+/* Frees the graph and the copies it made. Not while it computes. g may be NULL. */
+cask_status cask_dist_graph_destroy(cask_dist_graph *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

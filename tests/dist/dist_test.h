@@ -1,0 +1,67 @@
+/* tests/dist/dist_test.h: the few helpers the multi-process tests share.
+ *
+ * These tests are SPMD programs, one process per rank, started by tests/dist/run.sh
+ * under mpirun. They are plain programs rather than Criterion suites because every
+ * rank must run the same collectives in the same order: Criterion forks a child per
+ * test and runs tests in parallel, which would interleave the ranks' collectives. A
+ * failed CHECK prints the rank, file and line and exits 1 (mpirun then reports it). */
+#ifndef CASK_TESTS_DIST_TEST_H
+#define CASK_TESTS_DIST_TEST_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static int dt_rank_ = -1;
+
+#define CHECK(cond, ...)                                                              \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "[rank %d] %s:%d: check failed: %s: ", dt_rank_, __FILE__, \
+                    __LINE__, #cond);                                                 \
+            fprintf(stderr, __VA_ARGS__);                                             \
+            fputc('\n', stderr);                                                      \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+#define CHECK_OK(st, ...) CHECK((st) == CASK_OK, __VA_ARGS__)
+
+static inline double dt_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static inline void dt_sleep_ms(int ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+/* A deterministic byte pattern: the byte at offset i of message k from rank r. */
+static inline unsigned char dt_pattern(int r, uint64_t k, uint64_t i)
+{
+    uint64_t v = (i * 0x9E3779B97F4A7C15ull) ^ (k * 0xBF58476D1CE4E5B9ull) ^ (uint64_t)r;
+    return (unsigned char)(v >> 56);
+}
+
+/* Survivor tests: writes "ok" into $CASK_TEST_DIR/ok.<rank>, which run.sh counts. */
+static inline void dt_report_survivor(int rank)
+{
+    const char *dir = getenv("CASK_TEST_DIR");
+    if (!dir)
+        return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/ok.%d", dir, rank);
+    FILE *f = fopen(path, "w");
+    if (f) {
+        fputs("ok\n", f);
+        fclose(f);
+    }
+}
+
+#endif

@@ -1,0 +1,89 @@
+#!/bin/sh
+# tests/dist/run.sh: runs one multi-process cask test under mpirun.
+#
+#   run.sh NP [--need-gpus G] [--survivors K] PROGRAM [ARGS...]
+#
+# Starts NP ranks of PROGRAM with Open MPI's mpirun (or $CASK_MPIRUN), oversubscribing
+# the cores and allowed to run as root (CI). Exit 77 (meson: SKIP) when there is no
+# usable launcher or cask was built without PMIx (CASK_TEST_HAVE_PMIX=0).
+# --need-gpus G: SKIP unless nvidia-smi lists G GPUs or more.
+# --survivors K: a test that kills one of its ranks; mpirun is told not to abort the
+# job when that happens (--enable-recovery), and the test passes when exactly K ranks
+# wrote their ok file into $CASK_TEST_DIR.
+# The whole run is limited to $CASK_TEST_TIMEOUT seconds (default 120): a hang fails,
+# and every process of the job is ended (the job runs in a session of its own).
+# CASK_LAUNCHER=local starts the ranks with tests/dist/launch-local.sh (the file
+# bootstrap) instead of mpirun, for hosts without Open MPI.
+set -u
+np=$1; shift
+survivors=""
+if [ "${1:-}" = "--need-gpus" ]; then
+  ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  if [ "${ngpu:-0}" -lt "$2" ]; then
+    echo "needs $2 GPUs, found ${ngpu:-0}: skipped"; exit 77
+  fi
+  shift 2
+fi
+if [ "${1:-}" = "--survivors" ]; then survivors=$2; shift 2; fi
+limit=${CASK_TEST_TIMEOUT:-120}
+here=$(cd "$(dirname "$0")" && pwd)
+
+if [ "${CASK_LAUNCHER:-}" = local ]; then
+  set -- "$here/launch-local.sh" "$np" "$@"
+else
+  if [ "${CASK_TEST_HAVE_PMIX:-1}" = 0 ]; then
+    echo "cask built without PMIx: multi-process test skipped"; exit 77
+  fi
+  mpirun=${CASK_MPIRUN:-$(command -v mpirun 2>/dev/null || command -v mpiexec 2>/dev/null || true)}
+  if [ -z "$mpirun" ]; then
+    echo "no mpirun on PATH (apt-get install openmpi-bin): multi-process test skipped"; exit 77
+  fi
+  version=$("$mpirun" --version 2>&1 | head -n 3)
+  case "$version" in
+    *"Open MPI"*|*OpenRTE*|*PRRTE*|*prterun*) ;;
+    *) echo "$mpirun is not Open MPI/PRRTE (no PMIx server): skipped"; exit 77 ;;
+  esac
+  # Root in CI containers; harmless otherwise.
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export PRTE_ALLOW_RUN_AS_ROOT=1 PRTE_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  # No ssh in containers: every rank is started on this host anyway.
+  export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
+  flags="-n $np --oversubscribe"
+  [ -n "$survivors" ] && flags="$flags --enable-recovery"
+  set -- "$mpirun" $flags "$@"
+fi
+
+dir=""
+if [ -n "$survivors" ]; then
+  dir=$(mktemp -d "${TMPDIR:-/tmp}/cask-dist.XXXXXX") || exit 1
+  export CASK_TEST_DIR="$dir"
+fi
+
+echo "+ $*"
+hung=$(mktemp "${TMPDIR:-/tmp}/cask-hung.XXXXXX") && rm -f "$hung"
+setsid "$@" &
+job=$!
+( i=0
+  while [ $i -lt "$limit" ] && kill -0 "$job" 2>/dev/null; do sleep 1; i=$((i + 1)); done
+  if kill -0 "$job" 2>/dev/null; then
+    : > "$hung"; kill -TERM -"$job"; sleep 5; kill -KILL -"$job"
+  fi ) >/dev/null 2>&1 &
+wait "$job"
+rc=$?
+if [ -e "$hung" ]; then
+  rm -f "$hung"
+  echo "FAIL: the job did not finish within ${limit}s (a hang)"
+  [ -n "$dir" ] && rm -rf "$dir"
+  exit 1
+fi
+if [ -n "$survivors" ]; then
+  got=$(ls "$dir" 2>/dev/null | grep -c '^ok\.' || true)
+  rm -rf "$dir"
+  if [ "$got" -ne "$survivors" ]; then
+    echo "FAIL: $got of $survivors surviving ranks reported success (exit status $rc)"
+    exit 1
+  fi
+  echo "PASS: $got surviving ranks detected the failure and stopped cleanly"
+  exit 0
+fi
+exit $rc

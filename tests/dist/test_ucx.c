@@ -1,0 +1,467 @@
+/* tests/dist/test_ucx.c: the UCX transport between the ranks of a job.
+ *
+ *   test_ucx pingpong   every rank exchanges 200 small round trips with every rank
+ *                       (itself included): content and count are right
+ *   test_ucx rndv [MB]  messages from 0 bytes to MB MiB (default 64) around the ring,
+ *                       eager and rendezvous, received into the receiver's buffers
+ *                       with their content checked
+ *   test_ucx flood      every rank floods rank 0 from two threads through a window of
+ *                       4 credits while rank 0 handles slowly: all arrive exactly
+ *                       once and no sender ever got ahead of its window
+ *   test_ucx kill       rank 1 dies by SIGKILL in the middle of a stream; the others
+ *                       see it as a lost peer (callback, failed sends), keep talking
+ *                       among themselves and shut down without hanging
+ *   test_ucx freeze     rank 1 stops (SIGSTOP) without closing anything; the others
+ *                       declare it dead after the peer timeout
+ * Run under tests/dist/run.sh (kill and freeze with --survivors NP-1). */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+#include "cask/status.h"
+#include "transport/bootstrap.h"
+#include "transport/ucx.h"
+#include "dist_test.h"
+
+enum { AM_PING = 1, AM_PONG = 2, AM_BLOB = 3, AM_ACK = 4, AM_FLOOD = 5, AM_STREAM = 6,
+       AM_DONE = 7 };
+
+typedef struct env {
+    xport_boot *b;
+    xport_ucx *x;
+    int rank, size;
+} env;
+
+static void setup(env *e, const xport_ucx_config *cfg)
+{
+    char err[512];
+    CHECK_OK(xport_boot_init(NULL, &e->b, err, sizeof err), "xport_boot_init: %s", err);
+    e->rank = dt_rank_ = xport_boot_rank(e->b);
+    e->size = xport_boot_size(e->b);
+    CHECK_OK(xport_ucx_create(e->b, cfg, &e->x, err, sizeof err), "xport_ucx_create: %s",
+             err);
+}
+
+static void connect_or_die(env *e)
+{
+    cask_status st = xport_ucx_connect(e->x);
+    char err[512];
+    xport_ucx_error(e->x, err, sizeof err);
+    CHECK_OK(st, "xport_ucx_connect: %s", err);
+}
+
+static void teardown(env *e)
+{
+    CHECK_OK(xport_boot_barrier(e->b), "%s", xport_boot_error(e->b));
+    char err[512];
+    cask_status st = xport_ucx_destroy(e->x, err, sizeof err);
+    CHECK_OK(st, "xport_ucx_destroy: %s: %s", cask_status_string(st), err);
+    xport_boot_finalize(e->b);
+}
+
+/* Waits until *v >= target; fails the test after timeout_s. */
+static void wait_for(_Atomic long *v, long target, double timeout_s, const char *what)
+{
+    double t0 = dt_now();
+    while (atomic_load(v) < target) {
+        CHECK(dt_now() - t0 < timeout_s, "%s: %ld of %ld after %.0f s", what,
+              atomic_load(v), target, timeout_s);
+        struct timespec ts = { 0, 20000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
+static void done_free(void *arg, cask_status st, const char *why)
+{
+    CHECK_OK(st, "send failed: %s", why ? why : "");
+    free(arg);
+}
+
+/* ---- pingpong ---- */
+
+typedef struct pp_hdr { int32_t src; int32_t seq; } pp_hdr;
+static _Atomic long pongs;
+
+static void on_ping(void *arg, xport_ucx_msg *m)
+{
+    env *e = arg;
+    CHECK(m->header_len == sizeof(pp_hdr) && m->data, "ping: header %zu data %p",
+          m->header_len, m->data);
+    void *copy = malloc(m->len ? m->len : 1);
+    memcpy(copy, m->data, m->len);
+    CHECK_OK(xport_ucx_am_send(e->x, m->peer, AM_PONG, m->header, m->header_len, copy,
+                               m->len, done_free, copy), "pong to %d", m->peer);
+}
+
+static void on_pong(void *arg, xport_ucx_msg *m)
+{
+    env *e = arg;
+    pp_hdr h;
+    memcpy(&h, m->header, sizeof h);
+    CHECK(h.src == e->rank, "pong for rank %d", h.src);
+    CHECK(m->len == 8u + (size_t)(h.seq % 57), "pong %d has %zu bytes", h.seq, m->len);
+    for (size_t i = 0; i < m->len; i++)
+        CHECK(((const unsigned char *)m->data)[i] == dt_pattern(e->rank, (uint64_t)h.seq, i),
+              "pong %d byte %zu", h.seq, i);
+    atomic_fetch_add(&pongs, 1);
+}
+
+static void test_pingpong(void)
+{
+    env e;
+    setup(&e, NULL);
+    CHECK_OK(xport_ucx_set_handler(e.x, AM_PING, on_ping, &e), "set_handler");
+    CHECK_OK(xport_ucx_set_handler(e.x, AM_PONG, on_pong, &e), "set_handler");
+    connect_or_die(&e);
+    unsigned char buf[64];
+    long n = 0;
+    for (int k = 0; k < e.size; k++) {
+        int peer = (e.rank + k) % e.size;
+        double t0 = dt_now();
+        for (int seq = 0; seq < 200; seq++) {
+            pp_hdr h = { e.rank, seq };
+            size_t len = 8u + (size_t)(seq % 57);
+            for (size_t i = 0; i < len; i++)
+                buf[i] = dt_pattern(e.rank, (uint64_t)seq, i);
+            CHECK_OK(xport_ucx_am_send(e.x, peer, AM_PING, &h, sizeof h, buf, len, NULL,
+                                       NULL), "ping %d to %d", seq, peer);
+            wait_for(&pongs, ++n, 30, "pongs");   /* buf is free again once ponged */
+        }
+        printf("[rank %d] %d <-> %d: 200 round trips, %.1f us each\n", e.rank, e.rank,
+               peer, (dt_now() - t0) / 200 * 1e6);
+    }
+    teardown(&e);
+}
+
+/* ---- rendezvous and eager blobs around the ring ---- */
+
+typedef struct blob_hdr { int32_t src; int32_t k; uint64_t len; } blob_hdr;
+typedef struct blob_rx { env *e; blob_hdr h; unsigned char *buf; } blob_rx;
+static _Atomic long blobs_ok, acks;
+
+static void blob_received(void *arg, cask_status st, const char *why)
+{
+    blob_rx *rx = arg;
+    CHECK_OK(st, "receiving blob %d: %s", rx->h.k, why ? why : "");
+    for (uint64_t i = 0; i < rx->h.len; i += (i < 4096 ? 1 : 509))
+        CHECK(rx->buf[i] == dt_pattern(rx->h.src, (uint64_t)rx->h.k, i),
+              "blob %d (%llu bytes) from rank %d: byte %llu", rx->h.k,
+              (unsigned long long)rx->h.len, rx->h.src, (unsigned long long)i);
+    if (rx->h.len)
+        CHECK(rx->buf[rx->h.len - 1] == dt_pattern(rx->h.src, (uint64_t)rx->h.k, rx->h.len - 1),
+              "last byte of blob %d", rx->h.k);
+    CHECK_OK(xport_ucx_am_send(rx->e->x, rx->h.src, AM_ACK, &rx->h, sizeof rx->h, NULL, 0,
+                               NULL, NULL), "ack");
+    atomic_fetch_add(&blobs_ok, 1);
+    free(rx->buf);
+    free(rx);
+}
+
+static void on_blob(void *arg, xport_ucx_msg *m)
+{
+    blob_rx *rx = malloc(sizeof *rx);
+    rx->e = arg;
+    memcpy(&rx->h, m->header, sizeof rx->h);
+    CHECK(m->len == rx->h.len, "blob %d: %zu bytes, header says %llu", rx->h.k, m->len,
+          (unsigned long long)rx->h.len);
+    rx->buf = malloc(m->len ? m->len : 1);
+    CHECK(rx->buf, "no memory for %zu bytes", m->len);
+    unsigned char scratch[1];
+    /* an eager message is complete (and rx freed by blob_received) when this returns */
+    CHECK_OK(xport_ucx_recv_into(m, rx->buf, blob_received, rx), "recv_into");
+    CHECK(xport_ucx_recv_into(m, scratch, blob_received, NULL) == CASK_ERR_STATE,
+          "a second recv_into of one message must be refused");
+}
+
+static void on_ack(void *arg, xport_ucx_msg *m)
+{
+    (void)arg; (void)m;
+    atomic_fetch_add(&acks, 1);
+}
+
+static void test_rndv(int mb)
+{
+    env e;
+    xport_ucx_config cfg = { .field_mask = XPORT_UCX_RNDV_THRESH, .rndv_thresh = 16384 };
+    setup(&e, &cfg);
+    CHECK_OK(xport_ucx_set_handler(e.x, AM_BLOB, on_blob, &e), "set_handler");
+    CHECK_OK(xport_ucx_set_handler(e.x, AM_ACK, on_ack, &e), "set_handler");
+    connect_or_die(&e);
+    const uint64_t sizes[] = { 0, 1, 100, 16383, 16384, 16385, 1 << 20,
+                               (uint64_t)mb << 20, 3 * ((uint64_t)mb << 20) / 7 + 13 };
+    int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
+    unsigned char **bufs = calloc((size_t)nsizes, sizeof *bufs);
+    int to = (e.rank + 1) % e.size;
+    double t0 = dt_now();
+    uint64_t total = 0;
+    for (int k = 0; k < nsizes; k++) {
+        bufs[k] = malloc(sizes[k] ? sizes[k] : 1);
+        for (uint64_t i = 0; i < sizes[k]; i++)
+            bufs[k][i] = dt_pattern(e.rank, (uint64_t)k, i);
+        blob_hdr h = { e.rank, k, sizes[k] };
+        CHECK_OK(xport_ucx_am_send(e.x, to, AM_BLOB, &h, sizeof h, bufs[k], sizes[k], NULL,
+                                   NULL), "blob %d: %s", k, cask_status_string(xport_ucx_am_send(e.x, to, AM_BLOB, &h, sizeof h, bufs[k], 0, NULL, NULL)));
+        total += sizes[k];
+    }
+    wait_for(&blobs_ok, nsizes, 120, "blobs received");
+    wait_for(&acks, nsizes, 120, "blobs acknowledged");
+    double dt = dt_now() - t0;
+    printf("[rank %d] %d blobs, %.1f MiB to rank %d in %.3f s (%.0f MiB/s)\n", e.rank,
+           nsizes, (double)total / 1048576.0, to, dt, (double)total / 1048576.0 / dt);
+    for (int k = 0; k < nsizes; k++)
+        free(bufs[k]);
+    free(bufs);
+    teardown(&e);
+}
+
+/* ---- flow control under a flood ---- */
+
+enum { FLOOD_MSGS = 20000, FLOOD_BYTES = 200, FLOOD_CREDITS = 4 };
+typedef struct flood_hdr { int32_t src; int32_t seq; } flood_hdr;
+static _Atomic long flood_got;
+static unsigned char *flood_seen;   /* rank 0: [src * FLOOD_MSGS + seq] */
+
+static void on_flood(void *arg, xport_ucx_msg *m)
+{
+    (void)arg;
+    flood_hdr h;
+    memcpy(&h, m->header, sizeof h);
+    CHECK(h.seq >= 0 && h.seq < FLOOD_MSGS && m->len == FLOOD_BYTES, "flood message %d", h.seq);
+    CHECK(!flood_seen[(size_t)h.src * FLOOD_MSGS + (size_t)h.seq],
+          "message %d of rank %d arrived twice", h.seq, h.src);
+    flood_seen[(size_t)h.src * FLOOD_MSGS + (size_t)h.seq] = 1;
+    CHECK(((const unsigned char *)m->data)[h.seq % FLOOD_BYTES] ==
+          dt_pattern(h.src, 0, (uint64_t)(h.seq % FLOOD_BYTES)), "content of message %d", h.seq);
+    if (h.seq % 16 == 0)
+        dt_sleep_ms(0), usleep(50);   /* a slow consumer */
+    atomic_fetch_add(&flood_got, 1);
+}
+
+typedef struct flood_thr { env *e; int first, step; unsigned char *payload; } flood_thr;
+static _Atomic long flood_sent;
+
+static void flood_done(void *arg, cask_status st, const char *why)
+{
+    (void)arg;
+    CHECK_OK(st, "flood send: %s", why ? why : "");
+    atomic_fetch_add(&flood_sent, 1);
+}
+
+static void *flood_main(void *arg)
+{
+    flood_thr *t = arg;
+    for (int seq = t->first; seq < FLOOD_MSGS; seq += t->step) {
+        flood_hdr h = { t->e->rank, seq };
+        CHECK_OK(xport_ucx_am_send(t->e->x, 0, AM_FLOOD, &h, sizeof h, t->payload,
+                                   FLOOD_BYTES, flood_done, NULL), "flood %d", seq);
+    }
+    return NULL;
+}
+
+static void test_flood(void)
+{
+    env e;
+    xport_ucx_config cfg = { .field_mask = XPORT_UCX_CREDITS, .credits = FLOOD_CREDITS };
+    setup(&e, &cfg);
+    CHECK_OK(xport_ucx_set_handler(e.x, AM_FLOOD, on_flood, &e), "set_handler");
+    if (e.rank == 0)
+        flood_seen = calloc((size_t)e.size * FLOOD_MSGS, 1);
+    connect_or_die(&e);
+    unsigned char payload[FLOOD_BYTES];
+    for (int i = 0; i < FLOOD_BYTES; i++)
+        payload[i] = dt_pattern(e.rank, 0, (uint64_t)i);
+    if (e.rank != 0) {
+        pthread_t th[2];
+        flood_thr t[2] = { { &e, 0, 2, payload }, { &e, 1, 2, payload } };
+        for (int i = 0; i < 2; i++)
+            pthread_create(&th[i], NULL, flood_main, &t[i]);
+        for (int i = 0; i < 2; i++)
+            pthread_join(th[i], NULL);
+        wait_for(&flood_sent, FLOOD_MSGS, 120, "flood sends completed");
+        xport_ucx_stats s;
+        CHECK_OK(xport_ucx_peer_stats(e.x, 0, &s), "stats");
+        printf("[rank %d] sent %d messages to rank 0: %llu waited for credits, longest "
+               "queue %llu\n", e.rank, FLOOD_MSGS, (unsigned long long)s.credit_stalls,
+               (unsigned long long)s.max_queued);
+        CHECK(s.credit_stalls > 0, "a flood through %d credits never waited for one",
+              FLOOD_CREDITS);
+    } else {
+        wait_for(&flood_got, (long)(e.size - 1) * FLOOD_MSGS, 120, "flood messages");
+        for (int r = 1; r < e.size; r++) {
+            xport_ucx_stats s;
+            CHECK_OK(xport_ucx_peer_stats(e.x, r, &s), "stats");
+            CHECK(s.msgs_recv == FLOOD_MSGS, "%llu messages from rank %d",
+                  (unsigned long long)s.msgs_recv, r);
+            CHECK(s.max_window <= FLOOD_CREDITS, "rank %d had %llu messages beyond its "
+                  "credits at once (window %d)", r, (unsigned long long)s.max_window,
+                  FLOOD_CREDITS);
+            printf("[rank 0] from rank %d: %llu messages, at most %llu outstanding "
+                   "(window %d)\n", r, (unsigned long long)s.msgs_recv,
+                   (unsigned long long)s.max_window, FLOOD_CREDITS);
+        }
+        free(flood_seen);
+    }
+    teardown(&e);
+}
+
+/* ---- a rank dies (kill) or hangs (freeze) in the middle of a stream ---- */
+
+static _Atomic long lost_rank = -1, stream_got, stream_failed;
+static char lost_why[512];
+static double lost_at;
+
+static void on_lost(void *arg, int peer, cask_status st, const char *why)
+{
+    (void)arg;
+    CHECK(st == CASK_ERR_PEER, "lost rank %d with status %s", peer, cask_status_string(st));
+    snprintf(lost_why, sizeof lost_why, "%s", why);
+    lost_at = dt_now();
+    long none = -1;
+    CHECK(atomic_compare_exchange_strong(&lost_rank, &none, peer),
+          "rank %d reported lost after rank %ld", peer, none);
+}
+
+static void on_stream(void *arg, xport_ucx_msg *m)
+{
+    (void)arg; (void)m;
+    long n = atomic_fetch_add(&stream_got, 1) + 1;
+    if (n == 100 && getenv("CASK_TEST_VICTIM"))
+        raise(atoi(getenv("CASK_TEST_VICTIM")));
+}
+
+static void stream_done(void *arg, cask_status st, const char *why)
+{
+    (void)arg; (void)why;
+    if (st != CASK_OK) {
+        CHECK(st == CASK_ERR_PEER || st == CASK_ERR_CANCELLED, "stream send: %s: %s",
+              cask_status_string(st), why ? why : "");
+        atomic_fetch_add(&stream_failed, 1);
+    }
+}
+
+static _Atomic long dones;
+static void on_done(void *arg, xport_ucx_msg *m)
+{
+    (void)arg; (void)m;
+    atomic_fetch_add(&dones, 1);
+}
+
+static void on_probe(void *arg, xport_ucx_msg *m)
+{
+    env *e = arg;
+    CHECK_OK(xport_ucx_am_send(e->x, m->peer, AM_ACK, NULL, 0, NULL, 0, NULL, NULL), "ack");
+}
+
+static void test_failure(int sig)
+{
+    env e;
+    xport_ucx_config cfg = { .field_mask = XPORT_UCX_HEARTBEAT_MS | XPORT_UCX_TIMEOUT_MS |
+                                           XPORT_UCX_ON_PEER,
+                             .heartbeat_ms = 200, .peer_timeout_ms = 3000,
+                             .on_peer_failure = on_lost };
+    setup(&e, &cfg);
+    CHECK(e.size >= 2, "needs 2 ranks or more");
+    CHECK_OK(xport_ucx_set_handler(e.x, AM_STREAM, on_stream, &e), "set_handler");
+    CHECK_OK(xport_ucx_set_handler(e.x, AM_PING, on_probe, &e), "set_handler");
+    CHECK_OK(xport_ucx_set_handler(e.x, AM_ACK, on_ack, &e), "set_handler");
+    CHECK_OK(xport_ucx_set_handler(e.x, AM_DONE, on_done, &e), "set_handler");
+    pid_t me = getpid();
+    void **pids;
+    size_t *lens;
+    CHECK_OK(xport_boot_allgather(e.b, "pids", &me, sizeof me, &pids, &lens), "pids");
+    pid_t victim_pid;
+    memcpy(&victim_pid, pids[1], sizeof victim_pid);
+    xport_boot_free_blobs(e.b, pids, lens);
+    if (e.rank == 1) {
+        char s[16];
+        snprintf(s, sizeof s, "%d", sig);
+        setenv("CASK_TEST_VICTIM", s, 1);
+    }
+    connect_or_die(&e);
+    if (e.rank == 1) {
+        /* Receives the stream and dies (or freezes) at its 100th message. */
+        for (;;)
+            dt_sleep_ms(1000);
+    }
+    static unsigned char payload[4096];
+    double t0 = dt_now();
+    int sent = 0;
+    while (atomic_load(&lost_rank) < 0) {
+        CHECK(dt_now() - t0 < 30, "rank 1 not detected as lost after 30 s");
+        cask_status st = xport_ucx_am_send(e.x, 1, AM_STREAM, NULL, 0, payload,
+                                           sizeof payload, stream_done, NULL);
+        if (st == CASK_ERR_PEER)
+            break;
+        CHECK_OK(st, "stream send %d", sent);
+        sent++;
+        if (sent % 64 == 0)
+            dt_sleep_ms(5);
+    }
+    while (atomic_load(&lost_rank) < 0) {
+        CHECK(dt_now() - t0 < 30, "send refused but no loss reported");
+        dt_sleep_ms(1);
+    }
+    CHECK(atomic_load(&lost_rank) == 1, "lost rank %ld", atomic_load(&lost_rank));
+    CHECK(strstr(lost_why, "rank 1"), "the message does not name rank 1: %s", lost_why);
+    printf("[rank %d] rank 1 lost after %d stream messages, %.2f s from the start: %s\n",
+           e.rank, sent, lost_at - t0, lost_why);
+    CHECK(xport_ucx_peer_status(e.x, 1) == CASK_ERR_PEER, "rank 1 still reachable");
+    CHECK(xport_ucx_am_send(e.x, 1, AM_STREAM, NULL, 0, payload, 8, stream_done, NULL) ==
+          CASK_ERR_PEER, "a send to the lost rank must fail at once");
+    if (sig == SIGSTOP) {
+        CHECK(strstr(lost_why, "timeout"), "a frozen rank is found by the timeout: %s",
+              lost_why);
+        if (e.rank == 0)
+            kill(victim_pid, SIGKILL);    /* let mpirun finish */
+    }
+    /* The survivors still talk to each other. */
+    long want = 0;
+    for (int r = 0; r < e.size; r++) {
+        if (r == 1)
+            continue;
+        cask_status pst = xport_ucx_am_send(e.x, r, AM_PING, NULL, 0, NULL, 0, NULL, NULL);
+        char err[512];
+        xport_ucx_error(e.x, err, sizeof err);
+        CHECK_OK(pst, "probe of rank %d: %s (first error: %s)", r, cask_status_string(pst), err);
+        want++;
+    }
+    wait_for(&acks, want, 30, "acks from the survivors");
+    /* A barrier among the survivors (the launcher's would wait for the dead rank). */
+    for (int r = 0; r < e.size; r++)
+        if (r != 1)
+            CHECK_OK(xport_ucx_am_send(e.x, r, AM_DONE, NULL, 0, NULL, 0, NULL, NULL), "done");
+    wait_for(&dones, want, 30, "the other survivors");
+    double t1 = dt_now();
+    cask_status st = xport_ucx_destroy(e.x, NULL, 0);
+    CHECK(st == CASK_ERR_PEER, "destroy after a lost peer gave %s", cask_status_string(st));
+    CHECK(dt_now() - t1 < 20, "destroy took %.1f s", dt_now() - t1);
+    /* No bootstrap barrier: the launcher's fence would wait for the dead rank. */
+    dt_report_survivor(e.rank);
+    printf("[rank %d] survived: detected and shut down cleanly\n", e.rank);
+    fflush(stdout);
+    _exit(0);   /* PMIx_Finalize could wait on the launcher for the lost rank */
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *what = argc > 1 ? argv[1] : "pingpong";
+    if (!strcmp(what, "pingpong"))
+        test_pingpong();
+    else if (!strcmp(what, "rndv"))
+        test_rndv(argc > 2 ? atoi(argv[2]) : 64);
+    else if (!strcmp(what, "flood"))
+        test_flood();
+    else if (!strcmp(what, "kill"))
+        test_failure(SIGKILL);
+    else if (!strcmp(what, "freeze"))
+        test_failure(SIGSTOP);
+    else {
+        fprintf(stderr, "usage: test_ucx pingpong|rndv [MB]|flood|kill|freeze\n");
+        return 2;
+    }
+    if (dt_rank_ == 0)
+        printf("test_ucx %s: ok\n", what);
+    return 0;
+}

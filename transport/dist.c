@@ -1,0 +1,413 @@
+/* transport/dist.c: a process's membership of a distributed cask job: joining it
+ * (bootstrap + UCX), the data declarations that name handles across ranks, control
+ * messages, barriers, and noticing lost peers. See include/cask/dist.h. */
+#include "transport/dist_impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+
+#include "runtime/log.h"
+
+void dist_fail(cask_dist *dist, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dist->err, sizeof dist->err, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- handle -> gid index (open addressing, pointers hashed) ---- */
+
+static size_t hash_ptr(const void *p, size_t cap)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
+}
+
+static int index_put(cask_dist *dist, cask_data *d, uint32_t gid)
+{
+    if ((dist->ndata + 1) * 2 > dist->index_cap) {
+        size_t cap = dist->index_cap ? dist->index_cap * 2 : 64;
+        cask_data **keys = calloc(cap, sizeof *keys);
+        uint32_t *vals = calloc(cap, sizeof *vals);
+        if (!keys || !vals) {
+            free(keys);
+            free(vals);
+            return -1;
+        }
+        for (size_t i = 0; i < dist->index_cap; i++) {
+            if (!dist->index_keys[i])
+                continue;
+            size_t j = hash_ptr(dist->index_keys[i], cap);
+            while (keys[j])
+                j = (j + 1) & (cap - 1);
+            keys[j] = dist->index_keys[i];
+            vals[j] = dist->index_vals[i];
+        }
+        free(dist->index_keys);
+        free(dist->index_vals);
+        dist->index_keys = keys;
+        dist->index_vals = vals;
+        dist->index_cap = cap;
+    }
+    size_t j = hash_ptr(d, dist->index_cap);
+    while (dist->index_keys[j])
+        j = (j + 1) & (dist->index_cap - 1);
+    dist->index_keys[j] = d;
+    dist->index_vals[j] = gid;
+    return 0;
+}
+
+cask_status dist_gid(const cask_dist *dist, const cask_data *d, uint32_t *gid)
+{
+    if (!dist->index_cap || !d)
+        return CASK_ERR_NOT_FOUND;
+    size_t j = hash_ptr(d, dist->index_cap);
+    while (dist->index_keys[j]) {
+        if (dist->index_keys[j] == d) {
+            *gid = dist->index_vals[j];
+            return CASK_OK;
+        }
+        j = (j + 1) & (dist->index_cap - 1);
+    }
+    return CASK_ERR_NOT_FOUND;
+}
+
+/* ---- messages ---- */
+
+struct cask_dist_graph *dist_find_graph(cask_dist *dist, uint32_t id)
+{
+    for (struct cask_dist_graph *g = dist->graphs; g; g = g->next)
+        if (g->id == id)
+            return g;
+    return NULL;
+}
+
+#ifdef CASK_HAVE_UCX
+static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
+{
+    cask_dist *dist = arg;
+    (void)st;
+    pthread_mutex_lock(&dist->mu);
+    if (!dist->lost[peer]) {
+        dist->lost[peer] = 1;
+        dist->nlost++;
+        if (!dist->err[0])
+            dist_fail(dist, "rank %d lost: %s", peer, why);
+    }
+    pthread_cond_broadcast(&dist->cv);
+    pthread_mutex_unlock(&dist->mu);
+}
+
+static void on_ctrl_msg(void *arg, xport_ucx_msg *m)
+{
+    cask_dist *dist = arg;
+    dist_ctrl_hdr h;
+    if (m->header_len != sizeof h)
+        return;
+    memcpy(&h, m->header, sizeof h);
+    char msg[256] = "";
+    if (m->data && m->len) {
+        size_t n = m->len < sizeof msg - 1 ? m->len : sizeof msg - 1;
+        memcpy(msg, m->data, n);
+        msg[n] = 0;
+    }
+    dist_on_ctrl(dist, m->peer, &h, msg);
+}
+
+static void on_data_msg(void *arg, xport_ucx_msg *m)
+{
+    cask_dist *dist = arg;
+    dist_data_hdr h;
+    if (m->header_len != sizeof h)
+        return;
+    memcpy(&h, m->header, sizeof h);
+    dist_on_data(dist, m->peer, &h, m);
+}
+
+static void ctrl_sent(void *arg, cask_status st, const char *why)
+{
+    free(arg);   /* the message text */
+    (void)st; (void)why;   /* a lost peer is reported by on_peer_lost */
+}
+#endif
+
+void dist_ctrl_all(cask_dist *dist, uint32_t graph, uint32_t run, uint32_t type,
+                   uint32_t status, uint64_t value, const char *msg)
+{
+#ifdef CASK_HAVE_UCX
+    if (!dist->ucx)
+        return;
+    dist_ctrl_hdr h = { graph, run, type, status, value };
+    for (int r = 0; r < dist->size; r++) {
+        if (r == dist->rank || dist->lost[r])
+            continue;
+        char *copy = NULL;
+        size_t len = 0;
+        if (msg && *msg) {
+            len = strlen(msg);
+            copy = malloc(len);
+            if (copy)
+                memcpy(copy, msg, len);
+            else
+                len = 0;
+        }
+        if (xport_ucx_am_send(dist->ucx, r, DIST_AM_CTRL, &h, sizeof h, copy, len,
+                              ctrl_sent, copy) != CASK_OK)
+            free(copy);
+    }
+#else
+    (void)dist; (void)graph; (void)run; (void)type; (void)status; (void)value; (void)msg;
+#endif
+}
+
+/* ---- joining and leaving ---- */
+
+cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_dist **out)
+{
+    if (!rt || !out)
+        return CASK_ERR_INVALID;
+    *out = NULL;
+    cask_dist *dist = calloc(1, sizeof *dist);
+    if (!dist)
+        return log_error(rt, CASK_ERR_NOMEM, "cask_dist_init");
+    dist->rt = rt;
+    pthread_mutex_init(&dist->mu, NULL);
+    pthread_cond_init(&dist->cv, NULL);
+    const char *s = getenv("CASK_DIST_STEAL");
+    dist->steal = s && *s ? atoi(s) != 0 : 1;
+    if (cfg && (cfg->field_mask & CASK_DIST_STEAL))
+        dist->steal = cfg->steal != 0;
+    char err[512];
+    cask_status st = xport_boot_init(NULL, &dist->boot, err, sizeof err);
+    if (st) {
+        st = log_error(rt, st, "cask_dist_init: %s", err);
+        goto fail;
+    }
+    dist->rank = xport_boot_rank(dist->boot);
+    dist->size = xport_boot_size(dist->boot);
+    dist->local_rank = xport_boot_local_rank(dist->boot);
+    dist->local_size = xport_boot_local_size(dist->boot);
+    dist->lost = calloc((size_t)dist->size, sizeof *dist->lost);
+    if (!dist->lost) {
+        st = log_error(rt, CASK_ERR_NOMEM, "cask_dist_init");
+        goto fail;
+    }
+    if (xport_boot_error(dist->boot)[0])
+        log_msg(rt, CASK_LOG_WARN, "cask_dist_init: %s", xport_boot_error(dist->boot));
+    if (dist->size > 1) {
+#ifdef CASK_HAVE_UCX
+        xport_ucx_config uc = { .field_mask = XPORT_UCX_ON_PEER, .on_peer_failure = on_peer_lost,
+                                .on_peer_arg = dist };
+        if (cfg && (cfg->field_mask & CASK_DIST_PEER_TIMEOUT_MS)) {
+            uc.field_mask |= XPORT_UCX_TIMEOUT_MS;
+            uc.peer_timeout_ms = cfg->peer_timeout_ms;
+        }
+        if (cfg && (cfg->field_mask & CASK_DIST_HEARTBEAT_MS)) {
+            uc.field_mask |= XPORT_UCX_HEARTBEAT_MS;
+            uc.heartbeat_ms = cfg->heartbeat_ms;
+        }
+        st = xport_ucx_create(dist->boot, &uc, &dist->ucx, err, sizeof err);
+        if (st) {
+            st = log_error(rt, st, "cask_dist_init on rank %d: %s", dist->rank, err);
+            goto fail;
+        }
+        xport_ucx_set_handler(dist->ucx, DIST_AM_DATA, on_data_msg, dist);
+        xport_ucx_set_handler(dist->ucx, DIST_AM_CTRL, on_ctrl_msg, dist);
+        st = xport_ucx_connect(dist->ucx);
+        if (st) {
+            xport_ucx_error(dist->ucx, err, sizeof err);
+            st = log_error(rt, st, "cask_dist_init on rank %d: %s", dist->rank, err);
+            goto fail;
+        }
+#else
+        st = log_error(rt, CASK_ERR_UNSUPPORTED, "cask_dist_init: a job of %d processes, but "
+                       "cask was built without UCX (install libucx-dev and rebuild)",
+                       dist->size);
+        goto fail;
+#endif
+    }
+    log_msg(rt, CASK_LOG_INFO, "cask_dist_init: rank %d of %d (job %s)", dist->rank,
+            dist->size, xport_boot_job(dist->boot));
+    *out = dist;
+    return CASK_OK;
+fail:
+#ifdef CASK_HAVE_UCX
+    xport_ucx_destroy(dist->ucx, NULL, 0);
+#endif
+    xport_boot_finalize(dist->boot);
+    free(dist->lost);
+    pthread_mutex_destroy(&dist->mu);
+    pthread_cond_destroy(&dist->cv);
+    free(dist);
+    return st;
+}
+
+cask_status cask_dist_finalize(cask_dist *dist)
+{
+    if (!dist)
+        return CASK_OK;
+    cask_status st = CASK_OK;
+    while (dist->graphs)
+        cask_dist_graph_destroy(dist->graphs);
+#ifdef CASK_HAVE_UCX
+    if (dist->ucx) {
+        char why[512];
+        st = xport_ucx_destroy(dist->ucx, why, sizeof why);   /* goodbyes with every rank */
+        if (st && !dist->err[0])
+            dist_fail(dist, "%s", why);
+        if (st)
+            log_msg(dist->rt, CASK_LOG_WARN, "cask_dist_finalize on rank %d: %s", dist->rank,
+                    why);
+        dist->ucx = NULL;
+    }
+#endif
+    for (size_t i = 0; i < dist->ndata; i++) {
+        dist_datum *dd = &dist->data[i];
+        if (!dd->made_here)
+            continue;
+        cask_data_destroy(dd->d);
+        if (dd->reserved)
+            munmap(dd->reserved, dd->bytes);
+    }
+    while (dist->early) {
+        dist_early *e = dist->early;
+        dist->early = e->next;
+        free(e);
+    }
+    if (dist->nlost)
+        st = CASK_ERR_PEER;
+    else
+        xport_boot_barrier(dist->boot);   /* everybody leaves together */
+    xport_boot_finalize(dist->boot);
+    free(dist->data);
+    free(dist->index_keys);
+    free(dist->index_vals);
+    free(dist->lost);
+    pthread_mutex_destroy(&dist->mu);
+    pthread_cond_destroy(&dist->cv);
+    free(dist);
+    return st;
+}
+
+int cask_dist_rank(const cask_dist *dist) { return dist ? dist->rank : 0; }
+int cask_dist_size(const cask_dist *dist) { return dist ? dist->size : 1; }
+int cask_dist_local_rank(const cask_dist *dist) { return dist ? dist->local_rank : 0; }
+int cask_dist_local_size(const cask_dist *dist) { return dist ? dist->local_size : 1; }
+const char *cask_dist_error(const cask_dist *dist) { return dist ? dist->err : ""; }
+
+cask_status cask_dist_barrier(cask_dist *dist)
+{
+    if (!dist)
+        return CASK_ERR_INVALID;
+    if (dist->size == 1)
+        return CASK_OK;
+    uint64_t seq = ++dist->barrier_seq;
+    dist_ctrl_all(dist, 0, 0, CTRL_BARRIER, 0, seq, NULL);
+    cask_status st = CASK_OK;
+    pthread_mutex_lock(&dist->mu);
+    int *count = &dist->barrier_count[seq & 1];
+    while (*count < dist->size - 1 - dist->nlost && !dist->nlost)
+        pthread_cond_wait(&dist->cv, &dist->mu);
+    if (dist->nlost)
+        st = CASK_ERR_PEER;
+    else
+        *count -= dist->size - 1;
+    pthread_mutex_unlock(&dist->mu);
+    if (st)
+        log_error(dist->rt, st, "cask_dist_barrier: %s", dist->err);
+    return st;
+}
+
+void dist_on_barrier(cask_dist *dist, uint64_t seq)
+{
+    pthread_mutex_lock(&dist->mu);
+    dist->barrier_count[seq & 1]++;
+    pthread_cond_broadcast(&dist->cv);
+    pthread_mutex_unlock(&dist->mu);
+}
+
+/* ---- data ---- */
+
+cask_status cask_dist_set_owner(cask_dist *dist, cask_data *d, int owner)
+{
+    if (!dist || !d)
+        return CASK_ERR_INVALID;
+    if (owner < 0 || owner >= dist->size)
+        return log_error(dist->rt, CASK_ERR_INVALID, "cask_dist_set_owner: owner %d of %d ranks",
+                         owner, dist->size);
+    uint32_t gid;
+    if (dist_gid(dist, d, &gid) == CASK_OK)
+        return log_error(dist->rt, CASK_ERR_INVALID, "cask_dist_set_owner: data already "
+                         "declared (as #%u)", gid);
+    if (dist->ndata == dist->cap) {
+        size_t cap = dist->cap ? dist->cap * 2 : 64;
+        dist_datum *n = realloc(dist->data, cap * sizeof *n);
+        if (!n)
+            return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_set_owner");
+        dist->data = n;
+        dist->cap = cap;
+    }
+    if (index_put(dist, d, (uint32_t)dist->ndata))
+        return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_set_owner");
+    size_t bytes = 0;
+    cask_data_size(d, &bytes);
+    dist->data[dist->ndata++] = (dist_datum){ .d = d, .owner = owner, .bytes = bytes };
+    return CASK_OK;
+}
+
+cask_status cask_dist_owner(const cask_dist *dist, const cask_data *d, int *owner)
+{
+    uint32_t gid;
+    if (!dist || !owner)
+        return CASK_ERR_INVALID;
+    if (dist_gid(dist, d, &gid))
+        return CASK_ERR_NOT_FOUND;
+    *owner = dist->data[gid].owner;
+    return CASK_OK;
+}
+
+cask_status cask_dist_data_create(cask_dist *dist, size_t bytes, int owner, void *host_ptr,
+                                  cask_data **out)
+{
+    if (!dist || !out || !bytes || owner < 0 || owner >= dist->size)
+        return CASK_ERR_INVALID;
+    cask_data *d = NULL;
+    void *reserved = NULL;
+    cask_status st;
+    if (owner == dist->rank) {
+        st = host_ptr ? cask_data_register(dist->rt, host_ptr, bytes, &d)
+                      : cask_data_create(dist->rt, bytes, &d);
+    } else {
+        /* A name only: address space that no access may touch, no memory behind it. */
+        reserved = mmap(NULL, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                        -1, 0);
+        if (reserved == MAP_FAILED)
+            return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_data_create: reserving %zu "
+                             "bytes of address space", bytes);
+        st = cask_data_register(dist->rt, reserved, bytes, &d);
+    }
+    if (st) {
+        if (reserved)
+            munmap(reserved, bytes);
+        return st;
+    }
+    st = cask_dist_set_owner(dist, d, owner);
+    if (st) {
+        cask_data_destroy(d);
+        if (reserved)
+            munmap(reserved, bytes);
+        return st;
+    }
+    dist->data[dist->ndata - 1].made_here = 1;     /* finalize destroys it */
+    dist->data[dist->ndata - 1].reserved = reserved;
+    *out = d;
+    return CASK_OK;
+}

@@ -1,0 +1,215 @@
+/* transport/dist_impl.h: the insides of the distributed layer (include/cask/dist.h),
+ * shared by dist.c (joining the job, data declarations, messages), dist_plan.c
+ * (placement, phases, transfers: the same computation on every rank) and dist_run.c
+ * (running a planned graph). The protocol is described in docs/distributed.md. */
+#ifndef CASK_TRANSPORT_DIST_IMPL_H
+#define CASK_TRANSPORT_DIST_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include "cask/cask.h"
+#include "cask/dist.h"
+#include "transport/bootstrap.h"
+#ifdef CASK_HAVE_UCX
+#include "transport/ucx.h"
+#endif
+
+/* UCX handler ids of the distributed layer. */
+enum { DIST_AM_DATA = 16, DIST_AM_CTRL = 17 };
+enum dist_ctrl { CTRL_PLAN = 1, CTRL_DONE = 2, CTRL_ABORT = 3, CTRL_BARRIER = 4 };
+
+typedef struct dist_data_hdr {
+    uint32_t graph, run, gid, version;
+} dist_data_hdr;
+
+typedef struct dist_ctrl_hdr {
+    uint32_t graph, run, type, status;
+    uint64_t value;           /* PLAN: the graph's hash; BARRIER: its sequence */
+} dist_ctrl_hdr;
+
+/* A declared data handle; gid = its index in cask_dist.data. */
+typedef struct dist_datum {
+    cask_data *d;
+    int owner;
+    size_t bytes;
+    int made_here;            /* made by cask_dist_data_create: finalize destroys it */
+    void *reserved;           /* its inaccessible address range */
+} dist_datum;
+
+/* A control message that came before this rank was ready for it. */
+typedef struct dist_early {
+    struct dist_early *next;
+    int from;
+    dist_ctrl_hdr h;
+    char msg[256];
+} dist_early;
+
+struct cask_dist_graph;
+
+struct cask_dist {
+    cask_runtime *rt;
+    xport_boot *boot;
+#ifdef CASK_HAVE_UCX
+    xport_ucx *ucx;           /* NULL in a job of one process */
+#endif
+    int rank, size, local_rank, local_size;
+    int steal;
+    dist_datum *data;
+    size_t ndata, cap;
+    cask_data **index_keys;   /* open addressing: handle -> gid */
+    uint32_t *index_vals;
+    size_t index_cap;
+    uint32_t next_graph;
+    uint64_t barrier_seq;
+    int barrier_count[2];     /* BARRIER messages by sequence parity (under mu) */
+
+    pthread_mutex_t mu;       /* what handlers and the computing thread share */
+    pthread_cond_t cv;
+    int *lost;                /* per rank: 1 once it failed */
+    int nlost;
+    dist_early *early;        /* control messages for graphs not computing yet */
+    struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
+    char err[1024];
+};
+
+/* ---- a graph ---- */
+
+typedef struct dist_access {
+    uint32_t gid;
+    cask_access_mode mode;
+} dist_access;
+
+typedef struct dist_task {
+    cask_kernel *kernel;
+    dist_access *access;
+    int naccess;
+    void *args;
+    size_t args_size;
+    char *name;
+    uint64_t field_mask;
+    int priority;
+    uint32_t where;
+    int device;
+    /* plan */
+    int rank;
+    int phase;
+    int moved;                /* placed off its best rank by the balancer */
+    cask_data **local;        /* on its rank: the handle of each access */
+} dist_task;
+
+/* Where one version of a datum lives on this rank, or arrives. */
+typedef struct dist_slot {
+    uint32_t gid, version;
+    cask_data *h;             /* local handle holding it */
+    void *buf;                /* landing buffer (incoming only), h's registered memory */
+    int incoming;             /* arrives from another rank */
+    int exchange;             /* step at whose end it must be here */
+    int from;
+    uint32_t arrived_run;     /* run whose copy landed, 0: none (under dist->mu) */
+    uint32_t landing_run;     /* run of the copy being received */
+    struct cask_dist_graph *graph;
+    cask_data *home;          /* final: copy into the owner's user handle */
+    void *dest;               /* final: copy into the gather destination */
+    struct dist_slot *hnext;  /* hash chain */
+} dist_slot;
+
+/* One chunk this rank sends at an exchange step. */
+typedef struct dist_send {
+    int exchange;
+    int to;
+    uint32_t gid, version;
+    cask_data *h;             /* local handle holding that version */
+} dist_send;
+
+/* A copy between two handles of this rank at the end (a version in a copy handle that
+ * must reach the user's handle). */
+typedef struct dist_local_copy {
+    cask_data *from;
+    cask_data *to;            /* the owner's user handle, or NULL */
+    void *dest;               /* a gather destination, or NULL */
+} dist_local_copy;
+
+typedef struct dist_gather {
+    uint32_t gid;
+    int root;
+    void *dest;               /* on root: where the bytes go */
+} dist_gather;
+
+struct cask_dist_graph {
+    cask_dist *dist;
+    uint32_t id;
+    struct cask_dist_graph *next;   /* dist->graphs */
+    dist_task *tasks;
+    size_t ntasks, tasks_cap;
+    dist_gather *gathers;
+    size_t ngathers;
+    int planned;
+    uint64_t hash;
+    /* plan */
+    int nphases;              /* exchange steps: 0..nphases (the last one final) */
+    cask_graph **phase;       /* this rank's local graph of each phase (NULL: none) */
+    dist_slot **slot_hash;    /* (gid, version) -> slot, incoming only */
+    size_t slot_hash_cap;
+    dist_slot **slots;        /* every slot made (to free) */
+    size_t nslots, slots_cap;
+    dist_send *sends;
+    size_t nsends, sends_cap;
+    size_t *expected_in;      /* per exchange step: incoming slots */
+    dist_local_copy *copies;
+    size_t ncopies, copies_cap;
+    cask_data **made;         /* handles the plan created (copies), freed at destroy */
+    size_t nmade, made_cap;
+    size_t ntasks_here, moved;
+    uint64_t bytes_out, bytes_in;
+    size_t transfers_out, transfers_in;
+    int plan_failed;
+    cask_status plan_status;
+    int *plan_seen;           /* per rank: PLAN received (under dist->mu) */
+    uint64_t *plan_hash;
+    cask_status *plan_st;
+    /* run (under dist->mu unless said) */
+    uint32_t run;             /* computes so far (messages carry it) */
+    int running;
+    uint32_t *done_from;      /* per rank: run of its last DONE */
+    size_t *arrived[2];       /* per exchange step: landed copies, by run parity */
+    uint32_t abort_run;       /* run another rank aborted, 0 none */
+    int abort_from;
+    cask_status abort_status;
+    char abort_msg[512];
+    long sends_pending;
+    long recvs_pending;
+    cask_status send_status;
+    char send_msg[256];
+    double elapsed_s, comm_wait_s;
+    char error[1024];
+};
+
+/* dist.c */
+cask_status dist_gid(const cask_dist *dist, const cask_data *d, uint32_t *gid);
+void dist_fail(cask_dist *dist, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Sends a control message to every live rank but this one. */
+void dist_ctrl_all(cask_dist *dist, uint32_t graph, uint32_t run, uint32_t type,
+                   uint32_t status, uint64_t value, const char *msg);
+/* Handle lookup for messages: the graph of id (under dist->mu). */
+struct cask_dist_graph *dist_find_graph(cask_dist *dist, uint32_t id);
+
+/* dist_graph.c */
+void dist_graph_error(cask_dist_graph *g, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* dist_plan.c */
+cask_status dist_plan(cask_dist_graph *g);
+uint64_t dist_graph_hash(const cask_dist_graph *g);
+dist_slot *dist_slot_find(const cask_dist_graph *g, uint32_t gid, uint32_t version);
+void dist_plan_free(cask_dist_graph *g);
+/* Applies a control message to g (under dist->mu). */
+void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const char *msg);
+
+/* dist_run.c */
+/* Handlers (progress thread): ucx_msg is the xport_ucx_msg of the data. */
+void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_msg);
+void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char *msg);
+void dist_on_barrier(cask_dist *dist, uint64_t seq);
+
+#endif

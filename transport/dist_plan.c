@@ -1,0 +1,667 @@
+/* transport/dist_plan.c: planning a distributed graph: which rank runs
+ * each task, in which phase, which chunk versions travel between which ranks at which
+ * exchange step, and which local handles hold them. Every rank runs the same planning
+ * over the same graph and so reaches the same plan without a message; each keeps the
+ * part that concerns it (its phase graphs, its sends, its landing slots).
+ *
+ * Phases. A rank runs its tasks as a sequence of local cask graphs, phase 0, 1, ...,
+ * with an exchange step e before phase e (and a final one after the last phase). A
+ * version produced in phase p is sent at exchange p+1 (an initial version at exchange
+ * 0), so a task reading a remote version runs in phase >= that. A task writing a local
+ * handle runs no earlier than the handle's previous users and than the exchange that
+ * sends its old content. Within a phase, cask's own sequential task flow orders the
+ * tasks (they are added in program order). See docs/distributed.md. */
+#include "transport/dist_impl.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/log.h"
+#include "runtime/runtime.h"   /* struct cask_kernel: its name */
+
+/* ---- planning state (the same on every rank) ---- */
+
+/* A handle of one datum on one rank, in the plan's terms: hid 0 is the user's handle
+ * on the owner; the others are copies. */
+typedef struct phandle {
+    int rank;
+    int last_use;             /* latest phase of a task using it */
+    int last_send;            /* latest exchange step that sends from it, -1 none */
+    int incoming;             /* filled by a transfer (a landing slot) */
+    cask_data *local;         /* on this rank: the cask handle */
+} phandle;
+
+typedef struct ploc {
+    int h;                    /* index into pdatum.h */
+    int avail;                /* phase from which the latest version is readable there */
+} ploc;
+
+typedef struct pdatum {
+    uint32_t version;
+    int prod_phase;           /* phase of the latest version's producer, -1 initial */
+    int holder;               /* index into h: where it was produced */
+    phandle *h;
+    int nh, caph;
+    ploc *locs;               /* handles holding the latest version */
+    int nlocs, capl;
+    int touched;              /* written by the graph */
+} pdatum;
+
+typedef struct planner {
+    cask_dist_graph *g;
+    cask_dist *dist;
+    int me;                   /* this rank; -1 in the dry pass (no local effects) */
+    int balance;              /* move tasks off ranks past their quota */
+    double quota;             /* bytes of work a rank takes before giving tasks away */
+    pdatum *pd;
+    double *load;
+    double total;
+    int maxphase;
+    cask_status st;
+} planner;
+
+static int add_handle(planner *P, pdatum *d, int rank, int incoming)
+{
+    if (d->nh == d->caph) {
+        int cap = d->caph ? d->caph * 2 : 4;
+        phandle *n = realloc(d->h, (size_t)cap * sizeof *n);
+        if (!n) {
+            P->st = CASK_ERR_NOMEM;
+            return -1;
+        }
+        d->h = n;
+        d->caph = cap;
+    }
+    d->h[d->nh] = (phandle){ .rank = rank, .last_use = 0, .last_send = -1,
+                             .incoming = incoming };
+    return d->nh++;
+}
+
+static void set_locs(planner *P, pdatum *d, int h, int avail)
+{
+    if (d->capl < 1) {
+        d->locs = malloc(4 * sizeof *d->locs);
+        if (!d->locs) {
+            P->st = CASK_ERR_NOMEM;
+            return;
+        }
+        d->capl = 4;
+    }
+    d->locs[0] = (ploc){ h, avail };
+    d->nlocs = 1;
+}
+
+static void add_loc(planner *P, pdatum *d, int h, int avail)
+{
+    if (d->nlocs == d->capl) {
+        int cap = d->capl * 2;
+        ploc *n = realloc(d->locs, (size_t)cap * sizeof *n);
+        if (!n) {
+            P->st = CASK_ERR_NOMEM;
+            return;
+        }
+        d->locs = n;
+        d->capl = cap;
+    }
+    d->locs[d->nlocs++] = (ploc){ h, avail };
+}
+
+/* The location of the latest version of d on rank r, or -1. */
+static int loc_on(const pdatum *d, int r)
+{
+    for (int i = 0; i < d->nlocs; i++)
+        if (d->h[d->locs[i].h].rank == r)
+            return i;
+    return -1;
+}
+
+static dist_slot *new_slot(planner *P)
+{
+    cask_dist_graph *g = P->g;
+    dist_slot *s = calloc(1, sizeof *s);
+    if (!s || (g->nslots == g->slots_cap && !(g->slots_cap = g->slots_cap ? 2 * g->slots_cap : 64,
+               g->slots = realloc(g->slots, g->slots_cap * sizeof *g->slots)))) {
+        free(s);
+        P->st = CASK_ERR_NOMEM;
+        return NULL;
+    }
+    g->slots[g->nslots++] = s;
+    return s;
+}
+
+static void slot_index(cask_dist_graph *g, dist_slot *s)
+{
+    size_t j = ((size_t)s->gid * 0x9E3779B1u ^ (size_t)s->version * 0x85EBCA77u) &
+               (g->slot_hash_cap - 1);
+    s->hnext = g->slot_hash[j];
+    g->slot_hash[j] = s;
+}
+
+dist_slot *dist_slot_find(const cask_dist_graph *g, uint32_t gid, uint32_t version)
+{
+    if (!g->slot_hash_cap)
+        return NULL;
+    size_t j = ((size_t)gid * 0x9E3779B1u ^ (size_t)version * 0x85EBCA77u) &
+               (g->slot_hash_cap - 1);
+    for (dist_slot *s = g->slot_hash[j]; s; s = s->hnext)
+        if (s->gid == gid && s->version == version)
+            return s;
+    return NULL;
+}
+
+static void push_send(planner *P, int exchange, int to, uint32_t gid, uint32_t version,
+                      cask_data *h)
+{
+    cask_dist_graph *g = P->g;
+    if (g->nsends == g->sends_cap) {
+        size_t cap = g->sends_cap ? 2 * g->sends_cap : 64;
+        dist_send *n = realloc(g->sends, cap * sizeof *n);
+        if (!n) {
+            P->st = CASK_ERR_NOMEM;
+            return;
+        }
+        g->sends = n;
+        g->sends_cap = cap;
+    }
+    g->sends[g->nsends++] = (dist_send){ exchange, to, gid, version, h };
+}
+
+static void note_made(planner *P, cask_data *d)
+{
+    cask_dist_graph *g = P->g;
+    if (g->nmade == g->made_cap) {
+        size_t cap = g->made_cap ? 2 * g->made_cap : 64;
+        cask_data **n = realloc(g->made, cap * sizeof *n);
+        if (!n) {
+            P->st = CASK_ERR_NOMEM;
+            return;
+        }
+        g->made = n;
+        g->made_cap = cap;
+    }
+    g->made[g->nmade++] = d;
+}
+
+/* On this rank: a copy handle for datum gid, filled by a transfer (landing buffer
+ * registered as a handle) or by a task (runtime-allocated). */
+static cask_data *make_local_copy(planner *P, uint32_t gid, uint32_t version, int incoming,
+                                  void **buf_out)
+{
+    cask_runtime *rt = P->dist->rt;
+    size_t bytes = P->dist->data[gid].bytes;
+    cask_data *h = NULL;
+    cask_status st;
+    if (incoming) {
+        void *buf = NULL;
+        st = cask_host_alloc(rt, bytes, &buf);
+        if (!st) {
+            st = cask_data_register(rt, buf, bytes, &h);
+            if (st)
+                cask_host_free(rt, buf);
+        }
+        *buf_out = buf;
+    } else {
+        st = cask_data_create(rt, bytes, &h);
+    }
+    if (st) {
+        P->st = st;
+        return NULL;
+    }
+    char name[64];
+    snprintf(name, sizeof name, "#%u.v%u@%d", gid, version, P->dist->rank);
+    cask_data_set_name(h, name);
+    note_made(P, h);
+    return h;
+}
+
+/* Makes version `version` of d (latest) readable on rank r from phase `avail`: a
+ * transfer from its holder at exchange `avail`. Returns the handle index on r. */
+static int bring(planner *P, pdatum *d, uint32_t gid, int r)
+{
+    cask_dist *dist = P->dist;
+    int from_h = d->holder;
+    phandle *src = &d->h[from_h];
+    int exchange = d->prod_phase + 1;
+    int h = add_handle(P, d, r, 1);
+    if (h < 0)
+        return -1;
+    src = &d->h[from_h];     /* add_handle may have moved the array */
+    if (exchange > src->last_send)
+        src->last_send = exchange;
+    add_loc(P, d, h, exchange);
+    cask_dist_graph *g = P->g;
+    size_t bytes = dist->data[gid].bytes;
+    if (src->rank == P->me) {
+        push_send(P, exchange, r, gid, d->version, src->local);
+        g->transfers_out++;
+        g->bytes_out += bytes;
+    }
+    if (r == P->me) {
+        dist_slot *s = new_slot(P);
+        if (!s)
+            return -1;
+        s->gid = gid;
+        s->version = d->version;
+        s->incoming = 1;
+        s->exchange = exchange;
+        s->from = src->rank;
+        s->graph = g;
+        s->h = make_local_copy(P, gid, d->version, 1, &s->buf);
+        d->h[h].local = s->h;
+        g->transfers_in++;
+        g->bytes_in += bytes;
+    }
+    return h;
+}
+
+/* Chooses the rank of task t: most input bytes present, then balance. */
+static int choose_rank(planner *P, const dist_task *t, int *moved)
+{
+    cask_dist *dist = P->dist;
+    int n = dist->size;
+    double credit[64], *cr = n <= 64 ? credit : calloc((size_t)n, sizeof *cr);
+    if (!cr) {
+        P->st = CASK_ERR_NOMEM;
+        return 0;
+    }
+    memset(cr, 0, (size_t)n * sizeof *cr);
+    int wanted = -1;      /* holder of the first datum it writes */
+    double weight = 1;
+    for (int a = 0; a < t->naccess; a++) {
+        uint32_t gid = t->access[a].gid;
+        pdatum *d = &P->pd[gid];
+        double bytes = (double)dist->data[gid].bytes;
+        weight += bytes;
+        if (t->access[a].mode & CASK_READ)
+            for (int i = 0; i < d->nlocs; i++)
+                cr[d->h[d->locs[i].h].rank] += bytes;
+        if ((t->access[a].mode & CASK_WRITE) && wanted < 0)
+            wanted = dist->data[gid].owner;   /* its output then lands at home */
+    }
+    int best = 0;
+    for (int r = 1; r < n; r++)
+        if (cr[r] > cr[best] || (cr[r] == cr[best] && r == wanted && best != wanted))
+            best = r;
+    if (cr[best] == 0 && wanted >= 0)
+        best = wanted;
+    *moved = 0;
+    if (P->balance && P->load[best] + weight > P->quota) {
+        /* Balance: a rank past its share of the work gives this task to the least
+         * loaded rank (its inputs travel). Work is counted in bytes touched. */
+        int least = 0;
+        for (int r = 1; r < n; r++)
+            if (P->load[r] < P->load[least])
+                least = r;
+        if (least != best && P->load[least] + weight <= P->quota) {
+            best = least;
+            *moved = 1;
+        }
+    }
+    P->load[best] += weight;
+    P->total += weight;
+    if (cr != credit)
+        free(cr);
+    return best;
+}
+
+static void plan_task(planner *P, size_t ti)
+{
+    cask_dist *dist = P->dist;
+    cask_dist_graph *g = P->g;
+    dist_task *t = &g->tasks[ti];
+    int r = choose_rank(P, t, &t->moved);
+    t->rank = r;
+    if (t->moved && r == P->me)
+        g->moved++;
+    int mode_of[CASK_MAX_BUFFERS];
+    int hidx[CASK_MAX_BUFFERS];
+    /* one entry per distinct datum: the union of its access modes */
+    for (int a = 0; a < t->naccess; a++) {
+        mode_of[a] = t->access[a].mode;
+        for (int b = 0; b < a; b++)
+            if (t->access[b].gid == t->access[a].gid) {
+                mode_of[b] |= mode_of[a];
+                mode_of[a] = 0;
+                break;
+            }
+    }
+    int phase = 0;
+    /* the handle of each datum on r, and the phase its reads need */
+    for (int a = 0; a < t->naccess; a++) {
+        hidx[a] = -1;
+        if (!mode_of[a])
+            continue;
+        uint32_t gid = t->access[a].gid;
+        pdatum *d = &P->pd[gid];
+        if (mode_of[a] & CASK_READ) {
+            int li = loc_on(d, r);
+            if (li >= 0) {
+                hidx[a] = d->locs[li].h;
+                if (d->locs[li].avail > phase)
+                    phase = d->locs[li].avail;
+            } else {
+                hidx[a] = bring(P, d, gid, r);
+                if (hidx[a] < 0)
+                    return;
+                if (d->prod_phase + 1 > phase)
+                    phase = d->prod_phase + 1;
+            }
+        } else {
+            /* written whole: the user's handle on the owner, else a fresh copy */
+            if (r == dist->data[gid].owner) {
+                hidx[a] = 0;
+            } else {
+                hidx[a] = add_handle(P, d, r, 0);
+                if (hidx[a] < 0)
+                    return;
+                if (r == P->me)
+                    d->h[hidx[a]].local = make_local_copy(P, gid, d->version + 1, 0, NULL);
+            }
+        }
+        if (mode_of[a] & CASK_WRITE) {
+            phandle *h = &d->h[hidx[a]];
+            if (h->last_use > phase)
+                phase = h->last_use;
+            if (h->last_send > phase)
+                phase = h->last_send;
+        }
+    }
+    t->phase = phase;
+    if (phase > P->maxphase)
+        P->maxphase = phase;
+    /* record uses, and the new versions */
+    for (int a = 0; a < t->naccess; a++) {
+        int m = mode_of[a];
+        if (!m)
+            continue;
+        uint32_t gid = t->access[a].gid;
+        pdatum *d = &P->pd[gid];
+        phandle *h = &d->h[hidx[a]];
+        if (h->last_use < phase)
+            h->last_use = phase;
+        if (m & CASK_WRITE) {
+            d->version++;
+            d->prod_phase = phase;
+            d->holder = hidx[a];
+            d->touched = 1;
+            set_locs(P, d, hidx[a], phase);
+        }
+    }
+    if (r == P->me) {
+        for (int a = 0; a < t->naccess; a++) {
+            int b = a;
+            if (!mode_of[a])   /* a repeated datum: same handle as its first access */
+                for (b = 0; b < a && t->access[b].gid != t->access[a].gid; b++)
+                    ;
+            t->local[a] = P->pd[t->access[a].gid].h[hidx[b]].local;
+        }
+        g->ntasks_here++;
+    }
+}
+
+static void push_copy(planner *P, cask_data *from, cask_data *to, void *dest)
+{
+    cask_dist_graph *g = P->g;
+    if (g->ncopies == g->copies_cap) {
+        size_t cap = g->copies_cap ? 2 * g->copies_cap : 16;
+        dist_local_copy *n = realloc(g->copies, cap * sizeof *n);
+        if (!n) {
+            P->st = CASK_ERR_NOMEM;
+            return;
+        }
+        g->copies = n;
+        g->copies_cap = cap;
+    }
+    g->copies[g->ncopies++] = (dist_local_copy){ from, to, dest };
+}
+
+/* Sends the latest version of gid to rank `to` at the final exchange, where it goes
+ * into the owner's handle (home) and/or a gather destination (dest). */
+static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, void *dest,
+                           int final_exchange)
+{
+    cask_dist *dist = P->dist;
+    cask_dist_graph *g = P->g;
+    pdatum *d = &P->pd[gid];
+    phandle *src = &d->h[d->holder];
+    if (src->rank == P->me) {
+        push_send(P, final_exchange, to, gid, d->version, src->local);
+        g->transfers_out++;
+        g->bytes_out += dist->data[gid].bytes;
+    }
+    if (to != P->me)
+        return;
+    dist_slot *s = new_slot(P);
+    if (!s)
+        return;
+    s->gid = gid;
+    s->version = d->version;
+    s->incoming = 1;
+    s->exchange = final_exchange;
+    s->from = src->rank;
+    s->home = home;
+    s->dest = dest;
+    s->graph = g;
+    if (cask_host_alloc(dist->rt, dist->data[gid].bytes, &s->buf)) {
+        P->st = CASK_ERR_NOMEM;
+        return;
+    }
+    g->transfers_in++;
+    g->bytes_in += dist->data[gid].bytes;
+}
+
+/* After the last phase: each written datum's latest version goes home to its owner's
+ * handle, and each gathered one to its root's destination. */
+static void plan_final(planner *P, int final_exchange)
+{
+    cask_dist *dist = P->dist;
+    cask_dist_graph *g = P->g;
+    for (uint32_t gid = 0; gid < dist->ndata && !P->st; gid++) {
+        pdatum *d = &P->pd[gid];
+        int owner = dist->data[gid].owner;
+        int li_owner = loc_on(d, owner);
+        int need_home = d->touched && !(li_owner >= 0 && d->locs[li_owner].h == 0);
+        int root = -1;
+        void *dest = NULL;
+        for (size_t k = 0; k < g->ngathers; k++)
+            if (g->gathers[k].gid == gid) {
+                root = g->gathers[k].root;
+                dest = g->gathers[k].dest;
+                break;
+            }
+        cask_data *home_h = dist->data[gid].d;
+        if (need_home) {
+            if (li_owner >= 0) {
+                if (owner == P->me)
+                    push_copy(P, d->h[d->locs[li_owner].h].local, home_h,
+                              root == owner ? dest : NULL);
+            } else {
+                final_transfer(P, gid, owner, owner == P->me ? home_h : NULL,
+                               root == owner ? dest : NULL, final_exchange);
+            }
+        }
+        if (root < 0 || (need_home && root == owner))
+            continue;   /* no gather, or done with the home copy */
+        int li = loc_on(d, root);
+        if (li >= 0) {
+            if (root == P->me)
+                push_copy(P, d->h[d->locs[li].h].local, NULL, dest);
+        } else {
+            final_transfer(P, gid, root, NULL, dest, final_exchange);
+        }
+    }
+}
+
+static cask_status build_phase_graphs(planner *P)
+{
+    cask_dist *dist = P->dist;
+    cask_dist_graph *g = P->g;
+    g->phase = calloc((size_t)(g->nphases ? g->nphases : 1), sizeof *g->phase);
+    if (!g->phase)
+        return CASK_ERR_NOMEM;
+    for (size_t i = 0; i < g->ntasks; i++) {
+        dist_task *t = &g->tasks[i];
+        if (t->rank != dist->rank)
+            continue;
+        cask_status st;
+        if (!g->phase[t->phase] && (st = cask_graph_create(dist->rt, &g->phase[t->phase])))
+            return st;
+        cask_access acc[CASK_MAX_BUFFERS];
+        for (int a = 0; a < t->naccess; a++)
+            acc[a] = (cask_access){ t->local[a], t->access[a].mode };
+        cask_task_desc desc = {
+            .field_mask = t->field_mask & (CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME |
+                                           CASK_TASK_WHERE | CASK_TASK_DEVICE),
+            .kernel = t->kernel, .access = acc, .naccess = t->naccess,
+            .args = t->args, .args_size = t->args_size, .priority = t->priority,
+            .name = t->name, .where = t->where, .device = t->device };
+        if ((st = cask_graph_add_task(g->phase[t->phase], &desc, NULL))) {
+            dist_graph_error(g, "task %zu (%s) on rank %d: %s", i, t->name ? t->name : t->kernel->name,
+                        dist->rank, cask_status_string(st));
+            return st;
+        }
+    }
+    return CASK_OK;
+}
+
+static void planner_free(planner *P)
+{
+    if (P->pd)
+        for (uint32_t gid = 0; gid < P->dist->ndata; gid++) {
+            free(P->pd[gid].h);
+            free(P->pd[gid].locs);
+        }
+    free(P->pd);
+    free(P->load);
+}
+
+static cask_status planner_init(planner *P)
+{
+    cask_dist *dist = P->dist;
+    P->pd = calloc(dist->ndata ? dist->ndata : 1, sizeof *P->pd);
+    P->load = calloc((size_t)dist->size, sizeof *P->load);
+    if (!P->pd || !P->load)
+        return CASK_ERR_NOMEM;
+    for (uint32_t gid = 0; gid < dist->ndata; gid++) {
+        pdatum *d = &P->pd[gid];
+        d->prod_phase = -1;
+        int h = add_handle(P, d, dist->data[gid].owner, 0);
+        if (h < 0)
+            return P->st;
+        if (dist->data[gid].owner == P->me)
+            d->h[h].local = dist->data[gid].d;
+        d->holder = h;
+        set_locs(P, d, h, 0);
+    }
+    return P->st;
+}
+
+/* The dry pass: where every task would go if each followed its data. If some rank
+ * would get much more than its share, the real pass balances with a quota. */
+static cask_status balance_quota(cask_dist_graph *g, int *balance, double *quota)
+{
+    cask_dist *dist = g->dist;
+    *balance = 0;
+    if (!dist->steal || dist->size < 2)
+        return CASK_OK;
+    planner D = { .g = g, .dist = dist, .me = -1 };
+    cask_status st = planner_init(&D);
+    for (size_t i = 0; i < g->ntasks && !st && !D.st; i++)
+        plan_task(&D, i);
+    if (!st)
+        st = D.st;
+    if (!st) {
+        double avg = D.total / dist->size, max = 0;
+        for (int r = 0; r < dist->size; r++)
+            if (D.load[r] > max)
+                max = D.load[r];
+        if (max > 1.25 * avg) {
+            *balance = 1;
+            *quota = 1.05 * avg;
+        }
+    }
+    planner_free(&D);
+    return st;
+}
+
+cask_status dist_plan(cask_dist_graph *g)
+{
+    cask_dist *dist = g->dist;
+    planner P = { .g = g, .dist = dist, .me = dist->rank };
+    cask_status st = balance_quota(g, &P.balance, &P.quota);
+    if (st)
+        goto out;
+    P.pd = calloc(dist->ndata ? dist->ndata : 1, sizeof *P.pd);
+    free(P.pd);
+    P.pd = NULL;
+    if ((st = planner_init(&P)))
+        goto out;
+    for (size_t i = 0; i < g->ntasks && !P.st; i++)
+        plan_task(&P, i);
+    g->nphases = g->ntasks ? P.maxphase + 1 : 0;
+    if (!P.st) {
+        g->slot_hash_cap = 64;
+        while (g->slot_hash_cap < 2 * (g->nslots + 1))
+            g->slot_hash_cap *= 2;
+    }
+    if (!P.st)
+        plan_final(&P, g->nphases);
+    if (!P.st) {
+        g->slot_hash_cap = 64;
+        while (g->slot_hash_cap < 2 * (g->nslots + 1))
+            g->slot_hash_cap *= 2;
+        g->slot_hash = calloc(g->slot_hash_cap, sizeof *g->slot_hash);
+        g->expected_in = calloc((size_t)g->nphases + 1, sizeof *g->expected_in);
+        g->arrived[0] = calloc((size_t)g->nphases + 1, sizeof *g->arrived[0]);
+        g->arrived[1] = calloc((size_t)g->nphases + 1, sizeof *g->arrived[1]);
+        if (!g->slot_hash || !g->expected_in || !g->arrived[0] || !g->arrived[1])
+            P.st = CASK_ERR_NOMEM;
+        for (size_t i = 0; !P.st && i < g->nslots; i++) {
+            slot_index(g, g->slots[i]);
+            g->expected_in[g->slots[i]->exchange]++;
+        }
+    }
+    st = P.st;
+    if (!st)
+        st = build_phase_graphs(&P);
+out:
+    planner_free(&P);
+    if (st && !g->error[0])
+        dist_graph_error(g, "planning the graph on rank %d: %s", dist->rank, cask_status_string(st));
+    return st;
+}
+
+void dist_plan_free(cask_dist_graph *g)
+{
+    cask_runtime *rt = g->dist->rt;
+    for (int p = 0; g->phase && p < g->nphases; p++)
+        cask_graph_destroy(g->phase[p]);
+    free(g->phase);
+    g->phase = NULL;
+    for (size_t i = 0; i < g->nmade; i++)
+        cask_data_destroy(g->made[i]);
+    free(g->made);
+    g->made = NULL;
+    g->nmade = g->made_cap = 0;
+    for (size_t i = 0; i < g->nslots; i++) {
+        if (g->slots[i]->buf)
+            cask_host_free(rt, g->slots[i]->buf);
+        free(g->slots[i]);
+    }
+    free(g->slots);
+    g->slots = NULL;
+    g->nslots = g->slots_cap = 0;
+    free(g->slot_hash);
+    g->slot_hash = NULL;
+    free(g->sends);
+    g->sends = NULL;
+    free(g->expected_in);
+    g->expected_in = NULL;
+    free(g->arrived[0]);
+    free(g->arrived[1]);
+    g->arrived[0] = g->arrived[1] = NULL;
+    free(g->copies);
+    g->copies = NULL;
+}

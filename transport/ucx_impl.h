@@ -1,0 +1,149 @@
+/* transport/ucx_impl.h: the insides of xport_ucx, shared by ucx.c (set-up, teardown,
+ * the calls other threads make) and ucx_progress.c (everything the progress thread
+ * does: sends, receives, credits, liveness). Not for use outside transport/. */
+#ifndef CASK_TRANSPORT_UCX_IMPL_H
+#define CASK_TRANSPORT_UCX_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <ucp/api/ucp.h>
+
+#include "transport/ucx.h"
+
+/* ucp active-message ids of the two kinds of traffic. */
+enum { UCX_AM_DATA = 0, UCX_AM_CTRL = 1 };
+
+/* Control messages: they take no credits. */
+enum ucx_ctrl { CTRL_HELLO = 1, CTRL_CREDIT = 2, CTRL_HEARTBEAT = 3, CTRL_BYE = 4 };
+
+/* Leads every data message's ucp header; the user header follows it. */
+typedef struct ucx_wire {
+    uint32_t src;       /* sender rank */
+    uint32_t grant;     /* credits the sender gives back to the receiver */
+    uint16_t id;        /* user handler id */
+    uint16_t hlen;      /* user header bytes after this */
+    uint32_t ctrl;      /* enum ucx_ctrl for UCX_AM_CTRL, 0 for data */
+} ucx_wire;
+
+enum ucx_op_kind { OP_SEND = 0, OP_CTRL = 1, OP_RECV = 2 };
+
+/* One send or receive, from submission to UCX completion. */
+typedef struct ucx_op ucx_op;
+struct ucx_op {
+    ucx_op *next;                   /* submit stack / credit queue */
+    ucx_op *fprev, *fnext;          /* peer's in-flight list */
+    struct ucx_peer *owner;         /* set when handed to UCX */
+    int peer;
+    int kind;
+    int done_called;
+    void *req;                      /* ucp request while in flight */
+    xport_ucx_done_fn done;
+    void *arg;
+    const void *data;
+    size_t len;
+    size_t hdr_len;                 /* wire + user header */
+    union {
+        ucx_wire w;
+        unsigned char bytes[sizeof(ucx_wire) + XPORT_UCX_MAX_HEADER];
+    } hdr;
+};
+
+enum ucx_peer_state { PEER_ALIVE = 0, PEER_GONE = 1, PEER_DEAD = 2 };
+
+typedef struct ucx_peer {
+    struct xport_ucx *x;
+    int rank;
+    ucp_ep_h ep;
+    void *close_req;
+    _Atomic int state;              /* ucx_peer_state */
+    ucs_status_t ep_error;          /* set by the ucp error callback, handled later */
+    int hello, bye;                 /* control messages received */
+    int bye_sent;
+    /* progress thread only: */
+    int credits;                    /* messages we may still send */
+    int to_return;                  /* consumed messages not yet credited back */
+    int unconsumed;                 /* received, not yet consumed */
+    uint64_t arrived, granted;      /* data messages received / credits given back */
+    ucx_op *q_head, *q_tail;        /* waiting for credits */
+    size_t q_len;
+    ucx_op *inflight;
+    uint64_t last_recv_ns, last_send_ns;
+    int local;                      /* same host and pid namespace */
+    pid_t pid;
+    /* read by any thread */
+    _Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
+    _Atomic uint64_t credit_stalls, max_queued, max_in_flight, max_window;
+} ucx_peer;
+
+typedef struct ucx_handler {
+    xport_ucx_am_fn fn;
+    void *arg;
+    struct ucx_handler *retired;    /* chain of replaced slots, freed at destroy */
+} ucx_handler;
+
+struct xport_ucx {
+    xport_boot *boot;
+    int rank, size;
+    /* config */
+    int credits;
+    size_t rndv_thresh;
+    int heartbeat_ms, timeout_ms, spin_us;
+    xport_ucx_peer_fn on_peer;
+    void *on_peer_arg;
+
+    ucp_context_h ctx;
+    ucp_worker_h worker;
+    ucp_address_t *addr;
+    size_t addr_len;
+    ucx_peer *peers;
+
+    _Atomic(ucx_handler *) handlers[XPORT_UCX_MAX_AM];
+    ucx_handler *retired;
+    pthread_mutex_t hmu;            /* handler replacement */
+
+    /* Whoever holds `lock` may call UCX and touch the peers' send state: the progress
+     * thread, except while it sleeps in epoll; a sending thread that finds it free
+     * (trylock) sends directly instead of waking the progress thread. */
+    pthread_mutex_t lock;
+    int need_progress;              /* under lock: a request is in flight */
+
+    /* progress thread */
+    pthread_t thread;
+    int thread_started;
+    int epfd, wakefd, worker_fd;
+    _Atomic(ucx_op *) submit;       /* lock-free stack of sends from other threads */
+    _Atomic int sleeping;
+    _Atomic int stop;
+    _Atomic int cmd_hello, cmd_bye;
+    _Atomic int connected, closing;
+    int has_ep_errors;              /* a ucp error callback ran: look at ep_error */
+    uint64_t next_tick_ns;
+
+    /* waiting for the handshakes, errors */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int hellos, byes, dead;         /* under mu */
+    char err[512];                  /* first failure, under mu */
+};
+
+/* ucx.c */
+cask_status ucx_status(ucs_status_t s);
+void ucx_record_error(xport_ucx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+uint64_t ucx_now_ns(void);
+
+/* ucx_progress.c */
+extern __thread const xport_ucx *ucx_progress_of;   /* the transport this thread runs */
+void *ucx_progress_main(void *arg);
+void ucx_issue(xport_ucx *x, ucx_op *op);
+int ucx_drain_submit(xport_ucx *x);
+void ucx_wake(xport_ucx *x);
+ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t header_length,
+                            void *data, size_t length, const ucp_am_recv_param_t *param);
+ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t header_length,
+                            void *data, size_t length, const ucp_am_recv_param_t *param);
+void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
+void ucx_cancel_all(xport_ucx *x);
+
+#endif

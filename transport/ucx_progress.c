@@ -1,0 +1,660 @@
+/* transport/ucx_progress.c: the UCX progress thread and all it does: issue sends
+ * (respecting each peer's credit window), receive active messages (eager and
+ * rendezvous), give credits back, send heartbeats and declare silent or vanished peers
+ * dead. Everything here runs on the progress thread, except ucx_wake and
+ * ucx_cancel_all (the latter after the thread stopped). See ucx.h. */
+#include "transport/ucx_impl.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+/* The user-visible per-message state of an arriving message. */
+typedef struct ucx_rx {
+    xport_ucx *x;
+    ucx_peer *p;
+    void *desc;
+    int rndv;
+    int taken;
+} ucx_rx;
+
+static void stat_max(_Atomic uint64_t *m, uint64_t v)
+{
+    if (v > atomic_load_explicit(m, memory_order_relaxed))
+        atomic_store_explicit(m, v, memory_order_relaxed);
+}
+
+static void stat_add(_Atomic uint64_t *c, uint64_t v)
+{
+    atomic_fetch_add_explicit(c, v, memory_order_relaxed);
+}
+
+void ucx_wake(xport_ucx *x)
+{
+    uint64_t one = 1;
+    ssize_t r = write(x->wakefd, &one, sizeof one);
+    (void)r;   /* EAGAIN: the counter is already non-zero, the thread will wake */
+}
+
+/* ---- in-flight list of a peer: ops UCX holds a request for ---- */
+
+static void inflight_add(ucx_peer *p, ucx_op *op)
+{
+    op->fprev = NULL;
+    op->fnext = p->inflight;
+    if (p->inflight)
+        p->inflight->fprev = op;
+    p->inflight = op;
+}
+
+static void inflight_remove(ucx_peer *p, ucx_op *op)
+{
+    if (op->fprev) op->fprev->fnext = op->fnext;
+    else if (p->inflight == op) p->inflight = op->fnext;
+    if (op->fnext) op->fnext->fprev = op->fprev;
+    op->fprev = op->fnext = NULL;
+}
+
+static void call_done(ucx_op *op, cask_status st, const char *why)
+{
+    if (op->done_called)
+        return;
+    op->done_called = 1;
+    if (op->done)
+        op->done(op->arg, st, why);
+}
+
+/* ---- sending ---- */
+
+static void send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type);
+static void mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why);
+
+static void send_done_cb(void *req, ucs_status_t s, void *user)
+{
+    ucx_op *op = user;
+    ucx_peer *p = op->owner;
+    op->req = NULL;
+    ucp_request_free(req);
+    inflight_remove(p, op);
+    if (s == UCS_OK) {
+        call_done(op, CASK_OK, NULL);
+    } else {
+        char why[256];
+        snprintf(why, sizeof why, "ucp_am_send_nbx from rank %d to rank %d: %s",
+                 p->x->rank, p->rank, ucs_status_string(s));
+        call_done(op, ucx_status(s), why);
+    }
+    free(op);
+}
+
+/* Hands op to UCX now. The op's credit (if it needs one) is already taken. */
+static void issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
+{
+    op->hdr.w.grant = (uint32_t)p->to_return;
+    uint32_t granted = op->hdr.w.grant;
+    p->to_return = 0;
+    p->granted += granted;
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof prm);
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA |
+                       UCP_OP_ATTR_FIELD_FLAGS;
+    prm.cb.send = send_done_cb;
+    prm.user_data = op;
+    prm.flags = (op->kind == OP_SEND && op->len && op->len >= x->rndv_thresh)
+                ? UCP_AM_SEND_FLAG_RNDV : 0;
+    unsigned am = op->kind == OP_SEND ? UCX_AM_DATA : UCX_AM_CTRL;
+    op->owner = p;
+    void *r = ucp_am_send_nbx(p->ep, am, op->hdr.bytes, op->hdr_len, op->data, op->len,
+                              &prm);
+    p->last_send_ns = ucx_now_ns();
+    if (op->kind == OP_SEND) {
+        stat_add(&p->msgs_sent, 1);
+        stat_add(&p->bytes_sent, op->len);
+    }
+    if (r == NULL) {
+        call_done(op, CASK_OK, NULL);
+        free(op);
+    } else if (UCS_PTR_IS_ERR(r)) {
+        ucs_status_t s = UCS_PTR_STATUS(r);
+        p->to_return += (int)granted;      /* the grant did not travel */
+        p->granted -= granted;
+        if (op->kind == OP_SEND)
+            p->credits++;
+        char why[256];
+        snprintf(why, sizeof why, "ucp_am_send_nbx from rank %d to rank %d: %s", x->rank,
+                 p->rank, ucs_status_string(s));
+        if (op->kind == OP_SEND)
+            ucx_record_error(x, "%s", why);
+        call_done(op, ucx_status(s), why);
+        free(op);
+    } else {
+        op->req = r;
+        inflight_add(p, op);
+        x->need_progress = 1;
+    }
+}
+
+/* Sends op now if its peer has a credit and nothing queued before it, else queues it. */
+static void issue(xport_ucx *x, ucx_op *op)
+{
+    ucx_peer *p = &x->peers[op->peer];
+    int state = atomic_load(&p->state);
+    /* A peer that said goodbye still receives until it has ours: it may be sent to
+     * until this rank said goodbye to it. */
+    if (state == PEER_DEAD || !p->ep || p->bye_sent) {
+        char why[160];
+        snprintf(why, sizeof why, "rank %d: %s", x->rank,
+                 state == PEER_DEAD ? "the peer is lost" : "the transport is closing");
+        call_done(op, CASK_ERR_PEER, why);
+        free(op);
+        return;
+    }
+    if (op->kind == OP_SEND) {
+        if (p->credits == 0 || p->q_head) {
+            op->next = NULL;
+            if (p->q_tail) p->q_tail->next = op;
+            else p->q_head = op;
+            p->q_tail = op;
+            p->q_len++;
+            stat_add(&p->credit_stalls, 1);
+            stat_max(&p->max_queued, p->q_len);
+            return;
+        }
+        p->credits--;
+    }
+    issue_now(x, p, op);
+}
+
+void ucx_issue(xport_ucx *x, ucx_op *op)
+{
+    issue(x, op);
+}
+
+static void drain_queue(xport_ucx *x, ucx_peer *p)
+{
+    while (p->credits > 0 && p->q_head && atomic_load(&p->state) != PEER_DEAD) {
+        ucx_op *op = p->q_head;
+        p->q_head = op->next;
+        if (!p->q_head)
+            p->q_tail = NULL;
+        p->q_len--;
+        p->credits--;
+        issue_now(x, p, op);
+    }
+}
+
+static void add_credits(xport_ucx *x, ucx_peer *p, uint32_t n)
+{
+    if (!n)
+        return;
+    p->credits += (int)n;
+    drain_queue(x, p);
+}
+
+static void send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type)
+{
+    if (!p->ep || atomic_load(&p->state) == PEER_DEAD)
+        return;
+    ucx_op *op = calloc(1, sizeof *op);
+    if (!op) {
+        ucx_record_error(x, "rank %d: out of memory for a control message", x->rank);
+        return;
+    }
+    op->peer = p->rank;
+    op->kind = OP_CTRL;
+    op->hdr_len = sizeof(ucx_wire);
+    op->hdr.w = (ucx_wire){ .src = (uint32_t)x->rank, .ctrl = type };
+    issue_now(x, p, op);
+}
+
+/* A message from p was handled and its data is where it goes: it may be replaced. */
+static void consumed(xport_ucx *x, ucx_peer *p)
+{
+    p->unconsumed--;
+    p->to_return++;
+    int half = x->credits / 2 > 0 ? x->credits / 2 : 1;
+    if (p->to_return >= half && atomic_load(&p->state) != PEER_DEAD)
+        send_ctrl(x, p, CTRL_CREDIT);
+}
+
+int ucx_drain_submit(xport_ucx *x)
+{
+    ucx_op *list = atomic_exchange(&x->submit, NULL);
+    if (!list)
+        return 0;
+    ucx_op *fifo = NULL;       /* the stack is newest first: reverse it */
+    while (list) {
+        ucx_op *n = list->next;
+        list->next = fifo;
+        fifo = list;
+        list = n;
+    }
+    int k = 0;
+    while (fifo) {
+        ucx_op *n = fifo->next;
+        issue(x, fifo);
+        fifo = n;
+        k++;
+    }
+    return k;
+}
+
+/* ---- receiving ---- */
+
+static ucx_peer *peer_of(xport_ucx *x, const void *header, size_t hlen, ucx_wire *w)
+{
+    if (hlen < sizeof *w)
+        return NULL;
+    memcpy(w, header, sizeof *w);
+    if (w->src >= (uint32_t)x->size)
+        return NULL;
+    ucx_peer *p = &x->peers[w->src];
+    p->last_recv_ns = ucx_now_ns();
+    add_credits(x, p, w->grant);
+    return p;
+}
+
+ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t hlen, void *data,
+                            size_t len, const ucp_am_recv_param_t *param)
+{
+    xport_ucx *x = arg;
+    ucx_wire w;
+    ucx_peer *p = peer_of(x, header, hlen, &w);
+    if (!p || sizeof w + w.hlen > hlen) {
+        ucx_record_error(x, "rank %d: dropped a malformed message", x->rank);
+        return UCS_OK;
+    }
+    if (atomic_load(&p->state) == PEER_DEAD)
+        return UCS_OK;     /* counted lost already: its sender was told so */
+    p->unconsumed++;
+    p->arrived++;
+    stat_max(&p->max_in_flight, (uint64_t)p->unconsumed);
+    stat_max(&p->max_window, p->arrived - p->granted);
+    stat_add(&p->msgs_recv, 1);
+    stat_add(&p->bytes_recv, len);
+    ucx_rx rx = { .x = x, .p = p, .desc = data,
+                  .rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 };
+    xport_ucx_msg m = { .peer = p->rank, .id = w.id,
+                        .header = (const unsigned char *)header + sizeof w,
+                        .header_len = w.hlen, .len = len,
+                        .data = rx.rndv ? NULL : data, .priv_ = &rx };
+    ucx_handler *h = w.id < XPORT_UCX_MAX_AM ? atomic_load(&x->handlers[w.id]) : NULL;
+    if (h)
+        h->fn(h->arg, &m);
+    else
+        ucx_record_error(x, "rank %d: message id %u from rank %d has no handler: dropped",
+                         x->rank, (unsigned)w.id, p->rank);
+    if (!rx.taken)
+        consumed(x, p);
+    return UCS_OK;
+}
+
+static void recv_done_cb(void *req, ucs_status_t s, size_t length, void *user)
+{
+    ucx_op *op = user;
+    ucx_peer *p = op->owner;
+    xport_ucx *x = p->x;
+    (void)length;
+    op->req = NULL;
+    ucp_request_free(req);
+    inflight_remove(p, op);
+    consumed(x, p);
+    if (s == UCS_OK) {
+        call_done(op, CASK_OK, NULL);
+    } else {
+        char why[256];
+        snprintf(why, sizeof why, "ucp_am_recv_data_nbx of %zu bytes from rank %d on rank %d: %s",
+                 op->len, p->rank, x->rank, ucs_status_string(s));
+        call_done(op, ucx_status(s), why);
+    }
+    free(op);
+}
+
+cask_status xport_ucx_recv_into(xport_ucx_msg *msg, void *buf, xport_ucx_done_fn done,
+                                void *arg)
+{
+    if (!msg || !msg->priv_ || (!buf && msg->len))
+        return CASK_ERR_INVALID;
+    ucx_rx *rx = msg->priv_;
+    if (rx->taken)
+        return CASK_ERR_STATE;
+    xport_ucx *x = rx->x;
+    ucx_peer *p = rx->p;
+    if (!rx->rndv) {
+        rx->taken = 1;
+        if (msg->len)
+            memcpy(buf, msg->data, msg->len);
+        consumed(x, p);
+        if (done)
+            done(arg, CASK_OK, NULL);
+        return CASK_OK;
+    }
+    ucx_op *op = calloc(1, sizeof *op);
+    if (!op)
+        return CASK_ERR_NOMEM;
+    rx->taken = 1;
+    op->peer = p->rank;
+    op->kind = OP_RECV;
+    op->done = done;
+    op->arg = arg;
+    op->len = msg->len;
+    op->owner = p;
+    ucp_request_param_t prm;
+    memset(&prm, 0, sizeof prm);
+    prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    prm.cb.recv_am = recv_done_cb;
+    prm.user_data = op;
+    void *r = ucp_am_recv_data_nbx(x->worker, rx->desc, buf, msg->len, &prm);
+    if (r == NULL) {
+        consumed(x, p);
+        call_done(op, CASK_OK, NULL);
+        free(op);
+    } else if (UCS_PTR_IS_ERR(r)) {
+        ucs_status_t s = UCS_PTR_STATUS(r);
+        char why[256];
+        snprintf(why, sizeof why, "ucp_am_recv_data_nbx of %zu bytes from rank %d on rank %d: %s",
+                 msg->len, p->rank, x->rank, ucs_status_string(s));
+        consumed(x, p);
+        call_done(op, ucx_status(s), why);
+        free(op);
+    } else {
+        op->req = r;
+        inflight_add(p, op);
+        x->need_progress = 1;
+    }
+    return CASK_OK;
+}
+
+ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t hlen, void *data,
+                            size_t len, const ucp_am_recv_param_t *param)
+{
+    xport_ucx *x = arg;
+    ucx_wire w;
+    (void)data; (void)len; (void)param;
+    ucx_peer *p = peer_of(x, header, hlen, &w);
+    if (!p)
+        return UCS_OK;
+    switch (w.ctrl) {
+    case CTRL_HELLO:
+        if (!p->hello) {
+            pthread_mutex_lock(&x->mu);
+            p->hello = 1;
+            x->hellos++;
+            pthread_cond_broadcast(&x->cv);
+            pthread_mutex_unlock(&x->mu);
+        }
+        break;
+    case CTRL_BYE:
+        if (!p->bye) {
+            int alive = PEER_ALIVE;
+            atomic_compare_exchange_strong(&p->state, &alive, PEER_GONE);
+            pthread_mutex_lock(&x->mu);
+            p->bye = 1;
+            x->byes++;
+            pthread_cond_broadcast(&x->cv);
+            pthread_mutex_unlock(&x->mu);
+        }
+        break;
+    default:   /* CTRL_CREDIT, CTRL_HEARTBEAT: the header said it all */
+        break;
+    }
+    return UCS_OK;
+}
+
+/* ---- failures ---- */
+
+void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
+{
+    ucx_peer *p = arg;
+    (void)ep;
+    p->ep_error = status;       /* handled outside UCX's callback, by handle_ep_errors */
+    p->x->has_ep_errors = 1;
+}
+
+static void mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why)
+{
+    int alive = PEER_ALIVE;
+    if (!atomic_compare_exchange_strong(&p->state, &alive, PEER_DEAD))
+        return;
+    ucx_record_error(x, "%s", why);
+    pthread_mutex_lock(&x->mu);
+    x->dead++;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    while (p->q_head) {
+        ucx_op *op = p->q_head;
+        p->q_head = op->next;
+        call_done(op, CASK_ERR_PEER, why);
+        free(op);
+    }
+    p->q_tail = NULL;
+    p->q_len = 0;
+    for (ucx_op *op = p->inflight; op; op = op->fnext)
+        call_done(op, CASK_ERR_PEER, why);   /* UCX completes and frees them later */
+    if (p->ep) {
+        ucp_request_param_t prm;
+        memset(&prm, 0, sizeof prm);
+        prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+        prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+        void *r = ucp_ep_close_nbx(p->ep, &prm);
+        p->ep = NULL;
+        if (UCS_PTR_IS_PTR(r))
+            p->close_req = r;
+    }
+    if (x->on_peer)
+        x->on_peer(x->on_peer_arg, p->rank, st, why);
+}
+
+static void handle_ep_errors(xport_ucx *x)
+{
+    x->has_ep_errors = 0;
+    for (int r = 0; r < x->size; r++) {
+        ucx_peer *p = &x->peers[r];
+        ucs_status_t s = p->ep_error;
+        if (s == UCS_OK)
+            continue;
+        p->ep_error = UCS_OK;
+        if (atomic_load(&p->state) == PEER_GONE) {
+            /* It said goodbye: its endpoint going away is expected. Close ours. */
+            if (p->ep) {
+                ucp_request_param_t prm;
+                memset(&prm, 0, sizeof prm);
+                prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+                prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
+                void *req = ucp_ep_close_nbx(p->ep, &prm);
+                p->ep = NULL;
+                if (UCS_PTR_IS_PTR(req))
+                    p->close_req = req;
+            }
+            continue;
+        }
+        char why[256];
+        snprintf(why, sizeof why, "rank %d: endpoint to rank %d failed: %s (peer error)",
+                 x->rank, r, ucs_status_string(s));
+        mark_dead(x, p, ucx_status(s), why);
+    }
+}
+
+/* Whether process pid (on this host, in our pid namespace) still runs. */
+static int process_alive(pid_t pid)
+{
+    if (pid <= 0)
+        return 1;
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return errno == ENOENT ? 0 : 1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *rp = strrchr(buf, ')');
+    if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'))
+        return 0;   /* killed, not yet reaped */
+    return 1;
+}
+
+static int sends_in_flight(const ucx_peer *p)
+{
+    for (const ucx_op *op = p->inflight; op; op = op->fnext)
+        if (op->kind == OP_SEND)
+            return 1;
+    return 0;
+}
+
+/* Heartbeats, credit returns, liveness; and goodbyes once a peer's sends drained. */
+static void tick(xport_ucx *x, uint64_t now)
+{
+    uint64_t hb = (uint64_t)x->heartbeat_ms * 1000000ull;
+    uint64_t to = (uint64_t)x->timeout_ms * 1000000ull;
+    for (int r = 0; r < x->size; r++) {
+        ucx_peer *p = &x->peers[r];
+        if (atomic_load(&p->state) != PEER_ALIVE || r == x->rank)
+            continue;
+        if (to && now - p->last_recv_ns > to) {
+            char why[200];
+            snprintf(why, sizeof why, "rank %d: nothing heard from rank %d for %d ms "
+                     "(peer timeout, CASK_PEER_TIMEOUT_MS)", x->rank, r,
+                     (int)((now - p->last_recv_ns) / 1000000ull));
+            mark_dead(x, p, CASK_ERR_PEER, why);
+            continue;
+        }
+        if (p->local && !process_alive(p->pid)) {
+            char why[200];
+            snprintf(why, sizeof why, "rank %d: process %d of rank %d on this host has "
+                     "exited", x->rank, (int)p->pid, r);
+            mark_dead(x, p, CASK_ERR_PEER, why);
+            continue;
+        }
+        if (now - p->last_send_ns >= hb)
+            send_ctrl(x, p, CTRL_HEARTBEAT);
+        else if (p->to_return > 0 && now - p->last_send_ns >= hb / 4)
+            send_ctrl(x, p, CTRL_CREDIT);
+    }
+}
+
+static void send_byes(xport_ucx *x, int *pending)
+{
+    *pending = 0;
+    for (int r = 0; r < x->size; r++) {
+        ucx_peer *p = &x->peers[r];
+        if (p->bye_sent || atomic_load(&p->state) == PEER_DEAD)
+            continue;
+        if (p->q_head || sends_in_flight(p)) {
+            (*pending)++;
+            continue;
+        }
+        send_ctrl(x, p, CTRL_BYE);
+        p->bye_sent = 1;
+    }
+}
+
+__thread const xport_ucx *ucx_progress_of;
+
+void *ucx_progress_main(void *arg)
+{
+    xport_ucx *x = arg;
+    ucx_progress_of = x;
+    struct epoll_event evs[4];
+    uint64_t spin_until = 0;
+    uint64_t tick_ns = (uint64_t)x->heartbeat_ms * 1000000ull / 2;
+    int byes_pending = 0;
+    pthread_mutex_lock(&x->lock);
+    while (!atomic_load(&x->stop)) {
+        int work = 0;
+        x->need_progress = 0;
+        if (atomic_exchange(&x->cmd_hello, 0))
+            for (int r = 0; r < x->size; r++)
+                send_ctrl(x, &x->peers[r], CTRL_HELLO);
+        /* Sends handed over before the goodbye was asked for go first: read the
+         * request, then drain (whatever was pushed before it is visible now). */
+        int bye_now = atomic_exchange(&x->cmd_bye, 0);
+        work += ucx_drain_submit(x);
+        if (bye_now || byes_pending)
+            send_byes(x, &byes_pending);
+        while (ucp_worker_progress(x->worker))
+            work++;
+        if (x->has_ep_errors)
+            handle_ep_errors(x);
+        uint64_t now = ucx_now_ns();
+        if (now >= x->next_tick_ns) {
+            tick(x, now);
+            x->next_tick_ns = now + tick_ns;
+        }
+        if (work) {
+            spin_until = now + (uint64_t)x->spin_us * 1000ull;
+            continue;
+        }
+        if (now < spin_until || byes_pending)
+            continue;
+        ucs_status_t s = ucp_worker_arm(x->worker);
+        if (s == UCS_ERR_BUSY)
+            continue;
+        int timeout_ms = (int)((x->next_tick_ns - now) / 1000000ull) + 1;
+        if (s != UCS_OK) {
+            ucx_record_error(x, "ucp_worker_arm on rank %d: %s (polling instead)", x->rank,
+                             ucs_status_string(s));
+            timeout_ms = 1;
+        }
+        atomic_store(&x->sleeping, 1);
+        if (atomic_load(&x->submit) || atomic_load(&x->cmd_hello) ||
+            atomic_load(&x->cmd_bye) || atomic_load(&x->stop)) {
+            atomic_store(&x->sleeping, 0);
+            continue;
+        }
+        pthread_mutex_unlock(&x->lock);   /* senders may use the worker meanwhile */
+        int n = epoll_wait(x->epfd, evs, 4, timeout_ms);
+        pthread_mutex_lock(&x->lock);
+        atomic_store(&x->sleeping, 0);
+        for (int i = 0; i < n; i++) {
+            if (evs[i].data.fd == x->wakefd) {
+                uint64_t v;
+                ssize_t rr = read(x->wakefd, &v, sizeof v);
+                (void)rr;
+            }
+        }
+    }
+    pthread_mutex_unlock(&x->lock);
+    return NULL;
+}
+
+/* After the progress thread stopped: everything not finished is cancelled. */
+void ucx_cancel_all(xport_ucx *x)
+{
+    const char *why = "transport closed before the operation finished";
+    ucx_op *list = atomic_exchange(&x->submit, NULL);
+    while (list) {
+        ucx_op *n = list->next;
+        call_done(list, CASK_ERR_CANCELLED, why);
+        free(list);
+        list = n;
+    }
+    for (int r = 0; r < x->size; r++) {
+        ucx_peer *p = &x->peers[r];
+        while (p->q_head) {
+            ucx_op *op = p->q_head;
+            p->q_head = op->next;
+            call_done(op, CASK_ERR_CANCELLED, why);
+            free(op);
+        }
+        p->q_tail = NULL;
+        p->q_len = 0;
+        while (p->inflight) {
+            ucx_op *op = p->inflight;
+            void *req = op->req;
+            call_done(op, CASK_ERR_CANCELLED, why);
+            ucp_request_cancel(x->worker, req);
+            if (p->inflight == op) {      /* its callback did not run: free it here */
+                inflight_remove(p, op);
+                ucp_request_free(req);
+                free(op);
+            }
+        }
+    }
+}
