@@ -26,6 +26,7 @@ struct cask_kernel {
     cask_kernel_fn cuda;
     uint32_t flags;
     uint32_t id;
+    _Atomic uint64_t gpu_ns;    /* estimated GPU service time of one task (EWMA), 0 unknown */
 };
 
 struct cask_runtime {

@@ -28,7 +28,15 @@ typedef struct inflight {
     void *ev_start;      /* timing, when tracing */
     void *ev_end;
     int stream;
+    uint64_t t_issue;    /* host time the group was opened */
+    uint64_t est_ns;     /* estimated service time of its tasks */
 } inflight;
+
+/* In-flight depth: at least MIN_INFLIGHT tasks, more while the estimated work in flight
+ * is under INFLIGHT_BUDGET_NS. Tiny tasks still fill the streams; long ones stay in the
+ * deque, where an idle GPU can steal them. */
+#define MIN_INFLIGHT 2
+#define INFLIGHT_BUDGET_NS 2000000ull
 
 typedef struct writeback {
     cask_data *d;
@@ -61,6 +69,9 @@ typedef struct gpu_worker {
     inflight *slot;
     int nslots;
     int ninflight;
+    int tasks_inflight;
+    uint64_t est_inflight_ns;
+    uint64_t stream_done_ns[32];   /* when each stream last finished a group */
     writeback *wb;
     int nwb, wb_cap;
     void *ref_ev;        /* tracing: a timing event at a known host time */
@@ -203,8 +214,27 @@ static void finish_one(worker *w, cask_task *t, inflight *f)
     sched_complete(w->sched, w, t, 1);
 }
 
+/* Updates the kernel's service-time estimate from a finished group: the time since the
+ * group was issued or its stream last became free, whichever is later. */
+static void learn_cost(worker *w, inflight *f)
+{
+    gpu_worker *gw = w->gpu;
+    uint64_t now = sched_now_ns();
+    uint64_t from = f->t_issue > gw->stream_done_ns[f->stream] ? f->t_issue : gw->stream_done_ns[f->stream];
+    gw->stream_done_ns[f->stream] = now;
+    gw->tasks_inflight -= f->ntasks;
+    gw->est_inflight_ns -= f->est_ns < gw->est_inflight_ns ? f->est_ns : gw->est_inflight_ns;
+    if (f->ntasks == 0 || now <= from)
+        return;
+    uint64_t per = (now - from) / (uint64_t)f->ntasks;
+    cask_kernel *k = f->t[0]->kernel;
+    uint64_t old = atomic_load_explicit(&k->gpu_ns, memory_order_relaxed);
+    atomic_store_explicit(&k->gpu_ns, old ? (old * 7 + per) / 8 : per, memory_order_relaxed);
+}
+
 static void finish_group(worker *w, inflight *f)
 {
+    learn_cost(w, f);
     for (int i = 0; i < f->ntasks; i++)
         finish_one(w, f->t[i], f);
     f->ntasks = 0;
@@ -311,6 +341,8 @@ static int start_task(worker *w, cask_task *t, int retry)
         f->ntasks = 0;
         f->open = 1;
         f->stream = si;
+        f->t_issue = sched_now_ns();
+        f->est_ns = 0;
         gw->open_slot[si] = k;
         if (WORKER_TRACE(w) && f->ev_start)
             device_event_record(rt->dev, f->ev_start, stream);
@@ -336,6 +368,12 @@ static int start_task(worker *w, cask_task *t, int retry)
         return 0;
     }
     f->t[f->ntasks++] = t;
+    uint64_t est = atomic_load_explicit(&t->kernel->gpu_ns, memory_order_relaxed);
+    if (!est)   /* not learnt yet: assume a long task until one finishes */
+        est = INFLIGHT_BUDGET_NS / 2;
+    f->est_ns += est;
+    gw->est_inflight_ns += est;
+    gw->tasks_inflight++;
     if (f->ntasks >= gw->group_max)
         close_group(w, si);
     return 0;
@@ -489,7 +527,8 @@ void *worker_gpu_main(void *arg)
         int progressed = gw ? poll(w) : 0;
         if (gw && gw->deferred && (progressed || (!gw->ninflight && !gw->nwb)))
             progressed += retry_deferred(w);
-        while (gw && !gw->deferred && gw->ninflight < gw->nslots) {
+        while (gw && !gw->deferred && gw->ninflight < gw->nslots &&
+               (gw->tasks_inflight < MIN_INFLIGHT || gw->est_inflight_ns < INFLIGHT_BUDGET_NS)) {
             cask_task *t = sched_find_work(w);
             if (!t)
                 break;
