@@ -285,6 +285,10 @@ void sched_mark_idle(worker *w)
 
 void sched_flush_batch(worker *self)
 {
+    if (self->run_count) {   /* counters are exact once a graph has finished */
+        atomic_fetch_add_explicit(&self->ctr.tasks_run, self->run_count, memory_order_relaxed);
+        self->run_count = 0;
+    }
     if (self->batch_count) {
         cask_graph *g = self->batch_graph;
         int64_t n = self->batch_count;

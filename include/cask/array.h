@@ -71,11 +71,12 @@ typedef struct cask_array_ctx cask_array_ctx;
 typedef struct cask_array cask_array;
 
 /* Creates a context on rt (registers the array kernels with rt). rt must outlive the
- * context. Errors: CASK_ERR_INVALID, CASK_ERR_NOMEM. */
+ * context. Several contexts may share a runtime. Errors: CASK_ERR_INVALID, CASK_ERR_NOMEM. */
 cask_status cask_array_ctx_create(cask_runtime *rt, cask_array_ctx **out);
 
 /* Frees the context and every array still alive in it (their persisted chunks too).
- * Arrays of the context must not be used afterwards. ctx may be NULL. */
+ * Arrays of the context must not be used afterwards. Call it before cask_shutdown of
+ * its runtime, and not while a compute of it runs. ctx may be NULL. */
 cask_status cask_array_ctx_destroy(cask_array_ctx *ctx);
 
 /* Options of a context (cask_array_ctx_set). */
@@ -85,8 +86,11 @@ typedef enum cask_array_option {
     CASK_ARRAY_OPT_WHERE,          /* cask_where for the array tasks that have both a CPU
                                       and a GPU implementation. Default CASK_WHERE_ANY */
     CASK_ARRAY_OPT_CSE,            /* 1 (default): share identical sub-expressions */
-    CASK_ARRAY_OPT_COMBINE_ARITY   /* partial results one reduction task combines,
+    CASK_ARRAY_OPT_COMBINE_ARITY,  /* partial results one reduction task combines,
                                       2..15. Default 8 */
+    CASK_ARRAY_OPT_JIT             /* 1 (default): on GPUs, compile each fused program to
+                                      its own kernel at run time (NVRTC, when the build
+                                      has it); 0: interpret programs. Same results. */
 } cask_array_option;
 cask_status cask_array_ctx_set(cask_array_ctx *ctx, cask_array_option opt, int64_t value);
 
