@@ -36,8 +36,12 @@ for step in "$@"; do
            echo "rc=$?"; python3 bench/trace_overlap.py "$OUT/knn_trace.json"; ls -la "$OUT/knn_trace.json" ;;
     knnapp) timeout 200 "$B/apps/cask-knn" --generate 16777216 16384 --seed 7 --repeat 5 --check 2048 > "$OUT/knnapp.log" 2>&1
             echo "rc=$?"; tail -12 "$OUT/knnapp.log" ;;
-    jacobi) timeout 200 "$B/apps/cask-jacobi" --n 32768 --iters 200 > "$OUT/jacobi.log" 2>&1
-            echo "rc=$?"; tail -12 "$OUT/jacobi.log" ;;
+    jacobi) for g in 1 2 4; do   # same domain on 1, 2 (and 4) GPUs, in one run
+              [ "$g" -gt "$(nvidia-smi -L | wc -l)" ] && continue
+              timeout 200 "$B/apps/cask-jacobi" --n 32768 --iters 300 --check 100 --gpus $g > "$OUT/jacobi_$g.log" 2>&1
+              echo "gpus=$g rc=$?"; tail -4 "$OUT/jacobi_$g.log"
+            done ;;
+    distgpu) sh tests/dist/device.sh "$B" 2>&1 | tail -40 ;;
     fusion) timeout 200 "$B/bench/bench-array-fusion" > "$OUT/fusion.log" 2>&1
             echo "rc=$?"; grep -v '^{' "$OUT/fusion.log" | tail -12 ;;
     dist) meson test -C "$B" --suite dist --print-errorlogs > "$OUT/dist.log" 2>&1
