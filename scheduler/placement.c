@@ -31,12 +31,13 @@ int placement_pick_gpu(sched *s, const cask_task *t)
     if (s->rt->cfg.sched != CASK_SCHED_LOCALITY || s->ngpu == 1)
         return base + shortest;
     size_t bytes[CASK_MAX_GPUS] = {0};
-    size_t best = 0;
+    size_t best = 0, total = 0;
     int best_gpu = -1;
     for (int a = 0; a < t->naccess; a++) {
         if (!(t->access[a].mode & CASK_READ))
             continue;
         cask_data *d = t->access[a].data;
+        total += d->bytes;
         for (int g = 0; g < s->ngpu; g++)
             if (__atomic_load_n(&d->rep[1 + g].valid, __ATOMIC_RELAXED))
                 bytes[g] += d->bytes;
@@ -46,7 +47,8 @@ int placement_pick_gpu(sched *s, const cask_task *t)
             best = bytes[g];
             best_gpu = g;
         }
-    if (best_gpu < 0)
+    /* locality only pays when most of the input is already there */
+    if (best_gpu < 0 || 2 * best < total)
         return base + shortest;
     int64_t q = atomic_load_explicit(&s->w[base + best_gpu].queued, memory_order_relaxed);
     /* "far busier": more than twice the shortest queue plus a few tasks */

@@ -120,9 +120,11 @@ static void release_range(sched *s, worker *self, cask_task *t, size_t begin, si
     }
 }
 
-/* Moves everything in the inbox into the deques, oldest first. */
-static int drain_inbox(worker *w)
+/* Moves everything in the inbox into the deques, oldest first (where thieves see it). */
+int sched_drain_inbox(worker *w)
 {
+    if (!atomic_load_explicit(&w->inbox, memory_order_relaxed))
+        return 0;
     sched_node *n = atomic_exchange_explicit(&w->inbox, NULL, memory_order_acquire);
     if (!n)
         return 0;
@@ -199,7 +201,7 @@ cask_task *sched_find_work(worker *w)
     cask_task *t = pop_local(w);
     if (t)
         return t;
-    if (drain_inbox(w) && (t = pop_local(w)))
+    if (sched_drain_inbox(w) && (t = pop_local(w)))
         return t;
     sched_mark_idle(w);
     if (w->dec_task) {

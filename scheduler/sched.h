@@ -138,6 +138,8 @@ void *worker_gpu_main(void *arg);
 
 /* Shared by both loops: next task from own deques, inbox or a steal (NULL if none). */
 struct cask_task *sched_find_work(worker *w);
+/* Owner: moves the inbox into the deques, where thieves can take from it. */
+int sched_drain_inbox(worker *w);
 /* Puts a ready task into w's own deque (owner only); returns that deque's size. */
 int64_t sched_push_local(worker *w, struct cask_task *t);
 
