@@ -54,6 +54,7 @@ cask_status config_resolve(const cask_config *cfg, config_resolved *out, char *e
     out->log_level = CASK_LOG_WARN;
     out->bind = 1;
     out->gpu_streams = 4;
+    out->progress = -1;
     uint64_t mask = cfg ? cfg->field_mask : 0;
     const char *v;
 
@@ -142,6 +143,12 @@ cask_status config_resolve(const cask_config *cfg, config_resolved *out, char *e
     if (mask & CASK_CONFIG_STATS) out->stats = cfg->stats != 0;
     else if ((v = getenv("CASK_STATS"))) {
         if (parse_int(v, 0, 1, &out->stats)) BAD_ENV("CASK_STATS", v, "expected 0 or 1");
+    }
+    if (mask & CASK_CONFIG_PROGRESS) {
+        out->progress = cfg->progress < 0 ? -1 : cfg->progress != 0;
+    } else if ((v = getenv("CASK_PROGRESS"))) {
+        if (!strcasecmp(v, "auto")) out->progress = -1;
+        else if (parse_int(v, 0, 1, &out->progress)) BAD_ENV("CASK_PROGRESS", v, "expected 0, 1 or auto");
     }
     return CASK_OK;
 }

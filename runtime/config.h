@@ -16,6 +16,7 @@ typedef struct config_resolved {
     int gpu_streams;
     char trace_path[512];
     int stats;
+    int progress;          /* 1, 0, or -1: when stderr is a terminal */
 } config_resolved;
 
 /* Fills *out from cfg (may be NULL), then CASK_* environment variables, then defaults.

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 #include "runtime/graph.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
@@ -446,13 +448,55 @@ void graph_finish(cask_graph *g)
     pthread_mutex_unlock(&g->lock);   /* last touch of g: the waiter may free it now */
 }
 
+/* Waits for g (locked) while drawing a progress bar on stderr: after the first second,
+ * every 0.2 s, "tasks done/total, rate, ETA"; erased at the end. */
+static void wait_with_progress(cask_graph *g)
+{
+    const uint64_t first = 1000000000ull, every = 200000000ull;
+    int drawn = 0;
+    while (!g->done) {
+        uint64_t now = sched_now_ns();
+        uint64_t next = now + (now - g->t_submit < first ? first - (now - g->t_submit) : every);
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t abs_ns = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec + (next - now);
+        ts.tv_sec = (time_t)(abs_ns / 1000000000ull);
+        ts.tv_nsec = (long)(abs_ns % 1000000000ull);
+        pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+        if (g->done)
+            break;
+        double el = (double)(sched_now_ns() - g->t_submit) * 1e-9;
+        if (el < 1.0)
+            continue;
+        uint64_t run = atomic_load(&g->ntasks_run);
+        double rate = run / el;
+        double eta = rate > 0 ? (double)(g->ntasks - (run < g->ntasks ? run : g->ntasks)) / rate : 0;
+        int width = 30, fill = g->ntasks ? (int)((double)run * width / (double)g->ntasks) : 0;
+        if (fill > width) fill = width;
+        fprintf(stderr, "\r[cask] [%.*s%*s] %llu/%zu tasks %.3g/s ETA %.1fs ", fill,
+                "##############################", width - fill, "", (unsigned long long)run, g->ntasks,
+                rate, eta);
+        fflush(stderr);
+        drawn = 1;
+    }
+    if (drawn) {
+        fprintf(stderr, "\r%*s\r", 90, "");
+        fflush(stderr);
+    }
+}
+
 cask_status cask_graph_wait(cask_graph *g)
 {
     if (!g)
         return CASK_ERR_INVALID;
     if (called_from_worker(g->rt))
         return log_error(g->rt, CASK_ERR_STATE, "cask_graph_wait called from a task");
+    int progress = g->rt->cfg.progress;
+    if (progress < 0)
+        progress = isatty(fileno(stderr));
     pthread_mutex_lock(&g->lock);
+    if (progress)
+        wait_with_progress(g);
     while (!g->done)
         pthread_cond_wait(&g->cond, &g->lock);
     g->state = GRAPH_IDLE;

@@ -14,6 +14,7 @@
 
 typedef struct { int32_t v; } add_args;
 
+#ifdef CASK_HAVE_CUDA
 static cask_status add_cpu(cask_task_ctx *ctx)
 {
     const add_args *a = cask_task_args(ctx, NULL);
@@ -35,7 +36,6 @@ static cask_status axpy_cpu(cask_task_ctx *ctx)
     return CASK_OK;
 }
 
-#ifdef CASK_HAVE_CUDA
 static cask_status add_cuda(cask_task_ctx *ctx)
 {
     const add_args *a = cask_task_args(ctx, NULL);

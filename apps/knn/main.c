@@ -376,6 +376,8 @@ int main(int argc, char **argv)
     }
 
     cask_config cfg = {0};
+    cfg.field_mask |= CASK_CONFIG_PROGRESS;   /* cask-knn draws its own, labelled bar */
+    cfg.progress = 0;
     if (o.gpus != -2) {
         cfg.field_mask |= CASK_CONFIG_NGPU;
         cfg.ngpu = o.gpus;

@@ -36,7 +36,8 @@ enum cask_config_field {
     CASK_CONFIG_SIM_GPUS      = 1u << 6,
     CASK_CONFIG_GPU_STREAMS   = 1u << 7,
     CASK_CONFIG_TRACE_PATH    = 1u << 8,
-    CASK_CONFIG_STATS         = 1u << 9
+    CASK_CONFIG_STATS         = 1u << 9,
+    CASK_CONFIG_PROGRESS      = 1u << 10
 };
 
 /* Runtime configuration. For each field: the value given here if its bit is set in
@@ -60,6 +61,9 @@ typedef struct cask_config {
     const char *trace_path;   /* write a Chrome/Perfetto JSON trace here at shutdown.
                                  CASK_TRACE. Default: none. Copied. */
     int stats;                /* print per-worker statistics at shutdown. CASK_STATS. */
+    int progress;             /* progress bar on stderr while cask_graph_wait waits more
+                                 than a second: 1 on, 0 off, -1 when stderr is a
+                                 terminal. CASK_PROGRESS=1|0|auto. Default -1. */
 } cask_config;
 
 /* Describes a started runtime. */
