@@ -524,8 +524,10 @@ void *worker_gpu_main(void *arg)
     w->mark_ns = sched_now_ns();
     for (;;) {
         gpu_worker *gw = w->gpu;
-        /* tasks placed here become stealable even while we are busy */
-        sched_drain_inbox(w);
+        /* tasks placed here become stealable even while we are busy (with one GPU there
+         * is no thief, and draining in small bites would only contend with the pushers) */
+        if (s->ngpu > 1)
+            sched_drain_inbox(w);
         int progressed = gw ? poll(w) : 0;
         if (gw && gw->deferred && (progressed || (!gw->ninflight && !gw->nwb)))
             progressed += retry_deferred(w);
