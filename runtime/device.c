@@ -226,7 +226,7 @@ void *device_stream(device_set *ds, int gpu, int which)
     return ds->gpu[gpu].streams[which];
 }
 
-cask_status device_event_create(device_set *ds, int gpu, void **ev)
+static cask_status event_create(device_set *ds, int gpu, int timed, void **ev)
 {
     if (ds->sim) {
         *ev = (void *)(uintptr_t)1;   /* a simulated event is always complete */
@@ -235,25 +235,20 @@ cask_status device_event_create(device_set *ds, int gpu, void **ev)
 #ifdef CASK_HAVE_CUDA
     CUDA_TRY(cudaSetDevice(gpu));
     cudaEvent_t e;
-    CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    CUDA_TRY(cudaEventCreateWithFlags(&e, timed ? cudaEventDefault : cudaEventDisableTiming));
     *ev = e;
 #endif
     return CASK_OK;
 }
 
+cask_status device_event_create(device_set *ds, int gpu, void **ev)
+{
+    return event_create(ds, gpu, 0, ev);
+}
+
 cask_status device_event_create_timed(device_set *ds, int gpu, void **ev)
 {
-    if (ds->sim) {
-        *ev = (void *)(uintptr_t)1;
-        return CASK_OK;
-    }
-#ifdef CASK_HAVE_CUDA
-    CUDA_TRY(cudaSetDevice(gpu));
-    cudaEvent_t e;
-    CUDA_TRY(cudaEventCreate(&e));
-    *ev = e;
-#endif
-    return CASK_OK;
+    return event_create(ds, gpu, 1, ev);
 }
 
 cask_status device_event_elapsed_ns(device_set *ds, void *a, void *b, int64_t *ns)

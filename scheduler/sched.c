@@ -483,3 +483,27 @@ void sched_destroy(sched *s)
     free(s->w);
     free(s);
 }
+
+void sched_worker_enter(worker *w, const char *what)
+{
+    cask_runtime *rt = w->sched->rt;
+    if (rt->cfg.bind && topology_bind_self(&rt->topo, w->core) != 0)
+        log_msg(rt, CASK_LOG_DEBUG, "%s %d: could not pin to core %d", what, w->id, w->core);
+    w->trace = rt->trace;
+    w->mark_ns = sched_now_ns();
+}
+
+cask_task *sched_sleep(worker *w)
+{
+    sched *s = w->sched;
+    uint64_t e = notifier_prepare(&w->note);
+    atomic_fetch_add(&s->nsleep[w->kind], 1);
+    /* look once more: work pushed before we counted as a sleeper would not wake us */
+    cask_task *t = sched_find_work(w);
+    if (t || atomic_load(&s->stop))
+        notifier_cancel(&w->note);
+    else
+        notifier_commit(&w->note, e, 0);
+    atomic_fetch_sub(&s->nsleep[w->kind], 1);
+    return t;
+}

@@ -132,6 +132,12 @@ void sched_wake_worker(worker *w);
 #define WORKER_TRACE(w) ((w)->trace)
 #endif
 
+/* Start of a worker thread: pins it, picks up the trace, starts its clocks. */
+void sched_worker_enter(worker *w, const char *what);
+/* Sleeps until woken (or returns at once with work found on a last look, or when
+ * stopping): the task found, or NULL. */
+struct cask_task *sched_sleep(worker *w);
+
 /* Worker loops. */
 void *worker_cpu_main(void *arg);
 void *worker_gpu_main(void *arg);

@@ -46,11 +46,7 @@ void *worker_cpu_main(void *arg)
 {
     worker *w = arg;
     sched *s = w->sched;
-    cask_runtime *rt = s->rt;
-    if (rt->cfg.bind && topology_bind_self(&rt->topo, w->core) != 0)
-        log_msg(rt, CASK_LOG_DEBUG, "worker %d: could not pin to core %d", w->id, w->core);
-    w->trace = rt->trace;
-    w->mark_ns = sched_now_ns();
+    sched_worker_enter(w, "worker");
     for (;;) {
         cask_task *t = sched_find_work(w);
         for (int i = 0; !t && i < SPIN_ROUNDS; i++) {
@@ -58,15 +54,7 @@ void *worker_cpu_main(void *arg)
             t = sched_find_work(w);
         }
         if (!t) {
-            uint64_t e = notifier_prepare(&w->note);
-            atomic_fetch_add(&s->nsleep[WORKER_CPU], 1);
-            t = sched_find_work(w);
-            if (t || atomic_load(&s->stop)) {
-                notifier_cancel(&w->note);
-            } else {
-                notifier_commit(&w->note, e, 0);
-            }
-            atomic_fetch_sub(&s->nsleep[WORKER_CPU], 1);
+            t = sched_sleep(w);
             if (!t) {
                 if (atomic_load(&s->stop))
                     break;

@@ -513,15 +513,12 @@ void *worker_gpu_main(void *arg)
     worker *w = arg;
     sched *s = w->sched;
     cask_runtime *rt = s->rt;
-    if (rt->cfg.bind && topology_bind_self(&rt->topo, w->core) != 0)
-        log_msg(rt, CASK_LOG_DEBUG, "GPU worker %d: could not pin to core %d", w->id, w->core);
-    w->trace = rt->trace;
+    sched_worker_enter(w, "GPU worker");
     if (gpu_worker_init(w) != 0) {
         log_msg(rt, CASK_LOG_ERROR, "GPU worker %d could not start; its GPU %d takes no tasks",
                 w->id, w->device);
         /* keep serving: tasks sent here fail with a clear message rather than hang */
     }
-    w->mark_ns = sched_now_ns();
     for (;;) {
         gpu_worker *gw = w->gpu;
         /* tasks placed here become stealable even while we are busy (with one GPU there
@@ -561,14 +558,7 @@ void *worker_gpu_main(void *arg)
         /* nothing in flight, nothing queued: sleep */
         sched_mark_idle(w);
         sched_flush_batch(w);
-        uint64_t e = notifier_prepare(&w->note);
-        atomic_fetch_add(&s->nsleep[WORKER_GPU], 1);
-        cask_task *t = sched_find_work(w);
-        if (t || atomic_load(&s->stop))
-            notifier_cancel(&w->note);
-        else
-            notifier_commit(&w->note, e, 0);
-        atomic_fetch_sub(&s->nsleep[WORKER_GPU], 1);
+        cask_task *t = sched_sleep(w);
         if (t) {
             sched_mark_active(w);
             if (w->gpu)
