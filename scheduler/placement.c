@@ -17,6 +17,8 @@ int placement_pick_gpu(sched *s, const cask_task *t)
     int base = s->ncpu;
     if (t->device >= 0 && t->device < s->ngpu)
         return base + t->device;
+    if (s->rt->cfg.sched == CASK_SCHED_WS)
+        return base + (int)(atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed) % (uint32_t)s->ngpu);
     int64_t minq = INT64_MAX;
     int shortest = 0;
     uint32_t start = atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed);

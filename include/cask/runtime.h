@@ -14,10 +14,13 @@ extern "C" {
  * several may coexist (each with its own threads). */
 typedef struct cask_runtime cask_runtime;
 
+/* How a ready GPU task picks its GPU (CPU tasks always go to the releasing worker's
+ * deque; every policy lets idle workers steal). */
 typedef enum cask_sched_policy {
-    CASK_SCHED_WS = 0,       /* work stealing, GPU tasks placed by load only */
-    CASK_SCHED_LOCALITY,     /* work stealing + GPU placement by input bytes (default) */
-    CASK_SCHED_EAGER         /* one central queue per worker kind, no locality */
+    CASK_SCHED_WS = 0,       /* round-robin over the GPUs; stealing does the balancing */
+    CASK_SCHED_LOCALITY,     /* the GPU holding most of its input bytes, unless its queue
+                                is far longer than the shortest (default) */
+    CASK_SCHED_EAGER         /* the GPU with the fewest queued tasks, ignoring data */
 } cask_sched_policy;
 
 typedef enum cask_log_level {
