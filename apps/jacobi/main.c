@@ -8,13 +8,22 @@
  * runtime sees a task on GPU 1 read a halo last written on GPU 0 and moves it (a peer
  * copy over NVLink). A graph holds `check` sweeps and is run again and again (graphs can
  * be re-run), and after each run the residual ||u_new - u_old||_2 of its last sweep
- * decides whether to stop. Boundary: u = 1 on the top edge, 0 on the other three. */
+ * decides whether to stop. Boundary: u = 1 on the top edge, 0 on the other three.
+ *
+ * Under a launcher (mpirun -n P, srun --mpi=pmix) the same graphs are built as
+ * distributed graphs (cask/dist.h): row block b and its handles belong to rank
+ * b * P / blocks (contiguous), each sweep task runs where its block lives, and the
+ * distributed layer moves the halo rows between neighbouring ranks. Every rank receives
+ * every block's residual (gathered to each rank) so that all decide alike when to stop;
+ * --verify gathers the grid on rank 0. Only rank 0 prints. Without a launcher the job has
+ * one process and the local graphs are used, as before. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "cask/dist.h"
 #include "jacobi.h"
 
 typedef struct opts {
@@ -83,11 +92,65 @@ static double now(void)
         }                                                                              \
     } while (0)
 
+/* The graph being built: a local one, or a distributed one when the job has several
+ * processes. */
+typedef struct sgraph {
+    cask_graph *g;
+    cask_dist_graph *dg;
+} sgraph;
+
+static cask_status sg_create(cask_runtime *rt, cask_dist *dist, sgraph *s)
+{
+    return cask_dist_size(dist) > 1 ? cask_dist_graph_create(dist, &s->dg)
+                                    : cask_graph_create(rt, &s->g);
+}
+
+static cask_status sg_add(sgraph *s, const cask_task_desc *d)
+{
+    return s->dg ? cask_dist_graph_add_task(s->dg, d, NULL) : cask_graph_add_task(s->g, d, NULL);
+}
+
+static cask_status sg_compute(sgraph *s)
+{
+    cask_status st = s->dg ? cask_dist_graph_compute(s->dg) : cask_graph_compute(s->g);
+    if (st)
+        fprintf(stderr, "cask-jacobi: computing: %s: %s\n", cask_status_string(st),
+                s->dg ? cask_dist_graph_error(s->dg) : cask_graph_error(s->g));
+    return st;
+}
+
+static void sg_destroy(sgraph *s)
+{
+    cask_graph_destroy(s->g);
+    cask_dist_graph_destroy(s->dg);
+    s->g = NULL;
+    s->dg = NULL;
+}
+
+/* A handle owned by rank owner (the only rank, in a job of one). With several ranks,
+ * cask_dist_finalize destroys it; alone, the caller does. */
+static cask_status make_data(cask_runtime *rt, cask_dist *dist, size_t bytes, int owner,
+                             void *host, cask_data **out)
+{
+    if (cask_dist_size(dist) > 1)
+        return cask_dist_data_create(dist, bytes, owner,
+                                     owner == cask_dist_rank(dist) ? host : NULL, out);
+    return host ? cask_data_register(rt, host, bytes, out) : cask_data_create(rt, bytes, out);
+}
+
 typedef struct block {
     int64_t row0, rows;        /* interior rows [row0, row0 + rows), global numbering */
     cask_data *u[2], *top[2], *bot[2], *res;
-    int device;
+    int device, owner;
+    double *res_copy;          /* rows + 1 doubles: res gathered here (several ranks) */
 } block;
+
+/* "jacobi.copy": buffer 0 (W) = buffer 1 (R), of the same size. */
+static cask_status copy_cpu(cask_task_ctx *ctx)
+{
+    memcpy(cask_task_buffer(ctx, 0), cask_task_buffer(ctx, 1), cask_task_buffer_size(ctx, 0));
+    return CASK_OK;
+}
 
 /* Serial reference for --verify: the same arithmetic in the same order. */
 static float *serial(int64_t n, int64_t iters)
@@ -112,10 +175,11 @@ int main(int argc, char **argv)
     opts o;
     if (parse(argc, argv, &o)) return 2;
     cask_runtime *rt = NULL;
-    cask_graph *g = NULL;
+    cask_dist *dist = NULL;
+    sgraph g = {0};
     block *bl = NULL;
     cask_data *edge_top = NULL, *edge_bot = NULL;
-    float *ones = NULL, *zeros = NULL;
+    float *ones = NULL, *zeros = NULL, *grid = NULL;
     int nb = 0, rc = 1;
 
     cask_config cfg;
@@ -130,14 +194,21 @@ int main(int argc, char **argv)
     TRY(cask_init(&cfg, &rt));
     cask_runtime_info info;
     TRY(cask_runtime_query(rt, &info));
+    if (cask_dist_init(rt, NULL, &dist)) {
+        char e[1024];
+        cask_runtime_error(rt, e, sizeof e);
+        fprintf(stderr, "cask-jacobi: joining the job: %s\n", e);
+        goto fail;
+    }
+    int me = cask_dist_rank(dist), P = cask_dist_size(dist);
     int ngpu = info.ngpus;
     int workers = ngpu ? ngpu : info.ncpu_workers;
-    nb = o.blocks ? o.blocks : 2 * workers;
+    nb = o.blocks ? o.blocks : 2 * workers * P;
     int64_t interior = o.n - 2;
     if (nb > interior) nb = (int)interior;
 
     cask_kernel_desc kd;
-    cask_kernel *kstep, *kinit;
+    cask_kernel *kstep, *kinit, *kcopy;
     memset(&kd, 0, sizeof kd);
     kd.name = "jacobi.step";
     kd.cpu = jacobi_step_cpu;
@@ -151,45 +222,67 @@ int main(int argc, char **argv)
     kd.cuda = jacobi_init_cuda;
 #endif
     TRY(cask_kernel_register(rt, &kd, &kinit));
+    memset(&kd, 0, sizeof kd);
+    kd.name = "jacobi.copy";
+    kd.cpu = copy_cpu;
+    TRY(cask_kernel_register(rt, &kd, &kcopy));
 
     size_t row = sizeof(float) * (size_t)o.n;
     ones = malloc(row);
     zeros = calloc(1, row);
     for (int64_t j = 0; j < o.n; j++) ones[j] = 1.0f;
-    TRY(cask_data_register(rt, ones, row, &edge_top));
-    TRY(cask_data_register(rt, zeros, row, &edge_bot));
+    /* the fixed edges belong to the ranks of the first and the last block */
+    TRY(make_data(rt, dist, row, 0, ones, &edge_top));
+    TRY(make_data(rt, dist, row, (int)((int64_t)(nb - 1) * P / nb), zeros, &edge_bot));
 
     bl = calloc((size_t)nb, sizeof *bl);
+    /* With several ranks, the GPUs of a node are shared among its ranks: one each
+     * (local rank r on GPU r % GPUs) when the node runs several. */
+    int lr = cask_dist_local_rank(dist), ls = cask_dist_local_size(dist);
     for (int b = 0; b < nb; b++) {
         block *k = &bl[b];
         k->row0 = 1 + interior * b / nb;
         k->rows = 1 + interior * (b + 1) / nb - k->row0;
-        k->device = ngpu ? (int)((int64_t)b * ngpu / nb) : -1;
+        k->owner = (int)((int64_t)b * P / nb);
+        if (!ngpu)
+            k->device = -1;
+        else if (P == 1)
+            k->device = (int)((int64_t)b * ngpu / nb);
+        else if (ls > 1)
+            k->device = lr % ngpu;
+        else   /* alone on the node: this rank's blocks spread over its GPUs */
+            k->device = (int)((int64_t)(b - (nb * k->owner + P - 1) / P) * ngpu /
+                              ((nb * (k->owner + 1) + P - 1) / P - (nb * k->owner + P - 1) / P));
         for (int p = 0; p < 2; p++) {
-            TRY(cask_data_create(rt, row * (size_t)k->rows, &k->u[p]));
-            TRY(cask_data_create(rt, row, &k->top[p]));
-            TRY(cask_data_create(rt, row, &k->bot[p]));
+            TRY(make_data(rt, dist, row * (size_t)k->rows, k->owner, NULL, &k->u[p]));
+            TRY(make_data(rt, dist, row, k->owner, NULL, &k->top[p]));
+            TRY(make_data(rt, dist, row, k->owner, NULL, &k->bot[p]));
         }
-        TRY(cask_data_create(rt, sizeof(double) * (size_t)(k->rows + 1), &k->res));
+        TRY(make_data(rt, dist, sizeof(double) * (size_t)(k->rows + 1), k->owner, NULL,
+                      &k->res));
+        if (P > 1 && !(k->res_copy = malloc(sizeof(double) * (size_t)(k->rows + 1)))) {
+            fprintf(stderr, "cask-jacobi: out of memory\n");
+            goto fail;
+        }
     }
 
     uint32_t where = (o.cpu_only || !ngpu) ? CASK_WHERE_CPU : CASK_WHERE_GPU;
     /* initial state, made where it will be used */
-    TRY(cask_graph_create(rt, &g));
+    TRY(sg_create(rt, dist, &g));
     for (int b = 0; b < nb; b++) {
         jacobi_init_args ia = {o.n, bl[b].rows};
         cask_access acc[3] = {{bl[b].u[0], CASK_WRITE}, {bl[b].top[0], CASK_WRITE},
                               {bl[b].bot[0], CASK_WRITE}};
         cask_task_desc d = {CASK_TASK_ARGS | CASK_TASK_WHERE | (ngpu ? CASK_TASK_DEVICE : 0),
                             kinit, acc, 3, &ia, sizeof ia, 0, NULL, where, bl[b].device};
-        TRY(cask_graph_add_task(g, &d, NULL));
+        TRY(sg_add(&g, &d));
     }
-    TRY(cask_graph_compute(g));
-    cask_graph_destroy(g);
-    g = NULL;
+    if (sg_compute(&g))
+        goto fail;
+    sg_destroy(&g);
 
     /* `check` sweeps; the last one reports residuals */
-    TRY(cask_graph_create(rt, &g));
+    TRY(sg_create(rt, dist, &g));
     for (int64_t t = 0; t < o.check; t++) {
         int p = (int)(t & 1);
         for (int b = 0; b < nb; b++) {
@@ -206,21 +299,58 @@ int main(int argc, char **argv)
             cask_task_desc d = {CASK_TASK_ARGS | CASK_TASK_WHERE | (ngpu ? CASK_TASK_DEVICE : 0),
                                 kstep, acc, sa.want_res ? 7 : 6, &sa, sizeof sa, 0, NULL, where,
                                 k->device};
-            TRY(cask_graph_add_task(g, &d, NULL));
+            TRY(sg_add(&g, &d));
+        }
+    }
+    if (P > 1) {
+        /* Every rank needs every residual to decide alike: a copy task per block and
+         * rank writes it into a handle that rank owns (over res_copy), which the
+         * distributed layer sends home. (Gathering one datum to several roots hangs
+         * with 4 ranks: see the report.) --verify: the grid gathered on rank 0. */
+        for (int b = 0; b < nb; b++)
+            for (int r = 0; r < P; r++) {
+                if (r == bl[b].owner)   /* the owner reads its own handle */
+                    continue;
+                cask_data *dst;
+                TRY(make_data(rt, dist, sizeof(double) * (size_t)(bl[b].rows + 1), r,
+                              bl[b].res_copy, &dst));
+                cask_access acc[2] = {{dst, CASK_WRITE}, {bl[b].res, CASK_READ}};
+                cask_task_desc d = {CASK_TASK_WHERE, kcopy, acc, 2, NULL, 0, 0, NULL,
+                                    CASK_WHERE_CPU, 0};
+                TRY(sg_add(&g, &d));
+            }
+        if (o.verify) {
+            if (me == 0 && !(grid = malloc(row * (size_t)o.n))) {
+                fprintf(stderr, "cask-jacobi: out of memory\n");
+                goto fail;
+            }
+            for (int b = 0; b < nb; b++)   /* `check` is even: the latest values are in u[0] */
+                if (bl[b].owner != 0)
+                    TRY(cask_dist_graph_gather(g.dg, bl[b].u[0], 0,
+                                           me == 0 ? grid + bl[b].row0 * o.n : NULL));
         }
     }
 
-    printf("cask-jacobi: %lld x %lld, %d row blocks on %d %s, %lld sweeps per graph\n",
+    if (me == 0)
+        printf("cask-jacobi: %lld x %lld, %d row blocks on %d %s, %lld sweeps per graph\n",
            (long long)o.n, (long long)o.n, nb, ngpu ? ngpu : info.ncpu_workers,
            ngpu ? (info.simulated_gpus ? "simulated GPUs" : "GPUs") : "CPU workers",
            (long long)o.check);
+    if (me == 0 && P > 1)
+        printf("cask-jacobi: %d processes, each as above; block b on rank b * %d / %d\n", P, P,
+               nb);
     int64_t done = 0;
     double resid = INFINITY, t0 = now();
     while (done < o.iters) {
-        TRY(cask_graph_compute(g));
+        if (sg_compute(&g))
+            goto fail;
         done += o.check;
         double sum = 0;
         for (int b = 0; b < nb; b++) {
+            if (P > 1 && bl[b].owner != me) {
+                sum += bl[b].res_copy[0];
+                continue;
+            }
             void *p;
             TRY(cask_data_acquire(bl[b].res, CASK_READ, &p));
             sum += *(double *)p;
@@ -231,24 +361,28 @@ int main(int argc, char **argv)
     }
     double el = now() - t0;
     double cells = (double)(o.n - 2) * (double)(o.n - 2);
-    printf("sweeps %lld  residual %.3e (%s)  time %.3f s  %.1f sweeps/s  %.1f GB/s  %.2f Gcell/s\n",
+    if (me == 0)
+        printf("sweeps %lld  residual %.3e (%s)  time %.3f s  %.1f sweeps/s  %.1f GB/s  %.2f Gcell/s\n",
            (long long)done, resid, resid < o.tol ? "converged" : "max sweeps", el,
            (double)done / el, (double)done * cells * 8.0 / el / 1e9, (double)done * cells / el / 1e9);
 
-    if (o.verify) {
+    if (o.verify && me == 0) {
         float *ref = serial(o.n, done);
         double maxd = 0;
         int p = 0;   /* `check` is even: the latest values are in u[0] */
         for (int b = 0; b < nb; b++) {
-            void *ptr;
-            TRY(cask_data_acquire(bl[b].u[p], CASK_READ, &ptr));
+            int mine = !grid || bl[b].owner == 0;   /* else gathered into grid */
+            void *ptr = grid ? grid + bl[b].row0 * o.n : NULL;
+            if (mine)
+                TRY(cask_data_acquire(bl[b].u[p], CASK_READ, &ptr));
             const float *u = ptr;
             for (int64_t i = 0; i < bl[b].rows; i++)
                 for (int64_t j = 0; j < o.n; j++) {
                     double d = fabs((double)u[i * o.n + j] - ref[(bl[b].row0 + i) * o.n + j]);
                     if (d > maxd) maxd = d;
                 }
-            TRY(cask_data_release(bl[b].u[p]));
+            if (mine)
+                TRY(cask_data_release(bl[b].u[p]));
         }
         printf("verify: max |cask - serial| = %.3g %s\n", maxd, maxd == 0 ? "(identical)" : "");
         free(ref);
@@ -256,18 +390,27 @@ int main(int argc, char **argv)
     }
     rc = 0;
 fail:
-    cask_graph_destroy(g);
-    for (int b = 0; bl && b < nb; b++) {
-        for (int p = 0; p < 2; p++) {
-            cask_data_destroy(bl[b].u[p]);
-            cask_data_destroy(bl[b].top[p]);
-            cask_data_destroy(bl[b].bot[p]);
+    /* Every rank leaves with the same verdict: the distributed computes fail everywhere
+     * alike, and --verify fails only on rank 0 (after the last collective call). */
+    sg_destroy(&g);
+    if (cask_dist_size(dist) <= 1) {   /* in a job of several, finalize destroys them */
+        for (int b = 0; bl && b < nb; b++) {
+            for (int p = 0; p < 2; p++) {
+                cask_data_destroy(bl[b].u[p]);
+                cask_data_destroy(bl[b].top[p]);
+                cask_data_destroy(bl[b].bot[p]);
+            }
+            cask_data_destroy(bl[b].res);
         }
-        cask_data_destroy(bl[b].res);
+        cask_data_destroy(edge_top);
+        cask_data_destroy(edge_bot);
     }
-    cask_data_destroy(edge_top);
-    cask_data_destroy(edge_bot);
+    if (cask_dist_finalize(dist) && rc == 0)
+        rc = 1;
+    for (int b = 0; bl && b < nb; b++)
+        free(bl[b].res_copy);
     free(bl);
+    free(grid);
     cask_shutdown(rt);
     free(ones);
     free(zeros);

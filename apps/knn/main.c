@@ -4,6 +4,11 @@
  * graph (knn_graph.h), optionally checks a sample against a float64 brute force, writes
  * the result all-or-nothing and prints a summary on stderr. See docs/knn.md.
  *
+ * Under a launcher (mpirun -n P, srun --mpi=pmix) the P processes join one job and run
+ * the search as one distributed graph (knn_dist.h): every rank loads the input, rank 0
+ * checks, writes the output and prints the summary; the output is the same bytes as a
+ * single process's. Without a launcher the job has one process and nothing differs.
+ *
  * Exit status: 0 success, 1 bad data or a failure while running, 2 bad command line,
  * 3 --check found errors above its limits. */
 #include <errno.h>
@@ -22,11 +27,13 @@
 #include "cask/cask.h"
 #include "check.h"
 #include "generate.h"
+#include "knn_dist.h"
 #include "knn_graph.h"
 #include "points.h"
 #include "write_par.h"
 
 enum { EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_CHECK = 3 };
+enum { CASK_MAX_GPUS_APP = 64 };
 
 typedef struct options {
     const char *obs_path, *ref_path, *out_path, *dot_path;
@@ -356,6 +363,10 @@ int main(int argc, char **argv)
     knn_points obs = {0}, ref = {0};
     knn_outfile out = {0};
     knn_job *job = NULL;
+    knn_dist_job *djob = NULL;
+    knn_cluster cl = {0};
+    int devices[CASK_MAX_GPUS_APP];
+    int ndevices = 0;
     int32_t *index = NULL;
     float *dist = NULL;
     double *times = NULL;
@@ -365,15 +376,6 @@ int main(int argc, char **argv)
 
     parse_args(argc, argv, &o);
     double scale = o.km ? CASK_EARTH_RADIUS_KM : 1.0;
-
-    /* Fail on an unwritable output before spending any time. */
-    if (o.out_path) {
-        if (knn_outfile_open(&out, o.out_path, err, sizeof err)) {
-            fprintf(stderr, "%s: %s\n", prog, err);
-            return EXIT_DATA;
-        }
-        arm_cleanup(out.tmp_path);
-    }
 
     cask_config cfg = {0};
     cfg.field_mask |= CASK_CONFIG_PROGRESS;   /* cask-knn draws its own, labelled bar */
@@ -398,58 +400,117 @@ int main(int argc, char **argv)
         goto done;
     }
     knn_alloc alloc = {host_alloc, host_free, rt};
+    if (knn_cluster_open(rt, &cl, err, sizeof err)) {
+        fprintf(stderr, "%s: %s\n", prog, err);
+        goto done;
+    }
+    int rank = cl.rank, nranks = cl.size;
+    if (rank != 0)
+        o.quiet = 1;   /* rank 0 speaks for the job; the others report only errors */
+
+    /* Until the ranks agree that all of them loaded their input, a failure is only
+     * noted (failed, message in err): a rank that left alone would leave the others
+     * waiting. With one process the message is printed as soon as it is known. */
+    int failed = 0;
+    /* Fail on an unwritable output before spending any time. */
+    if (o.out_path && rank == 0) {
+        if (knn_outfile_open(&out, o.out_path, err, sizeof err))
+            failed = 1;
+        else
+            arm_cleanup(out.tmp_path);
+    }
 
     /* ---- load ---- */
     double t0 = now_s();
-    if (o.generate) {
+    if (failed) {
+    } else if (o.generate) {
         if (knn_points_alloc(o.gen_n, 1, 0, &alloc, &obs) ||
             knn_points_alloc(o.gen_m, 1, 0, &alloc, &ref)) {
-            fprintf(stderr, "%s: out of memory for %lld + %lld points\n", prog,
-                    (long long)o.gen_n, (long long)o.gen_m);
-            goto done;
-        }
-        int64_t gchunk = o.gen_n / (4 * (info.ncpu_workers > 0 ? info.ncpu_workers : 1));
-        if (gchunk < 65536)
-            gchunk = 65536;
-        if (knn_generate_tasks(rt, o.seed, &obs, &ref, gchunk, err, sizeof err)) {
-            fprintf(stderr, "%s: %s\n", prog, err);
-            goto done;
+            snprintf(err, sizeof err, "out of memory for %lld + %lld points",
+                     (long long)o.gen_n, (long long)o.gen_m);
+            failed = 1;
+        } else {
+            int64_t gchunk = o.gen_n / (4 * (info.ncpu_workers > 0 ? info.ncpu_workers : 1));
+            if (gchunk < 65536)
+                gchunk = 65536;
+            failed = knn_generate_tasks(rt, o.seed, &obs, &ref, gchunk, err, sizeof err) != 0;
         }
     } else {
         knn_read_opts ro = {o.lat_col, o.lon_col, !o.radians, o.wrap};
-        if (knn_points_read(o.obs_path, &ro, &alloc, &obs, err, sizeof err) ||
-            knn_points_read(o.ref_path, &ro, &alloc, &ref, err, sizeof err)) {
-            fprintf(stderr, "%s: %s\n", prog, err);
-            goto done;
+        failed = knn_points_read(o.obs_path, &ro, &alloc, &obs, err, sizeof err) ||
+                 knn_points_read(o.ref_path, &ro, &alloc, &ref, err, sizeof err);
+    }
+    if (!failed && ref.n > INT32_MAX) {
+        snprintf(err, sizeof err, "%s: %lld references: at most %d are supported (int32 index)",
+                 o.generate ? "--generate" : o.ref_path, (long long)ref.n, INT32_MAX);
+        failed = 1;
+    }
+    if (!failed && (rank == 0 || nranks == 1)) {   /* the results live on rank 0 */
+        index = host_alloc(rt, (size_t)obs.n * sizeof *index);
+        dist = host_alloc(rt, (size_t)obs.n * sizeof *dist);
+        if (!index || !dist) {
+            snprintf(err, sizeof err, "out of memory for %lld results", (long long)obs.n);
+            failed = 1;
         }
     }
-    if (ref.n > INT32_MAX) {
-        fprintf(stderr, "%s: %s: %lld references: at most %d are supported (int32 index)\n",
-                prog, o.generate ? "--generate" : o.ref_path, (long long)ref.n, INT32_MAX);
-        goto done;
-    }
-    index = host_alloc(rt, (size_t)obs.n * sizeof *index);
-    dist = host_alloc(rt, (size_t)obs.n * sizeof *dist);
     times = calloc((size_t)o.repeat, sizeof *times);
-    if (!index || !dist || !times) {
-        fprintf(stderr, "%s: out of memory for %lld results\n", prog, (long long)obs.n);
-        goto done;
+    if (!failed && !times) {
+        snprintf(err, sizeof err, "out of memory");
+        failed = 1;
     }
     double t_load = now_s() - t0;
 
     /* ---- compute ---- */
-    knn_plan plan;
-    plan.ref_chunk = o.ref_chunk ? o.ref_chunk : ref.n;
-    int64_t nrefc = (ref.n + plan.ref_chunk - 1) / plan.ref_chunk;
-    plan.chunk = o.chunk ? o.chunk : default_chunk(obs.n, nrefc, obs.f64, &info);
-    plan.scale = scale;
-    plan.where = info.ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
-    if (knn_job_create(rt, &kernels, &obs, &ref, index, dist, &plan, &job, err,
-                       sizeof err)) {
-        fprintf(stderr, "%s: %s\n", prog, err);
+    knn_plan plan = {0};
+    int64_t chunk = 0;
+    if (!failed) {
+        plan.ref_chunk = o.ref_chunk ? o.ref_chunk : ref.n;
+        int64_t nrefc = (ref.n + plan.ref_chunk - 1) / plan.ref_chunk;
+        /* with P ranks, each rank's share is cut as one process would cut its input */
+        chunk = o.chunk ? o.chunk
+                        : default_chunk((obs.n + nranks - 1) / nranks, nrefc, obs.f64, &info);
+    }
+    /* Every rank must build the same graph: the smallest proposed chunk wins. */
+    int first_failed;
+    if (knn_cluster_agree(&cl, failed, failed ? INT64_MAX : chunk, &first_failed, &chunk,
+                          err, sizeof err)) {
+        fprintf(stderr, "%s: rank %d: %s\n", prog, rank, err);
         goto done;
     }
-    if (o.dot_path) {
+    if (first_failed >= 0) {
+        if (first_failed == rank)
+            fprintf(stderr, "%s: %s\n", prog, err);
+        goto done;
+    }
+    plan.chunk = chunk;
+    plan.scale = scale;
+    plan.where = info.ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
+    if (nranks == 1) {
+        if (knn_job_create(rt, &kernels, &obs, &ref, index, dist, &plan, &job, err,
+                           sizeof err)) {
+            fprintf(stderr, "%s: %s\n", prog, err);
+            goto done;
+        }
+    } else {
+        /* GPUs of this node shared among its ranks: one each while there are enough
+         * (local rank r on GPU r), else round robin; a rank alone on its node uses
+         * them all as one process does. */
+        int lr = cl.local_rank, ls = cl.local_size;
+        if (info.ngpus > 0 && !info.simulated_gpus && ls > 1) {
+            if (ls >= info.ngpus)
+                devices[ndevices++] = lr % info.ngpus;
+            else
+                for (int g = lr; g < info.ngpus && ndevices < CASK_MAX_GPUS_APP; g += ls)
+                    devices[ndevices++] = g;
+        }
+        /* A failure here is the same on every rank (same input, same plan). */
+        if (knn_dist_job_create(&cl, &kernels, &obs, &ref, index, dist, &plan, devices,
+                                ndevices, &djob, err, sizeof err)) {
+            fprintf(stderr, "%s: rank %d: %s\n", prog, rank, err);
+            goto done;
+        }
+    }
+    if (o.dot_path && job) {
         FILE *f = fopen(o.dot_path, "w");
         if (!f || knn_job_dot(job, f) || fclose(f)) {
             fprintf(stderr, "%s: %s: cannot write the graph: %s\n", prog, o.dot_path,
@@ -458,22 +519,42 @@ int main(int argc, char **argv)
         }
     }
     for (int r = 0; r < o.repeat; r++) {
-        if (r > 0 && knn_job_make_cold(job, err, sizeof err)) {
-            fprintf(stderr, "%s: %s\n", prog, err);
+        if (r > 0 && (job ? knn_job_make_cold(job, err, sizeof err)
+                          : knn_dist_job_make_cold(djob, err, sizeof err))) {
+            fprintf(stderr, "%s: rank %d: %s\n", prog, rank, err);
             goto done;
         }
         double t = now_s();
-        if (knn_job_run(job, !o.quiet, err, sizeof err)) {
-            fprintf(stderr, "%s: %s\n", prog, err);
+        if (job ? knn_job_run(job, !o.quiet, err, sizeof err)
+                : knn_dist_job_run(djob, err, sizeof err)) {
+            /* the same verdict on every rank: rank 0 tells */
+            if (rank == 0)
+                fprintf(stderr, "%s: %s\n", prog, err);
             goto done;
         }
         times[r] = now_s() - t;
     }
     int64_t nobsc, nrc;
     size_t ntasks;
-    knn_job_shape(job, &nobsc, &nrc, &ntasks);
+    if (job)
+        knn_job_shape(job, &nobsc, &nrc, &ntasks);
+    else
+        knn_dist_job_shape(djob, &nobsc, &nrc, &ntasks);
     knn_job_destroy(job); /* results are in index/dist from here on */
     job = NULL;
+    knn_dist_job_destroy(djob);
+    djob = NULL;
+    /* The job is over: leave it now, so that no rank waits for rank 0's check and
+     * write (the results are in rank 0's host arrays). */
+    if ((st = knn_cluster_close(&cl))) {
+        fprintf(stderr, "%s: rank %d: leaving the job: %s\n", prog, rank,
+                cask_status_string(st));
+        goto done;
+    }
+    if (rank != 0) {   /* rank 0 checks, writes and reports */
+        rc = 0;
+        goto done;
+    }
     qsort(times, (size_t)o.repeat, sizeof *times, cmp_double);
     double t_compute = o.repeat % 2 ? times[o.repeat / 2]
                                     : 0.5 * (times[o.repeat / 2 - 1] + times[o.repeat / 2]);
@@ -509,13 +590,16 @@ int main(int argc, char **argv)
     }
 
     if (!o.quiet) {
+        char procs[64] = "";
+        if (nranks > 1)
+            snprintf(procs, sizeof procs, "%d processes x ", nranks);
         double pairs = (double)obs.n * (double)ref.n;
         fprintf(stderr, "%s: %lld observations x %lld references = %.4g pairs\n", prog,
                 (long long)obs.n, (long long)ref.n, pairs);
         fprintf(stderr,
-                "%s: %d GPU%s%s, %d CPU worker%s; %lld x %lld chunks of %lld x %lld rows, "
+                "%s: %s%d GPU%s%s, %d CPU worker%s; %lld x %lld chunks of %lld x %lld rows, "
                 "%zu tasks\n",
-                prog, info.ngpus, info.ngpus == 1 ? "" : "s",
+                prog, procs, info.ngpus, info.ngpus == 1 ? "" : "s",
                 info.simulated_gpus && info.ngpus ? " (simulated)" : "", info.ncpu_workers,
                 info.ncpu_workers == 1 ? "" : "s", (long long)nobsc, (long long)nrc,
                 (long long)(plan.chunk < obs.n ? plan.chunk : obs.n),
@@ -541,6 +625,9 @@ done:
         knn_outfile_abort(&out);
     }
     knn_job_destroy(job);
+    knn_dist_job_destroy(djob);
+    /* The handles declared to the job go with it; then the memory they described. */
+    knn_cluster_close(&cl);
     free(times);
     if (rt) {
         host_free(rt, index);

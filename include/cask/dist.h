@@ -90,8 +90,8 @@ cask_status cask_dist_owner(const cask_dist *dist, const cask_data *d, int *owne
 /* A convenience for the usual case: on the owner, registers host_ptr (bytes long, kept
  * by the caller as with cask_data_register; NULL: the runtime allocates); on other
  * ranks makes a placeholder that takes no memory (never acquire it there: the address
- * is reserved but inaccessible). Then declares the owner. The handle is the caller's,
- * to destroy after cask_dist_finalize. */
+ * is reserved but inaccessible). Then declares the owner. cask_dist_finalize destroys
+ * the handle (the caller must not); host_ptr must stay valid until then. */
 cask_status cask_dist_data_create(cask_dist *dist, size_t bytes, int owner, void *host_ptr,
                                   cask_data **out);
 
@@ -111,9 +111,10 @@ cask_status cask_dist_graph_add_task(cask_dist_graph *g, const cask_task_desc *d
                                      size_t *index);
 
 /* After each compute, dest (on rank root, bytes of d long, the caller's) holds d's final
- * content; other ranks pass NULL. Every rank calls it alike (root and d the same).
- * Errors: CASK_ERR_INVALID (root out of range, dest NULL on root), CASK_ERR_NOT_FOUND
- * (d not declared), CASK_ERR_STATE (graph planned already). */
+ * content; other ranks pass NULL. Every rank calls it alike (root and d the same). At
+ * most one gather per datum and graph. Errors: CASK_ERR_INVALID (root out of range,
+ * dest NULL on root, d gathered already), CASK_ERR_NOT_FOUND (d not declared),
+ * CASK_ERR_STATE (graph planned already). */
 cask_status cask_dist_graph_gather(cask_dist_graph *g, cask_data *d, int root, void *dest);
 
 /* Runs the graph on all ranks and waits. Collective. The first compute places the

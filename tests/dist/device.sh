@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/dist/device.sh: the multi-process checks that need GPUs, on a machine without
 # mpirun (file bootstrap): NCCL ring and lost-peer tests, UCX tests with 4 ranks,
-# bench-xport with NCCL, cask-dist-knn on 1 and 2 GPUs. Logs under $OUT (or ./out).
+# bench-xport with NCCL, cask-knn on 1 and 2 GPUs (1 and 2 processes). Logs under $OUT (or ./out).
 #   sh tests/dist/device.sh [BUILD_DIR]
 set -u
 B=${1:-build-dist}
@@ -12,7 +12,7 @@ if [ ! -f "$B/build.ninja" ]; then
   meson setup "$B" -Dgpu_arch=${GPU_ARCH:-sm_90} > "$OUT/setup.log" 2>&1 || { tail -20 "$OUT/setup.log"; exit 1; }
 fi
 ninja -C "$B" tests/test_dist_nccl tests/test_dist_ucx tests/test_dist_graph bench/bench-xport \
-  apps/cask-dist-knn > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -20; exit 1; }
+  apps/cask-knn > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -20; exit 1; }
 export CASK_LAUNCHER=local
 R=tests/dist/run.sh
 echo "== nccl"; $R 2 --need-gpus 2 "$B/tests/test_dist_nccl" ring 256 2>&1 | tail -4
@@ -22,8 +22,8 @@ $R 4 "$B/tests/test_dist_graph" flow 2>&1 | tail -1
 echo "== bench-xport"
 CASK_GPU_PER_RANK=1 tests/dist/launch-local.sh 2 "$B/bench/bench-xport" --nccl --json "$OUT/xport.jsonl" > "$OUT/xport.txt" 2>&1
 grep -v '^{' "$OUT/xport.txt"
-echo "== cask-dist-knn"
-K="$B/apps/cask-dist-knn --repeat 5 --check 512"
-CUDA_VISIBLE_DEVICES=0 $K > "$OUT/knn1.txt" 2>&1; tail -2 "$OUT/knn1.txt"
-$K > "$OUT/knn1x2.txt" 2>&1; tail -1 "$OUT/knn1x2.txt"
-CASK_GPU_PER_RANK=1 tests/dist/launch-local.sh 2 $K > "$OUT/knn2.txt" 2>&1; grep -E "compute 4|check|app" "$OUT/knn2.txt"
+echo "== cask-knn"
+K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1 --ref-chunk 4096 --repeat 5 --check 512"
+CUDA_VISIBLE_DEVICES=0 $K > "$OUT/knn1.txt" 2>&1; grep -E "time|pairs/s|check: [0-9]" "$OUT/knn1.txt"
+$K > "$OUT/knn1x2.txt" 2>&1; grep -E "time|pairs/s" "$OUT/knn1x2.txt"
+CASK_GPU_PER_RANK=1 tests/dist/launch-local.sh 2 $K > "$OUT/knn2.txt" 2>&1; grep -E "processes|time|pairs/s|check: [0-9]" "$OUT/knn2.txt"

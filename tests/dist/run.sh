@@ -50,6 +50,9 @@ else
   export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
   flags="-n $np --oversubscribe"
   [ -n "$survivors" ] && flags="$flags --enable-recovery"
+  # sanitizer builds: ignore what the launcher's own libraries leak, in every rank
+  export LSAN_OPTIONS="suppressions=$(cd "$(dirname "$0")" && pwd)/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
+  flags="$flags -x LSAN_OPTIONS"
   set -- "$mpirun" $flags "$@"
 fi
 

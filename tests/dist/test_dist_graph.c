@@ -305,6 +305,49 @@ static void test_balance(void)
     }
 }
 
+/* ---- gathers ---- */
+
+/* A datum no task uses, gathered to its own owner: the root copies it from its handle
+ * (this used to leave the root waiting for a transfer nobody sent). A second gather of
+ * the same datum is refused. */
+static void test_gather(void)
+{
+    env e;
+    setup(&e, 10000);
+    double *mem[N] = {0}, *out = calloc(LEN, sizeof(double)), *dest = calloc(LEN, sizeof(double));
+    cask_data *x[N], *y;
+    for (int i = 0; i < N; i++) {
+        int owner = i % e.size;
+        if (owner == e.rank) {
+            mem[i] = malloc(LEN * sizeof(double));
+            for (int k = 0; k < LEN; k++)
+                mem[i][k] = 1000.0 * i + k;
+        }
+        CHECK_OK(cask_dist_data_create(e.dist, LEN * sizeof(double), owner, mem[i], &x[i]), "x");
+    }
+    CHECK_OK(cask_dist_data_create(e.dist, LEN * sizeof(double), 0, e.rank == 0 ? out : NULL, &y),
+             "y");
+    cask_dist_graph *g;
+    CHECK_OK(cask_dist_graph_create(e.dist, &g), "graph");
+    add1(g, e.add, y, CASK_RW, x[0], CASK_READ, NULL, 0, "read");   /* x[1]: used by no task */
+    int owner = 1 % e.size;
+    CHECK_OK(cask_dist_graph_gather(g, x[1 % N], owner, e.rank == owner ? dest : NULL), "gather");
+    CHECK(cask_dist_graph_gather(g, x[1 % N], 0, e.rank == 0 ? dest : NULL) == CASK_ERR_INVALID,
+          "a second gather of one datum was accepted");
+    double t0 = dt_now();
+    CHECK_OK(cask_dist_graph_compute(g), "compute: %s", cask_dist_graph_error(g));
+    CHECK(dt_now() - t0 < 30, "compute took %.1f s", dt_now() - t0);
+    if (e.rank == owner)
+        for (int k = 0; k < LEN; k++)
+            CHECK(dest[k] == 1000.0 * (1 % N) + k, "gathered [%d] = %g", k, dest[k]);
+    CHECK_OK(cask_dist_graph_destroy(g), "destroy");
+    teardown(&e);
+    for (int i = 0; i < N; i++)
+        free(mem[i]);
+    free(out);
+    free(dest);
+}
+
 /* ---- failures ---- */
 
 static void test_taskfail(void)
@@ -430,8 +473,10 @@ int main(int argc, char **argv)
         test_mismatch();
     else if (!strcmp(what, "kill"))
         test_kill();
+    else if (!strcmp(what, "gather"))
+        test_gather();
     else {
-        fprintf(stderr, "usage: test_dist_graph flow|balance|taskfail|mismatch|kill\n");
+        fprintf(stderr, "usage: test_dist_graph flow|balance|taskfail|mismatch|kill|gather\n");
         return 2;
     }
     if (dt_rank_ == 0)

@@ -1,0 +1,425 @@
+/* knn_dist.c: the graph of cask-knn across the ranks of a job (cask/dist.h), and the
+ * small agreement the ranks need before it (did every rank load its input?).
+ *
+ * The graph is knn_graph.c's, cut by owner: observation chunk i, its results and its
+ * partial bests belong to rank i % P; each rank r owns a replica of the references
+ * (ref[r,j], refs[r]: the rank's own copy of the input) and prepares it (prep[r,j]), so
+ * every search reads only data its rank holds and nothing travels but the results,
+ * gathered into rank 0's arrays. Chunks owned by rank 0 write rank 0's arrays in place.
+ * The same kernels, chunk boundaries and tie rule as one process make the output the
+ * same bytes whatever P. */
+#include "knn_dist.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the job and its handles ---- */
+
+/* Declares a datum owned by owner; host memory p is used on the owner only (NULL: the
+ * runtime allocates it there). cask_dist_finalize destroys the handle. */
+static cask_status declare(knn_cluster *c, size_t bytes, int owner, void *p, cask_data **out)
+{
+    return cask_dist_data_create(c->dist, bytes, owner, owner == c->rank ? p : NULL, out);
+}
+
+static cask_status dist_fail(knn_cluster *c, cask_status st, const char *what, char *err,
+                             size_t errlen)
+{
+    char msg[KNN_ERRLEN / 2];
+    msg[0] = '\0';
+    cask_runtime_error(c->rt, msg, sizeof msg);
+    if (!msg[0] && c->dist)
+        snprintf(msg, sizeof msg, "%s", cask_dist_error(c->dist));
+    return knn_errorf(st, err, errlen, "%s: %s%s%s", what, cask_status_string(st),
+                      msg[0] ? ": " : "", msg);
+}
+
+/* ---- agreement: a tree of combines, then a copy of the result to every rank ---- */
+
+typedef struct agree_val {
+    int64_t first_failed;   /* INT64_MAX: none */
+    int64_t value;
+} agree_val;
+
+typedef struct agree_args {
+    int32_t copy;           /* 0: [0] = min([0], [1]); 1: [0] = [1] */
+    int32_t pad;
+} agree_args;
+
+static cask_status agree_cpu(cask_task_ctx *ctx)
+{
+    const agree_args *a = cask_task_args(ctx, NULL);
+    agree_val *dst = cask_task_buffer(ctx, 0);
+    const agree_val *src = cask_task_buffer(ctx, 1);
+    if (a->copy) {
+        *dst = *src;
+    } else {
+        if (src->first_failed < dst->first_failed)
+            dst->first_failed = src->first_failed;
+        if (src->value < dst->value)
+            dst->value = src->value;
+    }
+    return CASK_OK;
+}
+
+cask_status knn_cluster_open(cask_runtime *rt, knn_cluster *c, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    c->rt = rt;
+    cask_status st = cask_dist_init(rt, NULL, &c->dist);
+    if (st)
+        return dist_fail(c, st, "joining the job", err, errlen);
+    c->rank = cask_dist_rank(c->dist);
+    c->size = cask_dist_size(c->dist);
+    c->local_rank = cask_dist_local_rank(c->dist);
+    c->local_size = cask_dist_local_size(c->dist);
+    cask_kernel_desc kd = {0};
+    kd.name = "knn_agree";
+    kd.cpu = agree_cpu;
+    if ((st = cask_kernel_register(rt, &kd, &c->agree)))
+        return dist_fail(c, st, "registering kernels", err, errlen);
+    return CASK_OK;
+}
+
+cask_status knn_cluster_close(knn_cluster *c)
+{
+    cask_status st = c->dist ? cask_dist_finalize(c->dist) : CASK_OK;
+    c->dist = NULL;
+    return st;
+}
+
+cask_status knn_cluster_agree(knn_cluster *c, int failed, int64_t value, int *first_failed,
+                              int64_t *min_value, char *err, size_t errlen)
+{
+    int P = c->size;
+    if (P == 1) {
+        *first_failed = failed ? 0 : -1;
+        *min_value = value;
+        return CASK_OK;
+    }
+    cask_data **t = calloc((size_t)P, sizeof *t), **res = calloc((size_t)P, sizeof *res);
+    cask_dist_graph *g = NULL;
+    cask_status st = CASK_ERR_NOMEM;
+    const char *what = "agreeing with the other ranks";
+    if (!t || !res)
+        goto fail;
+    for (int r = 0; r < P; r++)
+        if ((st = declare(c, sizeof(agree_val), r, NULL, &t[r])) ||
+            (st = declare(c, sizeof(agree_val), r, NULL, &res[r])))
+            goto fail;
+    void *p;
+    if ((st = cask_data_acquire(t[c->rank], CASK_WRITE, &p)))
+        goto fail;
+    *(agree_val *)p = (agree_val){failed ? c->rank : INT64_MAX, value};
+    if ((st = cask_data_release(t[c->rank])) || (st = cask_dist_graph_create(c->dist, &g)))
+        goto fail;
+    for (int s = 1; s < P; s *= 2)
+        for (int r = 0; r + s < P; r += 2 * s) {
+            agree_args a = {0, 0};
+            cask_access acc[2] = {{t[r], CASK_RW}, {t[r + s], CASK_READ}};
+            cask_task_desc d = {.field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE,
+                                .kernel = c->agree, .access = acc, .naccess = 2,
+                                .args = &a, .args_size = sizeof a, .where = CASK_WHERE_CPU};
+            if ((st = cask_dist_graph_add_task(g, &d, NULL)))
+                goto fail;
+        }
+    for (int r = 0; r < P; r++) {
+        agree_args a = {1, 0};
+        cask_access acc[2] = {{res[r], CASK_WRITE}, {t[0], CASK_READ}};
+        cask_task_desc d = {.field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE,
+                            .kernel = c->agree, .access = acc, .naccess = 2, .args = &a,
+                            .args_size = sizeof a, .where = CASK_WHERE_CPU};
+        if ((st = cask_dist_graph_add_task(g, &d, NULL)))
+            goto fail;
+    }
+    if ((st = cask_dist_graph_compute(g))) {
+        knn_errorf(st, err, errlen, "%s: %s: %s", what, cask_status_string(st),
+                   cask_dist_graph_error(g));
+        goto out;
+    }
+    if ((st = cask_data_acquire(res[c->rank], CASK_READ, &p)))
+        goto fail;
+    agree_val v = *(agree_val *)p;
+    if ((st = cask_data_release(res[c->rank])))
+        goto fail;
+    *first_failed = v.first_failed == INT64_MAX ? -1 : (int)v.first_failed;
+    *min_value = v.value;
+    goto out;
+fail:
+    dist_fail(c, st, what, err, errlen);
+out:
+    cask_dist_graph_destroy(g);
+    free(t);
+    free(res);
+    return st;
+}
+
+/* ---- the search graph ---- */
+
+struct knn_dist_job {
+    knn_cluster *c;
+    cask_dist_graph *g;
+    int64_t n, m, chunk, ref_chunk, nobs, nref;
+    cask_data **obs, **index, **dist;  /* nobs each */
+    cask_data **ref, **prep;           /* P x nref: rank r's replica */
+    cask_data **ref_all;               /* P, PARTIAL only */
+    cask_data **best;                  /* nobs x nref, PARTIAL only */
+    size_t ntasks;
+};
+
+static int64_t rows_of(int64_t total, int64_t chunk, int64_t c)
+{
+    int64_t left = total - c * chunk;
+    return left < chunk ? left : chunk;
+}
+
+static size_t elem_bytes(const knn_points *p)
+{
+    return p->f64 ? sizeof(double) : sizeof(float);
+}
+
+__attribute__((format(printf, 2, 3)))
+static const char *nm(char *buf, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, 64, fmt, ap);
+    va_end(ap);
+    return buf;
+}
+
+static cask_status add(knn_dist_job *j, cask_kernel *kern, const cask_access *acc, int nacc,
+                       const void *args, size_t args_size, int priority, uint32_t where,
+                       int device, const char *name)
+{
+    cask_task_desc d = {0};
+    d.field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME | CASK_TASK_WHERE;
+    if (device >= 0)
+        d.field_mask |= CASK_TASK_DEVICE;
+    d.kernel = kern;
+    d.access = acc;
+    d.naccess = nacc;
+    d.args = args;
+    d.args_size = args_size;
+    d.priority = priority;
+    d.name = name;
+    d.where = where;
+    d.device = device;
+    j->ntasks++;
+    return cask_dist_graph_add_task(j->g, &d, NULL);
+}
+
+cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
+                                const knn_points *obs, const knn_points *ref, int32_t *index,
+                                float *dist, const knn_plan *plan, const int *devices,
+                                int ndevices, knn_dist_job **out, char *err, size_t errlen)
+{
+    cask_status st;
+    int P = c->size, me = c->rank;
+    *out = NULL;
+    if (plan->chunk <= 0 || plan->ref_chunk <= 0 || obs->n <= 0 || ref->n <= 0)
+        return knn_errorf(CASK_ERR_INVALID, err, errlen, "empty input or chunk");
+    knn_dist_job *j = calloc(1, sizeof *j);
+    if (!j)
+        return knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
+    j->c = c;
+    j->n = obs->n;
+    j->m = ref->n;
+    j->chunk = plan->chunk < obs->n ? plan->chunk : obs->n;
+    j->ref_chunk = plan->ref_chunk < ref->n ? plan->ref_chunk : ref->n;
+    j->nobs = (j->n + j->chunk - 1) / j->chunk;
+    j->nref = (j->m + j->ref_chunk - 1) / j->ref_chunk;
+    int partial = j->nref > 1;
+    j->obs = calloc((size_t)j->nobs, sizeof *j->obs);
+    j->index = calloc((size_t)j->nobs, sizeof *j->index);
+    j->dist = calloc((size_t)j->nobs, sizeof *j->dist);
+    j->ref = calloc((size_t)(P * j->nref), sizeof *j->ref);
+    j->prep = calloc((size_t)(P * j->nref), sizeof *j->prep);
+    j->ref_all = calloc((size_t)P, sizeof *j->ref_all);
+    if (partial)
+        j->best = calloc((size_t)(j->nobs * j->nref), sizeof *j->best);
+    if (!j->obs || !j->index || !j->dist || !j->ref || !j->prep || !j->ref_all ||
+        (partial && !j->best)) {
+        knn_dist_job_destroy(j);
+        return knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
+    }
+
+    /* Declarations: the same order on every rank (it names the data across ranks). */
+    const char *what = "declaring data";
+    size_t oe = 2 * elem_bytes(obs), re = 2 * elem_bytes(ref);
+    for (int64_t i = 0; i < j->nobs; i++) {
+        int64_t r0 = i * j->chunk, n = rows_of(j->n, j->chunk, i);
+        int o = (int)(i % P);
+        if ((st = declare(c, (size_t)n * oe, o, (char *)obs->data + r0 * oe, &j->obs[i])) ||
+            (st = declare(c, (size_t)n * sizeof *index, o, o == 0 && index ? index + r0 : NULL,
+                          &j->index[i])) ||
+            (st = declare(c, (size_t)n * sizeof *dist, o, o == 0 && dist ? dist + r0 : NULL,
+                          &j->dist[i])))
+            goto fail;
+        if (o == me && ((st = cask_data_set_writeback(j->index[i], 1)) ||
+                        (st = cask_data_set_writeback(j->dist[i], 1))))
+            goto fail;
+    }
+    for (int r = 0; r < P; r++)
+        for (int64_t q = 0; q < j->nref; q++) {
+            int64_t r0 = q * j->ref_chunk, m = rows_of(j->m, j->ref_chunk, q);
+            if ((st = declare(c, (size_t)m * re, r, (char *)ref->data + r0 * re,
+                              &j->ref[r * j->nref + q])) ||
+                (st = declare(c, cask_knn_prepared_bytes(m), r, NULL,
+                              &j->prep[r * j->nref + q])))
+                goto fail;
+        }
+    if (partial) {
+        for (int r = 0; r < P; r++)
+            if ((st = declare(c, (size_t)j->m * re, r, ref->data, &j->ref_all[r])))
+                goto fail;
+        for (int64_t i = 0; i < j->nobs; i++)
+            for (int64_t q = 0; q < j->nref; q++)
+                if ((st = declare(c, (size_t)rows_of(j->n, j->chunk, i) * sizeof(cask_knn_best),
+                                  (int)(i % P), NULL, &j->best[i * j->nref + q])))
+                    goto fail;
+    }
+
+    what = "building the graph";
+    if ((st = cask_dist_graph_create(c->dist, &j->g)))
+        goto fail;
+    cask_knn_points ofmt = {obs->f64, obs->degrees}, rfmt = {ref->f64, ref->degrees};
+    uint32_t where = plan->where;
+    char nb[64];
+    for (int r = 0; r < P; r++)
+        for (int64_t q = 0; q < j->nref; q++) {
+            cask_knn_prep_args a = {rows_of(j->m, j->ref_chunk, q), rfmt};
+            cask_access acc[2] = {{j->ref[r * j->nref + q], CASK_READ},
+                                  {j->prep[r * j->nref + q], CASK_WRITE}};
+            int dev = r == me && ndevices > 0 ? devices[q % ndevices] : -1;
+            if ((st = add(j, k->prep, acc, 2, &a, sizeof a, 3, where, dev,
+                          nm(nb, "prep[%d,%lld]", r, (long long)q))))
+                goto fail;
+        }
+    for (int64_t i = 0; i < j->nobs; i++) {
+        int64_t n = rows_of(j->n, j->chunk, i), r0 = i * j->chunk;
+        int o = (int)(i % P);
+        int dev = o == me && ndevices > 0 ? devices[(i / P) % ndevices] : -1;
+        cask_data **prep = j->prep + o * j->nref;
+        for (int64_t q = 0; q < j->nref; q++) {
+            cask_knn_search_args a = {0};
+            a.n = n;
+            a.m = rows_of(j->m, j->ref_chunk, q);
+            a.ref_base = q * j->ref_chunk;
+            a.in = ofmt;
+            a.mode = partial ? CASK_KNN_PARTIAL : CASK_KNN_FINAL;
+            a.scale = plan->scale;
+            cask_access acc[4] = {{j->obs[i], CASK_READ}, {prep[q], CASK_READ}};
+            int nacc;
+            if (partial) {
+                acc[2] = (cask_access){j->best[i * j->nref + q], CASK_WRITE};
+                nacc = 3;
+            } else {
+                acc[2] = (cask_access){j->index[i], CASK_WRITE};
+                acc[3] = (cask_access){j->dist[i], CASK_WRITE};
+                nacc = 4;
+            }
+            if ((st = add(j, k->search, acc, nacc, &a, sizeof a, 0, where, dev,
+                          nm(nb, "knn[%lld,%lld]", (long long)i, (long long)q))))
+                goto fail;
+        }
+        if (partial) {
+            for (int64_t s = 1; s < j->nref; s *= 2)
+                for (int64_t q = 0; q + s < j->nref; q += 2 * s) {
+                    cask_knn_merge_args a = {n};
+                    cask_access acc[2] = {{j->best[i * j->nref + q], CASK_RW},
+                                          {j->best[i * j->nref + q + s], CASK_READ}};
+                    if ((st = add(j, k->merge, acc, 2, &a, sizeof a, 1, where, dev,
+                                  nm(nb, "merge[%lld,%lld>%lld]", (long long)i,
+                                     (long long)(q + s), (long long)q))))
+                        goto fail;
+                }
+            cask_knn_finish_args a = {n, plan->scale, ofmt, rfmt};
+            cask_access acc[5] = {{j->obs[i], CASK_READ},
+                                  {j->best[i * j->nref], CASK_READ},
+                                  {j->index[i], CASK_WRITE},
+                                  {j->dist[i], CASK_WRITE},
+                                  {j->ref_all[o], CASK_READ}};
+            if ((st = add(j, k->finish, acc, 5, &a, sizeof a, 2, where, dev,
+                          nm(nb, "finish[%lld]", (long long)i))))
+                goto fail;
+        }
+        if (o != 0 &&
+            ((st = cask_dist_graph_gather(j->g, j->index[i], 0, me == 0 ? index + r0 : NULL)) ||
+             (st = cask_dist_graph_gather(j->g, j->dist[i], 0, me == 0 ? dist + r0 : NULL))))
+            goto fail;
+    }
+    *out = j;
+    return CASK_OK;
+
+fail:
+    dist_fail(c, st, what, err, errlen);
+    knn_dist_job_destroy(j);
+    return st;
+}
+
+cask_status knn_dist_job_run(knn_dist_job *j, char *err, size_t errlen)
+{
+    knn_cluster *c = j->c;
+    cask_status st = cask_dist_graph_compute(j->g);
+    if (st)
+        return knn_errorf(st, err, errlen, "computing: %s: %s", cask_status_string(st),
+                          cask_dist_graph_error(j->g));
+    /* Gathered chunks are in rank 0's arrays; rank 0's own chunks are its handles, which
+     * acquiring brings home. */
+    for (int64_t i = 0; c->rank == 0 && i < j->nobs; i += c->size) {
+        void *p;
+        if ((st = cask_data_acquire(j->index[i], CASK_READ, &p)) ||
+            (st = cask_data_release(j->index[i])) ||
+            (st = cask_data_acquire(j->dist[i], CASK_READ, &p)) ||
+            (st = cask_data_release(j->dist[i])))
+            return dist_fail(c, st, "reading the results back", err, errlen);
+    }
+    return CASK_OK;
+}
+
+static cask_status touch(cask_data *d)
+{
+    void *p;
+    cask_status st = cask_data_acquire(d, CASK_RW, &p);
+    return st ? st : cask_data_release(d);
+}
+
+cask_status knn_dist_job_make_cold(knn_dist_job *j, char *err, size_t errlen)
+{
+    knn_cluster *c = j->c;
+    cask_status st = CASK_OK;
+    for (int64_t i = c->rank; i < j->nobs && !st; i += c->size)
+        st = touch(j->obs[i]);
+    for (int64_t q = 0; q < j->nref && !st; q++)
+        st = touch(j->ref[c->rank * j->nref + q]);
+    if (!st && j->best)
+        st = touch(j->ref_all[c->rank]);
+    if (st)
+        return dist_fail(c, st, "dropping device copies", err, errlen);
+    return CASK_OK;
+}
+
+void knn_dist_job_shape(const knn_dist_job *j, int64_t *obs_chunks, int64_t *ref_chunks,
+                        size_t *ntasks)
+{
+    *obs_chunks = j->nobs;
+    *ref_chunks = j->nref;
+    *ntasks = j->ntasks;
+}
+
+void knn_dist_job_destroy(knn_dist_job *j)
+{
+    if (!j)
+        return;
+    cask_dist_graph_destroy(j->g);
+    free(j->obs);
+    free(j->index);
+    free(j->dist);
+    free(j->ref);
+    free(j->prep);
+    free(j->ref_all);
+    free(j->best);
+    free(j);
+}

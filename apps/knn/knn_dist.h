@@ -1,0 +1,62 @@
+/* knn_dist.h: cask-knn across the processes of a job (cask/dist.h). Every rank holds the
+ * whole input (it read or generated it); observation chunk i is owned, searched and
+ * finished by rank i % P, against a replica of the references that each rank prepares
+ * for itself, and its results are gathered into the index/dist arrays of rank 0. Only
+ * the public API. Started without a launcher, the job has one process and cask-knn
+ * does not use this file's graph at all (knn_graph.h, unchanged). */
+#ifndef KNN_DIST_H
+#define KNN_DIST_H
+
+#include <stdint.h>
+#include "cask/cask.h"
+#include "knn_graph.h"
+#include "points.h"
+
+/* This process's membership of the job. The data handles the job declares (through
+ * cask_dist_data_create) are destroyed by knn_cluster_close: the memory they describe
+ * (the points, rank 0's results) must stay until then. */
+typedef struct knn_cluster {
+    cask_runtime *rt;
+    cask_dist *dist;
+    int rank, size, local_rank, local_size;
+    cask_kernel *agree;
+} knn_cluster;
+
+/* Joins the job (collective). On failure the message is in err. */
+cask_status knn_cluster_open(cask_runtime *rt, knn_cluster *c, char *err, size_t errlen);
+
+/* Leaves the job (collective unless a rank failed) and destroys the handles declared to
+ * it. c may be zeroed (never opened); a second call does nothing. */
+cask_status knn_cluster_close(knn_cluster *c);
+
+/* Agreement, collective: each rank says whether it failed and proposes a value; every
+ * rank learns the lowest failed rank (-1: none) and the smallest value. With one rank,
+ * no communication. Errors: the distributed layer's (message in err). */
+cask_status knn_cluster_agree(knn_cluster *c, int failed, int64_t value, int *first_failed,
+                              int64_t *min_value, char *err, size_t errlen);
+
+typedef struct knn_dist_job knn_dist_job;
+
+/* Builds the distributed graph for obs x ref (both whole on every rank); index and dist
+ * (n entries) on rank 0, NULL elsewhere. devices/ndevices: the GPUs this rank's tasks
+ * prefer, chunk k of the rank on devices[k % ndevices] (ndevices 0: the scheduler's
+ * choice). Same rules as knn_job_create otherwise; every rank must pass the same plan. */
+cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
+                                const knn_points *obs, const knn_points *ref, int32_t *index,
+                                float *dist, const knn_plan *plan, const int *devices,
+                                int ndevices, knn_dist_job **out, char *err, size_t errlen);
+
+/* Runs the graph on all ranks (collective); on return rank 0's index/dist are complete.
+ * The verdict is the same on every rank. */
+cask_status knn_dist_job_run(knn_dist_job *j, char *err, size_t errlen);
+
+/* Drops this rank's device copies of its inputs (as knn_job_make_cold). */
+cask_status knn_dist_job_make_cold(knn_dist_job *j, char *err, size_t errlen);
+
+void knn_dist_job_shape(const knn_dist_job *j, int64_t *obs_chunks, int64_t *ref_chunks,
+                        size_t *ntasks);
+
+/* Frees the graph (the handles go with knn_cluster_close). NULL ok. */
+void knn_dist_job_destroy(knn_dist_job *j);
+
+#endif
