@@ -9,6 +9,7 @@
  * The same kernels, chunk boundaries and tie rule as one process make the output the
  * same bytes whatever P. */
 #include "knn_dist.h"
+#include "knn_chunks.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -168,44 +169,12 @@ struct knn_dist_job {
     size_t ntasks;
 };
 
-static int64_t rows_of(int64_t total, int64_t chunk, int64_t c)
-{
-    int64_t left = total - c * chunk;
-    return left < chunk ? left : chunk;
-}
-
-static size_t elem_bytes(const knn_points *p)
-{
-    return p->f64 ? sizeof(double) : sizeof(float);
-}
-
-__attribute__((format(printf, 2, 3)))
-static const char *nm(char *buf, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, 64, fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
 static cask_status add(knn_dist_job *j, cask_kernel *kern, const cask_access *acc, int nacc,
                        const void *args, size_t args_size, int priority, uint32_t where,
                        int device, const char *name)
 {
-    cask_task_desc d = {0};
-    d.field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME | CASK_TASK_WHERE;
-    if (device >= 0)
-        d.field_mask |= CASK_TASK_DEVICE;
-    d.kernel = kern;
-    d.access = acc;
-    d.naccess = nacc;
-    d.args = args;
-    d.args_size = args_size;
-    d.priority = priority;
-    d.name = name;
-    d.where = where;
-    d.device = device;
+    cask_task_desc d = knn_task_desc(kern, acc, nacc, args, args_size, priority, where, device,
+                                     name);
     j->ntasks++;
     return cask_dist_graph_add_task(j->g, &d, NULL);
 }
@@ -247,9 +216,9 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
 
     /* Declarations: the same order on every rank (it names the data across ranks). */
     const char *what = "declaring data";
-    size_t oe = 2 * elem_bytes(obs), re = 2 * elem_bytes(ref);
+    size_t oe = 2 * knn_elem_bytes(obs), re = 2 * knn_elem_bytes(ref);
     for (int64_t i = 0; i < j->nobs; i++) {
-        int64_t r0 = i * j->chunk, n = rows_of(j->n, j->chunk, i);
+        int64_t r0 = i * j->chunk, n = knn_rows_of(j->n, j->chunk, i);
         int o = (int)(i % P);
         if ((st = declare(c, (size_t)n * oe, o, (char *)obs->data + r0 * oe, &j->obs[i])) ||
             (st = declare(c, (size_t)n * sizeof *index, o, o == 0 && index ? index + r0 : NULL,
@@ -263,7 +232,7 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
     }
     for (int r = 0; r < P; r++)
         for (int64_t q = 0; q < j->nref; q++) {
-            int64_t r0 = q * j->ref_chunk, m = rows_of(j->m, j->ref_chunk, q);
+            int64_t r0 = q * j->ref_chunk, m = knn_rows_of(j->m, j->ref_chunk, q);
             if ((st = declare(c, (size_t)m * re, r, (char *)ref->data + r0 * re,
                               &j->ref[r * j->nref + q])) ||
                 (st = declare(c, cask_knn_prepared_bytes(m), r, NULL,
@@ -276,7 +245,7 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
                 goto fail;
         for (int64_t i = 0; i < j->nobs; i++)
             for (int64_t q = 0; q < j->nref; q++)
-                if ((st = declare(c, (size_t)rows_of(j->n, j->chunk, i) * sizeof(cask_knn_best),
+                if ((st = declare(c, (size_t)knn_rows_of(j->n, j->chunk, i) * sizeof(cask_knn_best),
                                   (int)(i % P), NULL, &j->best[i * j->nref + q])))
                     goto fail;
     }
@@ -289,23 +258,23 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
     char nb[64];
     for (int r = 0; r < P; r++)
         for (int64_t q = 0; q < j->nref; q++) {
-            cask_knn_prep_args a = {rows_of(j->m, j->ref_chunk, q), rfmt};
+            cask_knn_prep_args a = {knn_rows_of(j->m, j->ref_chunk, q), rfmt};
             cask_access acc[2] = {{j->ref[r * j->nref + q], CASK_READ},
                                   {j->prep[r * j->nref + q], CASK_WRITE}};
             int dev = r == me && ndevices > 0 ? devices[q % ndevices] : -1;
             if ((st = add(j, k->prep, acc, 2, &a, sizeof a, 3, where, dev,
-                          nm(nb, "prep[%d,%lld]", r, (long long)q))))
+                          knn_name(nb, "prep[%d,%lld]", r, (long long)q))))
                 goto fail;
         }
     for (int64_t i = 0; i < j->nobs; i++) {
-        int64_t n = rows_of(j->n, j->chunk, i), r0 = i * j->chunk;
+        int64_t n = knn_rows_of(j->n, j->chunk, i), r0 = i * j->chunk;
         int o = (int)(i % P);
         int dev = o == me && ndevices > 0 ? devices[(i / P) % ndevices] : -1;
         cask_data **prep = j->prep + o * j->nref;
         for (int64_t q = 0; q < j->nref; q++) {
             cask_knn_search_args a = {0};
             a.n = n;
-            a.m = rows_of(j->m, j->ref_chunk, q);
+            a.m = knn_rows_of(j->m, j->ref_chunk, q);
             a.ref_base = q * j->ref_chunk;
             a.in = ofmt;
             a.mode = partial ? CASK_KNN_PARTIAL : CASK_KNN_FINAL;
@@ -321,7 +290,7 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
                 nacc = 4;
             }
             if ((st = add(j, k->search, acc, nacc, &a, sizeof a, 0, where, dev,
-                          nm(nb, "knn[%lld,%lld]", (long long)i, (long long)q))))
+                          knn_name(nb, "knn[%lld,%lld]", (long long)i, (long long)q))))
                 goto fail;
         }
         if (partial) {
@@ -331,7 +300,7 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
                     cask_access acc[2] = {{j->best[i * j->nref + q], CASK_RW},
                                           {j->best[i * j->nref + q + s], CASK_READ}};
                     if ((st = add(j, k->merge, acc, 2, &a, sizeof a, 1, where, dev,
-                                  nm(nb, "merge[%lld,%lld>%lld]", (long long)i,
+                                  knn_name(nb, "merge[%lld,%lld>%lld]", (long long)i,
                                      (long long)(q + s), (long long)q))))
                         goto fail;
                 }
@@ -342,7 +311,7 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
                                   {j->dist[i], CASK_WRITE},
                                   {j->ref_all[o], CASK_READ}};
             if ((st = add(j, k->finish, acc, 5, &a, sizeof a, 2, where, dev,
-                          nm(nb, "finish[%lld]", (long long)i))))
+                          knn_name(nb, "finish[%lld]", (long long)i))))
                 goto fail;
         }
         if (o != 0 &&

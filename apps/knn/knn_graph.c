@@ -10,6 +10,7 @@
  * arrays with write-back on, so each chunk's result streams to host memory while others
  * still compute. */
 #include "knn_graph.h"
+#include "knn_chunks.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -30,28 +31,6 @@ struct knn_job {
     size_t ntasks;
 };
 
-static int64_t rows_of(int64_t total, int64_t chunk, int64_t c)
-{
-    int64_t left = total - c * chunk;
-    return left < chunk ? left : chunk;
-}
-
-static size_t elem_bytes(const knn_points *p)
-{
-    return p->f64 ? sizeof(double) : sizeof(float);
-}
-
-/* Formats a handle or task name into buf (64 bytes) and returns buf. */
-__attribute__((format(printf, 2, 3)))
-static const char *nm(char *buf, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, 64, fmt, ap);
-    va_end(ap);
-    return buf;
-}
-
 /* Registers host memory as a named handle. */
 static cask_status reg(knn_job *j, void *p, size_t bytes, cask_data **out, const char *name)
 {
@@ -69,16 +48,7 @@ static cask_status add(knn_job *j, cask_kernel *kern, const cask_access *acc, in
                        const void *args, size_t args_size, int priority, uint32_t where,
                        const char *name)
 {
-    cask_task_desc d = {0};
-    d.field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME | CASK_TASK_WHERE;
-    d.kernel = kern;
-    d.access = acc;
-    d.naccess = nacc;
-    d.args = args;
-    d.args_size = args_size;
-    d.priority = priority;
-    d.name = name;
-    d.where = where;
+    cask_task_desc d = knn_task_desc(kern, acc, nacc, args, args_size, priority, where, -1, name);
     j->ntasks++;
     return cask_graph_add_task(j->g, &d, NULL);
 }
@@ -130,25 +100,25 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
 
     const char *what = "registering data";
     char nb[64];
-    size_t oe = 2 * elem_bytes(obs), re = 2 * elem_bytes(ref);
+    size_t oe = 2 * knn_elem_bytes(obs), re = 2 * knn_elem_bytes(ref);
     for (int64_t i = 0; i < j->nobs; i++) {
-        int64_t r0 = i * j->chunk, n = rows_of(j->n, j->chunk, i);
+        int64_t r0 = i * j->chunk, n = knn_rows_of(j->n, j->chunk, i);
         if ((st = reg(j, (char *)obs->data + r0 * oe, (size_t)n * oe, &j->obs[i],
-                      nm(nb, "obs[%lld]", (long long)i))) ||
+                      knn_name(nb, "obs[%lld]", (long long)i))) ||
             (st = reg(j, index + r0, (size_t)n * sizeof *index, &j->index[i],
-                      nm(nb, "index[%lld]", (long long)i))) ||
+                      knn_name(nb, "index[%lld]", (long long)i))) ||
             (st = reg(j, dist + r0, (size_t)n * sizeof *dist, &j->dist[i],
-                      nm(nb, "dist[%lld]", (long long)i))) ||
+                      knn_name(nb, "dist[%lld]", (long long)i))) ||
             (st = cask_data_set_writeback(j->index[i], 1)) ||
             (st = cask_data_set_writeback(j->dist[i], 1)))
             goto fail_rt;
     }
     for (int64_t r = 0; r < j->nref; r++) {
-        int64_t r0 = r * j->ref_chunk, m = rows_of(j->m, j->ref_chunk, r);
+        int64_t r0 = r * j->ref_chunk, m = knn_rows_of(j->m, j->ref_chunk, r);
         if ((st = reg(j, (char *)ref->data + r0 * re, (size_t)m * re, &j->ref[r],
-                      nm(nb, "ref[%lld]", (long long)r))) ||
+                      knn_name(nb, "ref[%lld]", (long long)r))) ||
             (st = create(j, cask_knn_prepared_bytes(m), &j->prep[r],
-                         nm(nb, "prepared[%lld]", (long long)r))))
+                         knn_name(nb, "prepared[%lld]", (long long)r))))
             goto fail_rt;
     }
     if (partial) {
@@ -158,10 +128,10 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
             goto fail_rt;
         for (int64_t i = 0; i < j->nobs; i++)
             for (int64_t r = 0; r < j->nref; r++)
-                if ((st = create(j, (size_t)rows_of(j->n, j->chunk, i) *
+                if ((st = create(j, (size_t)knn_rows_of(j->n, j->chunk, i) *
                                         sizeof(cask_knn_best),
                                  &j->best[i * j->nref + r],
-                                 nm(nb, "best[%lld,%lld]", (long long)i, (long long)r))))
+                                 knn_name(nb, "best[%lld,%lld]", (long long)i, (long long)r))))
                     goto fail_rt;
     }
 
@@ -173,18 +143,18 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
     /* Priorities: prepare first; then finish a chunk's merges before starting new
      * searches, so results stream back and partial buffers are freed early. */
     for (int64_t r = 0; r < j->nref; r++) {
-        cask_knn_prep_args a = {rows_of(j->m, j->ref_chunk, r), rfmt};
+        cask_knn_prep_args a = {knn_rows_of(j->m, j->ref_chunk, r), rfmt};
         cask_access acc[2] = {{j->ref[r], CASK_READ}, {j->prep[r], CASK_WRITE}};
         if ((st = add(j, k->prep, acc, 2, &a, sizeof a, 3, where,
-                      nm(nb, "prep[%lld]", (long long)r))))
+                      knn_name(nb, "prep[%lld]", (long long)r))))
             goto fail_rt;
     }
     for (int64_t i = 0; i < j->nobs; i++) {
-        int64_t n = rows_of(j->n, j->chunk, i);
+        int64_t n = knn_rows_of(j->n, j->chunk, i);
         for (int64_t r = 0; r < j->nref; r++) {
             cask_knn_search_args a = {0};
             a.n = n;
-            a.m = rows_of(j->m, j->ref_chunk, r);
+            a.m = knn_rows_of(j->m, j->ref_chunk, r);
             a.ref_base = r * j->ref_chunk;
             a.in = ofmt;
             a.mode = partial ? CASK_KNN_PARTIAL : CASK_KNN_FINAL;
@@ -200,7 +170,7 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
                 nacc = 4;
             }
             if ((st = add(j, k->search, acc, nacc, &a, sizeof a, 0, where,
-                          nm(nb, "knn[%lld,%lld]", (long long)i, (long long)r))))
+                          knn_name(nb, "knn[%lld,%lld]", (long long)i, (long long)r))))
                 goto fail_rt;
         }
         if (!partial)
@@ -211,7 +181,7 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
                 cask_access acc[2] = {{j->best[i * j->nref + r], CASK_RW},
                                       {j->best[i * j->nref + r + s], CASK_READ}};
                 if ((st = add(j, k->merge, acc, 2, &a, sizeof a, 1, where,
-                              nm(nb, "merge[%lld,%lld>%lld]", (long long)i,
+                              knn_name(nb, "merge[%lld,%lld>%lld]", (long long)i,
                                  (long long)(r + s), (long long)r))))
                     goto fail_rt;
             }
@@ -222,7 +192,7 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
                               {j->dist[i], CASK_WRITE},
                               {j->ref_all, CASK_READ}};
         if ((st = add(j, k->finish, acc, 5, &a, sizeof a, 2, where,
-                      nm(nb, "finish[%lld]", (long long)i))))
+                      knn_name(nb, "finish[%lld]", (long long)i))))
             goto fail_rt;
     }
     *out = j;
@@ -370,10 +340,10 @@ cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
     }
     for (int s = 0; s < 2; s++) {
         knn_points *p = sets[s];
-        size_t row = 2 * elem_bytes(p);
+        size_t row = 2 * knn_elem_bytes(p);
         for (int64_t c = 0; c * chunk < p->n; c++) {
             gen_args a = {seed, s == 0 ? KNN_STREAM_OBS : KNN_STREAM_REF, c * chunk,
-                          rows_of(p->n, chunk, c), p->f64};
+                          knn_rows_of(p->n, chunk, c), p->f64};
             if ((st = cask_data_register(rt, (char *)p->data + (size_t)a.first * row,
                                          (size_t)a.n * row, &h[nh])))
                 goto fail;
