@@ -16,29 +16,32 @@ void arena_init(arena *a)
     memset(a, 0, sizeof *a);
 }
 
+static arena_block *new_block(arena *a, size_t bs)
+{
+    arena_block *b = malloc(sizeof *b + bs);
+    if (!b)
+        return NULL;
+    b->size = bs;
+    b->next = a->head;
+    a->head = b;
+    a->bytes += bs;
+    return b;
+}
+
 void *arena_alloc(arena *a, size_t size)
 {
     size = (size + 15) & ~(size_t)15;
+    if (size > ARENA_BLOCK / 4) {
+        /* a large object gets a block of its own; the current block stays for small ones */
+        arena_block *b = new_block(a, size);
+        return b ? b->data : NULL;
+    }
     if ((size_t)(a->end - a->cur) < size) {
-        size_t bs = size > ARENA_BLOCK / 4 ? size : ARENA_BLOCK;
-        arena_block *b = malloc(sizeof *b + bs);
+        arena_block *b = new_block(a, ARENA_BLOCK);
         if (!b)
             return NULL;
-        b->size = bs;
-        b->next = a->head;
-        a->head = b;
-        a->bytes += bs;
-        if (bs != ARENA_BLOCK) {
-            /* a large object gets its own block; keep the current block for small ones */
-            if (a->cur && b->next) {
-                return b->data;
-            }
-            a->cur = b->data + size;
-            a->end = b->data + bs;
-            return b->data;
-        }
         a->cur = b->data;
-        a->end = b->data + bs;
+        a->end = b->data + ARENA_BLOCK;
     }
     void *p = a->cur;
     a->cur += size;

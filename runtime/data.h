@@ -48,9 +48,4 @@ struct cask_data {
     struct cask_data *prev, *next;  /* runtime's list */
 };
 
-static inline int data_node_count(const cask_runtime *rt)
-{
-    return 1 + rt->ngpu;
-}
-
 #endif

@@ -195,30 +195,6 @@ void device_host_free(device_set *ds, void *p)
 #endif
 }
 
-cask_status device_host_register(device_set *ds, void *p, size_t bytes)
-{
-    if (ds->sim)
-        return CASK_OK;
-#ifdef CASK_HAVE_CUDA
-    cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable);
-    if (e != cudaSuccess) {
-        cudaGetLastError();   /* already pinned (cudaHostAlloc) or not pinnable: fine */
-        return CASK_ERR_CUDA;
-    }
-#endif
-    return CASK_OK;
-}
-
-void device_host_unregister(device_set *ds, void *p)
-{
-#ifdef CASK_HAVE_CUDA
-    if (!ds->sim) {
-        cudaHostUnregister(p);
-        cudaGetLastError();
-    }
-#endif
-}
-
 void *device_stream(device_set *ds, int gpu, int which)
 {
     if (ds->sim)

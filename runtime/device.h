@@ -51,8 +51,5 @@ cask_status device_stream_sync(device_set *ds, void *stream);
 cask_status device_copy(device_set *ds, void *dst, int dst_node, const void *src, int src_node,
                         size_t bytes, void *stream);
 
-/* Pins / unpins user memory for fast asynchronous copies (no-op when simulated). */
-cask_status device_host_register(device_set *ds, void *p, size_t bytes);
-void device_host_unregister(device_set *ds, void *p);
 
 #endif

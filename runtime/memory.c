@@ -246,12 +246,3 @@ cask_status mem_alloc(cask_runtime *rt, int node, size_t bytes, worker_counters 
                      "GPU %d: no room for %zu bytes (%zu of %zu in use, nothing evictable)",
                      node - 1, bytes, used, limit);
 }
-
-void mem_usage(cask_runtime *rt, int node, size_t *used, size_t *limit)
-{
-    mem_node *n = &rt->mem->node[node - 1];
-    pthread_mutex_lock(&n->lock);
-    *used = n->used;
-    *limit = n->limit;
-    pthread_mutex_unlock(&n->lock);
-}

@@ -24,7 +24,5 @@ void mem_release(cask_runtime *rt, int node, void *ptr, size_t bytes);
 void mem_touch(cask_runtime *rt, replica *r);
 void mem_forget(cask_runtime *rt, replica *r);
 
-/* Bytes in use (replicas + cache) and the limit of a node. */
-void mem_usage(cask_runtime *rt, int node, size_t *used, size_t *limit);
 
 #endif

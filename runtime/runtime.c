@@ -8,6 +8,7 @@
 #include "runtime/log.h"
 #include "runtime/memory.h"
 #include "runtime/trace_task.h"
+#include "runtime/stats_print.h"
 #include "scheduler/sched.h"
 
 static cask_status open_devices(cask_runtime *rt, char *err, size_t errlen)
@@ -151,7 +152,7 @@ cask_status cask_shutdown(cask_runtime *rt)
         clock_gettime(CLOCK_MONOTONIC, &now);
         double wall = (double)(now.tv_sec - rt->start_time.tv_sec) +
                       (now.tv_nsec - rt->start_time.tv_nsec) * 1e-9;
-        trace_task_print_stats(stderr, stats, nw, wall);
+        stats_print(stderr, stats, nw, wall);
         free(stats);
     }
     mem_destroy(rt);

@@ -15,7 +15,6 @@
 
 struct sched;
 struct device_set;
-struct trace;
 struct mem_manager;
 struct trace_state;
 

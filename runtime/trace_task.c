@@ -6,7 +6,6 @@
 #include "runtime/trace.h"
 #include "runtime/data.h"
 #include "runtime/device.h"
-#include "runtime/stats_print.h"
 
 struct trace_state {
     trace *tr;
@@ -113,9 +112,4 @@ void trace_copy(trace_state *ts, int track, const char *what, uint32_t data_id, 
     a.chunks[0] = data_id;
     a.device = device;
     trace_complete(ts->tr, track, what, t0, t1 > t0 ? t1 : t0 + 1, &a);
-}
-
-void trace_task_print_stats(FILE *f, const cask_worker_stats *st, int n, double wall_s)
-{
-    stats_print(f, st, n, wall_s);
 }

@@ -28,7 +28,4 @@ void trace_release(trace_state *ts, int track, const cask_task *succ, uint64_t t
 void trace_copy(trace_state *ts, int track, const char *what, uint32_t data_id, size_t bytes,
                 int device, uint64_t t0, uint64_t t1);
 
-/* The table printed at shutdown with CASK_STATS=1. */
-void trace_task_print_stats(FILE *f, const cask_worker_stats *st, int n, double wall_s);
-
 #endif
