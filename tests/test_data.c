@@ -366,27 +366,10 @@ Test(data, acquire_with_bad_arguments_is_invalid)
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
 }
 
-/* A task that holds its worker until the test opens the gate. */
-static atomic_int gate_open, gate_entered;
-static cask_status gate_k(cask_task_ctx *ctx)
-{
-    atomic_store(&gate_entered, 1);
-    while (!atomic_load(&gate_open))
-        spin_ns(10000);
-    return CASK_OK;
-}
-
-static void wait_entered(void)
-{
-    for (int i = 0; i < 100000 && !atomic_load(&gate_entered); i++)
-        spin_ns(10000);
-    cr_assert(atomic_load(&gate_entered), "the gate task never started");
-}
-
 Test(data, handles_of_a_running_graph_are_busy)
 {
     cask_runtime *rt = start(2);
-    cask_kernel *gate = kernel(rt, "gate", gate_k);
+    cask_kernel *gate = kernel(rt, "gate", gate_task);
     int x = 0, y = 0, z = 0;
     cask_data *dx, *dy, *dz;
     cr_assert_eq(cask_data_register(rt, &x, sizeof x, &dx), CASK_OK);
@@ -442,7 +425,7 @@ Test(data, submitting_a_graph_over_an_acquired_handle_is_busy)
 Test(data, two_running_graphs_cannot_share_a_handle)
 {
     cask_runtime *rt = start(2);
-    cask_kernel *gate = kernel(rt, "gate", gate_k);
+    cask_kernel *gate = kernel(rt, "gate", gate_task);
     cask_kernel *add5 = kernel(rt, "add5", add5_k);
     int32_t host[N] = { 0 };
     cask_data *d;

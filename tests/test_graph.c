@@ -577,23 +577,6 @@ Test(graph, cuda_only_kernel_without_gpu_is_unsupported_at_submit)
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
 }
 
-/* A task that holds its worker until the test opens the gate. */
-static atomic_int gate_open, gate_entered;
-static cask_status gate_task(cask_task_ctx *ctx)
-{
-    atomic_store(&gate_entered, 1);
-    while (!atomic_load(&gate_open))
-        spin_ns(10000);
-    return CASK_OK;
-}
-
-static void wait_entered(void)
-{
-    for (int i = 0; i < 100000 && !atomic_load(&gate_entered); i++)
-        spin_ns(10000);
-    cr_assert(atomic_load(&gate_entered), "the gate task never started");
-}
-
 Test(graph, changing_a_running_graph_is_refused)
 {
     cask_runtime *rt = start(2);
