@@ -16,6 +16,14 @@ static inline int64_t knn_rows_of(int64_t total, int64_t chunk, int64_t c)
     return left < chunk ? left : chunk;
 }
 
+/* Cuts `total` rows into chunks of at most `want` rows (total > 0, want > 0): the chunk
+ * size actually used and the number of chunks. */
+static inline void knn_cut(int64_t total, int64_t want, int64_t *chunk, int64_t *count)
+{
+    *chunk = want < total ? want : total;
+    *count = (total + *chunk - 1) / *chunk;
+}
+
 /* Bytes of one coordinate of p. */
 static inline size_t knn_elem_bytes(const knn_points *p)
 {

@@ -195,10 +195,8 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
     j->c = c;
     j->n = obs->n;
     j->m = ref->n;
-    j->chunk = plan->chunk < obs->n ? plan->chunk : obs->n;
-    j->ref_chunk = plan->ref_chunk < ref->n ? plan->ref_chunk : ref->n;
-    j->nobs = (j->n + j->chunk - 1) / j->chunk;
-    j->nref = (j->m + j->ref_chunk - 1) / j->ref_chunk;
+    knn_cut(obs->n, plan->chunk, &j->chunk, &j->nobs);
+    knn_cut(ref->n, plan->ref_chunk, &j->ref_chunk, &j->nref);
     int partial = j->nref > 1;
     j->obs = calloc((size_t)j->nobs, sizeof *j->obs);
     j->index = calloc((size_t)j->nobs, sizeof *j->index);
