@@ -12,6 +12,7 @@ struct cask_task_ctx {
     void *stream;
     int worker;
     int has_msg;
+    int async;           /* cask_task_async_begin was called: ends later */
     char msg[512];
 };
 

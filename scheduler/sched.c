@@ -500,7 +500,8 @@ cask_task *sched_sleep(worker *w)
     atomic_fetch_add(&s->nsleep[w->kind], 1);
     /* look once more: work pushed before we counted as a sleeper would not wake us */
     cask_task *t = sched_find_work(w);
-    if (t || atomic_load(&s->stop))
+    if (t || atomic_load(&s->stop) ||
+        atomic_load_explicit(&w->async_done, memory_order_acquire))   /* asynchronous ends */
         notifier_cancel(&w->note);
     else
         notifier_commit(&w->note, e, 0);

@@ -66,6 +66,8 @@ typedef struct worker {
     _Atomic unsigned steal_mask; /* the same, published for thieves (a hint) */
     _Alignas(64) _Atomic(sched_node *) inbox;   /* MPSC stack, drained by the owner */
     _Atomic int64_t queued;      /* tasks placed here not yet started (GPU placement) */
+    _Atomic(sched_node *) async_done;   /* asynchronous tasks that ended (MPSC stack) */
+    int64_t async_pending;       /* owner: asynchronous tasks begun here, not finished */
     notifier note;
     int *victims;                /* same-kind workers, nearest first */
     int nvictims;
@@ -148,6 +150,10 @@ struct cask_task *sched_find_work(worker *w);
 int sched_drain_inbox(worker *w);
 /* Puts a ready task into w's own deque (owner only); returns that deque's size. */
 int64_t sched_push_local(worker *w, struct cask_task *t);
+
+/* Owner: the asynchronous tasks of w that ended (cask_task_async_end), oldest first,
+ * linked through node.next; NULL if none. */
+struct cask_task *sched_async_take(worker *w);
 
 uint64_t sched_now_ns(void);
 /* Busy/idle accounting: the worker found work / ran out of work. */

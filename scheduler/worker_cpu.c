@@ -23,23 +23,45 @@ static void run_task(worker *w, cask_task *t)
         ctx.stream = NULL;
         ctx.worker = w->id;
         ctx.has_msg = 0;
+        ctx.async = 0;
         uint64_t t0 = WORKER_TRACE(w) ? sched_now_ns() : 0;
         cask_status st = coh_prepare_host(g->rt, t, ctx.buf, ctx.size, ctx.msg, sizeof ctx.msg);
         if (st) {
             ctx.has_msg = 1;
         } else {
             st = t->kernel->cpu(&ctx);
-            coh_finish_host(g->rt, t);
+            if (st || !ctx.async)
+                coh_finish_host(g->rt, t);
         }
         if (st)
             task_ctx_report(&ctx, st);
-        if (WORKER_TRACE(w)) {
+        if (WORKER_TRACE(w)) {   /* an asynchronous task: the part on this worker */
             w->last_track = trace_track_cpu(w->trace, w->id);
             w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
+        }
+        if (!st && ctx.async) {  /* ends later: finish_async does the rest */
+            w->async_pending++;
+            return;
         }
     }
     w->run_count++;
     sched_complete(w->sched, w, t, ran);
+}
+
+/* Finishes the asynchronous tasks that ended (their buffers were held until now). */
+static int finish_async(worker *w)
+{
+    int n = 0;
+    for (cask_task *t = sched_async_take(w); t;) {
+        cask_task *next = (cask_task *)t->node.next;
+        coh_finish_host(t->graph->rt, t);
+        w->async_pending--;
+        w->run_count++;
+        sched_complete(w->sched, w, t, 1);
+        t = next;
+        n++;
+    }
+    return n;
 }
 
 void *worker_cpu_main(void *arg)
@@ -48,6 +70,8 @@ void *worker_cpu_main(void *arg)
     sched *s = w->sched;
     sched_worker_enter(w, "worker");
     for (;;) {
+        if (w->async_pending)
+            finish_async(w);
         cask_task *t = sched_find_work(w);
         for (int i = 0; !t && i < SPIN_ROUNDS; i++) {
             sched_yield();

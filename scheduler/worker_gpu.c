@@ -287,6 +287,7 @@ static int start_task(worker *w, cask_task *t, int retry)
     ctx.device = w->device;
     ctx.worker = w->id;
     ctx.has_msg = 0;
+    ctx.async = 0;
     int si = gw->next_stream;
     gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
@@ -294,7 +295,7 @@ static int start_task(worker *w, cask_task *t, int retry)
     cask_status st = coh_prepare_gpu(rt, t, w->device, stream, &w->ctr,
                                      WORKER_TRACE(w) ? &gw->tracer.base : NULL, ctx.buf, ctx.size,
                                      ctx.msg, sizeof ctx.msg);
-    if (st == CASK_ERR_BUSY && (gw->ninflight > 0 || gw->nwb > 0)) {
+    if (st == CASK_ERR_BUSY && (gw->ninflight > 0 || gw->nwb > 0 || w->async_pending > 0)) {
         /* the room is held by our own tasks in flight: retry when one finishes (the
          * task's stream is picked again then) */
         gw->next_stream = si;
@@ -330,7 +331,10 @@ static int start_task(worker *w, cask_task *t, int retry)
             w->last_track = trace_track_gpu(w->trace, w->device, si);
             w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
         }
-        finish_one(w, t, NULL);
+        if (!st && ctx.async)
+            w->async_pending++;   /* finished when it ends (finish_async) */
+        else
+            finish_one(w, t, NULL);
         return 0;
     }
     int k = gw->open_slot[si];
@@ -348,11 +352,15 @@ static int start_task(worker *w, cask_task *t, int retry)
             device_event_record(rt->dev, f->ev_start, stream);
     }
     st = t->kernel->cuda(&ctx);
-    if (st) {
-        task_ctx_report(&ctx, st);
-        /* whatever it enqueued still has to finish before its buffers are reused */
-        device_stream_sync(rt->dev, stream);
-        finish_one(w, t, NULL);
+    if (st || ctx.async) {
+        if (st) {
+            task_ctx_report(&ctx, st);
+            /* whatever it enqueued still has to finish before its buffers are reused */
+            device_stream_sync(rt->dev, stream);
+            finish_one(w, t, NULL);
+        } else {
+            w->async_pending++;   /* finished when it ends (finish_async) */
+        }
         if (f->ntasks == 0) {   /* drop the empty group */
             gw->open_slot[si] = -1;
             gw->ninflight--;
@@ -444,6 +452,20 @@ static int poll(worker *w)
     return done;
 }
 
+/* Finishes the asynchronous tasks that ended. */
+static int finish_async(worker *w)
+{
+    int n = 0;
+    for (cask_task *t = sched_async_take(w); t;) {
+        cask_task *next = (cask_task *)t->node.next;
+        w->async_pending--;
+        finish_one(w, t, NULL);
+        t = next;
+        n++;
+    }
+    return n;
+}
+
 static int gpu_worker_init(worker *w)
 {
     cask_runtime *rt = w->sched->rt;
@@ -526,6 +548,8 @@ void *worker_gpu_main(void *arg)
         if (s->ngpu > 1)
             sched_drain_inbox(w);
         int progressed = gw ? poll(w) : 0;
+        if (w->async_pending)
+            progressed += finish_async(w);
         if (gw && gw->deferred && (progressed || (!gw->ninflight && !gw->nwb)))
             progressed += retry_deferred(w);
         while (gw && !gw->deferred && gw->ninflight < gw->nslots &&

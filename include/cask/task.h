@@ -72,6 +72,28 @@ const char *cask_task_name(const cask_task_ctx *ctx);
 cask_status cask_task_fail(cask_task_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* ---- asynchronous tasks ---- */
+
+/* The end of an asynchronous task, to pass to cask_task_async_end. Opaque. */
+typedef struct cask_task_async cask_task_async;
+
+/* Inside a kernel (CPU or CUDA implementation) that starts work finishing elsewhere: a
+ * network transfer, an I/O request, work on a CUDA stream of its own. Called before
+ * the kernel returns CASK_OK, it makes the task end only when cask_task_async_end is
+ * called with the returned token, from any thread, exactly once. Until then the task's
+ * successors wait, its buffers stay where they are (neither moved nor evicted, so the
+ * pointers of cask_task_buffer stay valid after the kernel returned), and the worker
+ * runs other tasks. For a CUDA implementation, work the kernel enqueued on
+ * cask_task_cuda_stream is not waited for: end the task only once that work is done.
+ * If the kernel returns an error instead, the task fails at once and the token must
+ * not be used. Returns NULL only if ctx is NULL. */
+cask_task_async *cask_task_async_begin(cask_task_ctx *ctx);
+
+/* Ends an asynchronous task: st is CASK_OK, or its failure (then the graph fails with
+ * "task NAME (...): msg", msg may be NULL). Thread safe; may be called before the
+ * kernel that began it has returned. The token is invalid afterwards. */
+void cask_task_async_end(cask_task_async *token, cask_status st, const char *msg);
+
 #ifdef __cplusplus
 }
 #endif
