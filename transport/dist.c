@@ -101,6 +101,9 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
         dist->nlost++;
         if (!dist->err[0])
             dist_fail(dist, "rank %d lost: %s", peer, why);
+        for (struct cask_dist_graph *g = dist->graphs; g; g = g->next)
+            if (g->running)   /* receives that may never come end now */
+                dist_xfer_fail_waiting(g, CASK_ERR_PEER, dist->err);
     }
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
@@ -198,6 +201,10 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
     dist->lost = calloc((size_t)dist->size, sizeof *dist->lost);
     if (!dist->lost) {
         st = log_error(rt, CASK_ERR_NOMEM, "cask_dist_init");
+        goto fail;
+    }
+    if ((st = dist_xfer_register(dist))) {
+        st = log_error(rt, st, "cask_dist_init: registering the transfer tasks");
         goto fail;
     }
     if (xport_boot_error(dist->boot)[0])

@@ -69,6 +69,7 @@ struct cask_dist {
     int *lost;                /* per rank: 1 once it failed */
     int nlost;
     dist_early *early;        /* control messages for graphs not computing yet */
+    cask_kernel *k_send, *k_recv, *k_deliver, *k_copy;   /* dist_xfer.c's tasks */
     struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
     char err[1024];
 };
@@ -108,6 +109,10 @@ typedef struct dist_slot {
     int from;
     uint32_t arrived_run;     /* run whose copy landed, 0: none (under dist->mu) */
     uint32_t landing_run;     /* run of the copy being received */
+    int landing_direct;       /* it lands straight into dest */
+    int direct;               /* this run's copy landed straight into dest */
+    cask_task_async *waiting; /* its receive task, waiting for it (under dist->mu) */
+    double wait_t0;           /* when that task began waiting */
     struct cask_dist_graph *graph;
     cask_data *home;          /* final: copy into the owner's user handle */
     void *dest;               /* final: copy into the gather destination */
@@ -120,6 +125,8 @@ typedef struct dist_send {
     int to;
     uint32_t gid, version;
     cask_data *h;             /* local handle holding that version */
+    struct cask_dist_graph *graph;
+    cask_task_async *tok;     /* its send task, until UCX completes it */
 } dist_send;
 
 /* A copy between two handles of this rank at the end (a version in a copy handle that
@@ -148,14 +155,13 @@ struct cask_dist_graph {
     uint64_t hash;
     /* plan */
     int nphases;              /* exchange steps: 0..nphases (the last one final) */
-    cask_graph **phase;       /* this rank's local graph of each phase (NULL: none) */
+    cask_graph *local;        /* this rank's tasks, sends and receives: one cask graph */
     dist_slot **slot_hash;    /* (gid, version) -> slot, incoming only */
     size_t slot_hash_cap;
     dist_slot **slots;        /* every slot made (to free) */
     size_t nslots, slots_cap;
     dist_send *sends;
     size_t nsends, sends_cap;
-    size_t *expected_in;      /* per exchange step: incoming slots */
     dist_local_copy *copies;
     size_t ncopies, copies_cap;
     cask_data **made;         /* handles the plan created (copies), freed at destroy */
@@ -172,7 +178,6 @@ struct cask_dist_graph {
     uint32_t run;             /* computes so far (messages carry it) */
     int running;
     uint32_t *done_from;      /* per rank: run of its last DONE */
-    size_t *arrived[2];       /* per exchange step: landed copies, by run parity */
     uint32_t abort_run;       /* run another rank aborted, 0 none */
     int abort_from;
     cask_status abort_status;
@@ -207,9 +212,25 @@ void dist_plan_free(cask_dist_graph *g);
 void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const char *msg);
 
 /* dist_run.c */
-/* Handlers (progress thread): ucx_msg is the xport_ucx_msg of the data. */
-void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_msg);
+/* Handlers (progress thread). */
 void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char *msg);
 void dist_on_barrier(cask_dist *dist, uint64_t seq);
+/* Why the current run of g cannot go on (under dist->mu; sets g->error), or CASK_OK. */
+cask_status dist_broken(cask_dist_graph *g);
+
+/* dist_xfer.c: the tasks that move chunks (send, receive, deliver, copy) and the
+ * handler of data messages. */
+cask_status dist_xfer_register(cask_dist *dist);
+/* Adds this rank's transfer tasks of exchange step e to g->local (planning): the
+ * sends from *send_i and the slots from *slot_i while their step is e (g->sends and
+ * g->slots are sorted by step); advances both. */
+cask_status dist_xfer_add_exchange(cask_dist_graph *g, int e, size_t *send_i, size_t *slot_i);
+/* Adds the copies between this rank's handles at the end (planning). */
+cask_status dist_xfer_add_copies(cask_dist_graph *g);
+/* The run cannot go on: ends every receive task of g still waiting, with the
+ * failure (under dist->mu). */
+void dist_xfer_fail_waiting(cask_dist_graph *g, cask_status st, const char *why);
+/* ucx_msg is the xport_ucx_msg of the data (progress thread). */
+void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_msg);
 
 #endif

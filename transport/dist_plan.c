@@ -2,15 +2,16 @@
  * each task, in which phase, which chunk versions travel between which ranks at which
  * exchange step, and which local handles hold them. Every rank runs the same planning
  * over the same graph and so reaches the same plan without a message; each keeps the
- * part that concerns it (its phase graphs, its sends, its landing slots).
+ * part that concerns it (its local graph, its sends, its landing slots).
  *
- * Phases. A rank runs its tasks as a sequence of local cask graphs, phase 0, 1, ...,
- * with an exchange step e before phase e (and a final one after the last phase). A
- * version produced in phase p is sent at exchange p+1 (an initial version at exchange
- * 0), so a task reading a remote version runs in phase >= that. A task writing a local
- * handle runs no earlier than the handle's previous users and than the exchange that
- * sends its old content. Within a phase, cask's own sequential task flow orders the
- * tasks (they are added in program order). See docs/distributed.md. */
+ * Phases. The plan orders a rank's work as exchange step 0, phase 0, exchange 1,
+ * phase 1, ..., and a final exchange. A version produced in phase p is sent at
+ * exchange p+1 (an initial version at exchange 0), so a task reading a remote version
+ * is in a phase >= that. A task writing a local handle comes no earlier than the
+ * handle's previous users and than the exchange that sends its old content. That
+ * order is only a valid sequential order, not a schedule: it becomes one local cask
+ * graph (transfers are tasks, dist_xfer.c), whose sequential task flow derives the
+ * dependencies, so no phase waits for another. See docs/distributed.md. */
 #include "transport/dist_impl.h"
 
 #include <stdarg.h>
@@ -165,7 +166,7 @@ static void push_send(planner *P, int exchange, int to, uint32_t gid, uint32_t v
         g->sends = n;
         g->sends_cap = cap;
     }
-    g->sends[g->nsends++] = (dist_send){ exchange, to, gid, version, h };
+    g->sends[g->nsends++] = (dist_send){ exchange, to, gid, version, h, g, NULL };
 }
 
 static void note_made(planner *P, cask_data *d)
@@ -494,36 +495,87 @@ static void plan_final(planner *P, int final_exchange)
     }
 }
 
-static cask_status build_phase_graphs(planner *P)
+/* The local graph: exchange step 0's transfers, phase 0's tasks, exchange 1, ...,
+ * the final exchange, the final local copies. This order is a valid sequential order
+ * of everything this rank does (the phases respect every dependency), so cask's own
+ * sequential task flow derives the dependencies, and each task waits only for what it
+ * uses: phases overlap, and a chunk leaves as soon as it is made. */
+static cask_status add_task(cask_dist_graph *g, size_t i)
 {
-    cask_dist *dist = P->dist;
-    cask_dist_graph *g = P->g;
-    g->phase = calloc((size_t)(g->nphases ? g->nphases : 1), sizeof *g->phase);
-    if (!g->phase)
-        return CASK_ERR_NOMEM;
-    for (size_t i = 0; i < g->ntasks; i++) {
-        dist_task *t = &g->tasks[i];
-        if (t->rank != dist->rank)
-            continue;
-        cask_status st;
-        if (!g->phase[t->phase] && (st = cask_graph_create(dist->rt, &g->phase[t->phase])))
-            return st;
-        cask_access acc[CASK_MAX_BUFFERS];
-        for (int a = 0; a < t->naccess; a++)
-            acc[a] = (cask_access){ t->local[a], t->access[a].mode };
-        cask_task_desc desc = {
-            .field_mask = t->field_mask & (CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME |
-                                           CASK_TASK_WHERE | CASK_TASK_DEVICE),
-            .kernel = t->kernel, .access = acc, .naccess = t->naccess,
-            .args = t->args, .args_size = t->args_size, .priority = t->priority,
-            .name = t->name, .where = t->where, .device = t->device };
-        if ((st = cask_graph_add_task(g->phase[t->phase], &desc, NULL))) {
-            dist_graph_error(g, "task %zu (%s) on rank %d: %s", i, t->name ? t->name : t->kernel->name,
-                        dist->rank, cask_status_string(st));
-            return st;
+    dist_task *t = &g->tasks[i];
+    cask_access acc[CASK_MAX_BUFFERS];
+    for (int a = 0; a < t->naccess; a++)
+        acc[a] = (cask_access){ t->local[a], t->access[a].mode };
+    cask_task_desc desc = {
+        .field_mask = t->field_mask & (CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME |
+                                       CASK_TASK_WHERE | CASK_TASK_DEVICE),
+        .kernel = t->kernel, .access = acc, .naccess = t->naccess,
+        .args = t->args, .args_size = t->args_size, .priority = t->priority,
+        .name = t->name, .where = t->where, .device = t->device };
+    cask_status st = cask_graph_add_task(g->local, &desc, NULL);
+    if (st)
+        dist_graph_error(g, "task %zu (%s) on rank %d: %s", i, t->name ? t->name : t->kernel->name,
+                         g->dist->rank, cask_status_string(st));
+    return st;
+}
+
+static cask_status build_local_graph(cask_dist_graph *g)
+{
+    cask_dist *dist = g->dist;
+    size_t nsteps = (size_t)g->nphases + 1;
+    /* stable counting sorts: tasks here by phase, sends and slots by exchange step */
+    size_t *start = calloc(nsteps + 1, sizeof *start);
+    size_t *order = malloc((g->ntasks_here ? g->ntasks_here : 1) * sizeof *order);
+    dist_send *sends = malloc((g->nsends ? g->nsends : 1) * sizeof *sends);
+    dist_slot **slots = malloc((g->nslots ? g->nslots : 1) * sizeof *slots);
+    cask_status st = start && order && sends && slots ? CASK_OK : CASK_ERR_NOMEM;
+    if (!st) {
+        for (size_t i = 0; i < g->ntasks; i++)
+            if (g->tasks[i].rank == dist->rank)
+                start[g->tasks[i].phase + 1]++;
+        for (size_t p = 0; p < nsteps; p++)
+            start[p + 1] += start[p];
+        for (size_t i = 0; i < g->ntasks; i++)
+            if (g->tasks[i].rank == dist->rank)
+                order[start[g->tasks[i].phase]++] = i;
+        /* start[p] is now the end of phase p */
+        size_t *cnt = calloc(nsteps + 1, sizeof *cnt);
+        if (!cnt) {
+            st = CASK_ERR_NOMEM;
+        } else {
+            for (size_t i = 0; i < g->nsends; i++)
+                cnt[g->sends[i].exchange + 1]++;
+            for (size_t e = 0; e < nsteps; e++)
+                cnt[e + 1] += cnt[e];
+            for (size_t i = 0; i < g->nsends; i++)
+                sends[cnt[g->sends[i].exchange]++] = g->sends[i];
+            memcpy(g->sends, sends, g->nsends * sizeof *sends);
+            memset(cnt, 0, (nsteps + 1) * sizeof *cnt);
+            for (size_t i = 0; i < g->nslots; i++)
+                cnt[g->slots[i]->exchange + 1]++;
+            for (size_t e = 0; e < nsteps; e++)
+                cnt[e + 1] += cnt[e];
+            for (size_t i = 0; i < g->nslots; i++)
+                slots[cnt[g->slots[i]->exchange]++] = g->slots[i];
+            memcpy(g->slots, slots, g->nslots * sizeof *slots);
+            free(cnt);
         }
     }
-    return CASK_OK;
+    if (!st)
+        st = cask_graph_create(dist->rt, &g->local);
+    size_t si = 0, li = 0, ti = 0;
+    for (int e = 0; e <= g->nphases && !st; e++) {
+        st = dist_xfer_add_exchange(g, e, &si, &li);
+        for (; !st && e < g->nphases && ti < start[e]; ti++)
+            st = add_task(g, order[ti]);
+    }
+    if (!st)
+        st = dist_xfer_add_copies(g);
+    free(start);
+    free(order);
+    free(sends);
+    free(slots);
+    return st;
 }
 
 static void planner_free(planner *P)
@@ -593,9 +645,6 @@ cask_status dist_plan(cask_dist_graph *g)
     cask_status st = balance_quota(g, &P.balance, &P.quota);
     if (st)
         goto out;
-    P.pd = calloc(dist->ndata ? dist->ndata : 1, sizeof *P.pd);
-    free(P.pd);
-    P.pd = NULL;
     if ((st = planner_init(&P)))
         goto out;
     for (size_t i = 0; i < g->ntasks && !P.st; i++)
@@ -613,19 +662,14 @@ cask_status dist_plan(cask_dist_graph *g)
         while (g->slot_hash_cap < 2 * (g->nslots + 1))
             g->slot_hash_cap *= 2;
         g->slot_hash = calloc(g->slot_hash_cap, sizeof *g->slot_hash);
-        g->expected_in = calloc((size_t)g->nphases + 1, sizeof *g->expected_in);
-        g->arrived[0] = calloc((size_t)g->nphases + 1, sizeof *g->arrived[0]);
-        g->arrived[1] = calloc((size_t)g->nphases + 1, sizeof *g->arrived[1]);
-        if (!g->slot_hash || !g->expected_in || !g->arrived[0] || !g->arrived[1])
+        if (!g->slot_hash)
             P.st = CASK_ERR_NOMEM;
-        for (size_t i = 0; !P.st && i < g->nslots; i++) {
+        for (size_t i = 0; !P.st && i < g->nslots; i++)
             slot_index(g, g->slots[i]);
-            g->expected_in[g->slots[i]->exchange]++;
-        }
     }
     st = P.st;
     if (!st)
-        st = build_phase_graphs(&P);
+        st = build_local_graph(g);
 out:
     planner_free(&P);
     if (st && !g->error[0])
@@ -636,10 +680,8 @@ out:
 void dist_plan_free(cask_dist_graph *g)
 {
     cask_runtime *rt = g->dist->rt;
-    for (int p = 0; g->phase && p < g->nphases; p++)
-        cask_graph_destroy(g->phase[p]);
-    free(g->phase);
-    g->phase = NULL;
+    cask_graph_destroy(g->local);
+    g->local = NULL;
     for (size_t i = 0; i < g->nmade; i++)
         cask_data_destroy(g->made[i]);
     free(g->made);
@@ -657,11 +699,6 @@ void dist_plan_free(cask_dist_graph *g)
     g->slot_hash = NULL;
     free(g->sends);
     g->sends = NULL;
-    free(g->expected_in);
-    g->expected_in = NULL;
-    free(g->arrived[0]);
-    free(g->arrived[1]);
-    g->arrived[0] = g->arrived[1] = NULL;
     free(g->copies);
     g->copies = NULL;
 }

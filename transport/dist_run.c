@@ -1,8 +1,8 @@
 /* transport/dist_run.c: running a planned distributed graph on this rank: the agreement
- * on the plan, then exchange step 0, phase 0, exchange 1, phase 1, ..., the final
- * exchange (results home and to gather roots), and the end-of-run agreement (DONE, or
- * ABORT from whoever failed), so that every rank returns the same verdict and none
- * waits for a rank that stopped. Also the handlers of data and control messages. */
+ * on the plan, this rank's local graph (its tasks and its transfers, dist_xfer.c), and
+ * the end-of-run agreement (DONE, or ABORT from whoever failed), so that every rank
+ * returns the same verdict and none waits for a rank that stopped. Also the handler of
+ * control messages. */
 #include "transport/dist_impl.h"
 
 #include <stdarg.h>
@@ -51,6 +51,9 @@ void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const
             g->abort_from = from;
             g->abort_status = (cask_status)h->status;
             snprintf(g->abort_msg, sizeof g->abort_msg, "%s", msg && *msg ? msg : "failed");
+            if (g->running && g->abort_run == g->run)   /* nothing more will come */
+                dist_xfer_fail_waiting(g, g->abort_status ? g->abort_status : CASK_ERR_PEER,
+                                       g->abort_msg);
         }
         break;
     default:
@@ -86,78 +89,11 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
     pthread_mutex_unlock(&dist->mu);
 }
 
-/* ---- data messages ---- */
-
-#ifdef CASK_HAVE_UCX
-static void landed(void *arg, cask_status st, const char *why)
-{
-    dist_slot *s = arg;
-    cask_dist_graph *g = s->graph;
-    cask_dist *dist = g->dist;
-    pthread_mutex_lock(&dist->mu);
-    g->recvs_pending--;
-    if (st == CASK_OK) {
-        s->arrived_run = s->landing_run;
-        g->arrived[s->landing_run & 1][s->exchange]++;
-    } else if (!g->send_status) {
-        g->send_status = st;
-        snprintf(g->send_msg, sizeof g->send_msg, "%s", why ? why : cask_status_string(st));
-    }
-    pthread_cond_broadcast(&dist->cv);
-    pthread_mutex_unlock(&dist->mu);
-}
-#endif
-
-void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_msg)
-{
-#ifdef CASK_HAVE_UCX
-    xport_ucx_msg *m = ucx_msg;
-    pthread_mutex_lock(&dist->mu);
-    cask_dist_graph *g = dist_find_graph(dist, h->graph);
-    dist_slot *s = g && g->planned ? dist_slot_find(g, h->gid, h->version) : NULL;
-    int accept = s && s->from == from && (h->run == g->run || h->run == g->run + 1) &&
-                 m->len == dist->data[h->gid].bytes && s->arrived_run != h->run;
-    if (accept) {
-        s->landing_run = h->run;
-        g->recvs_pending++;
-    }
-    pthread_mutex_unlock(&dist->mu);
-    if (!accept) {
-        if (s && m->len != dist->data[h->gid].bytes)
-            log_msg(dist->rt, CASK_LOG_WARN, "rank %d: chunk #%u from rank %d has %zu bytes, "
-                    "expected %zu: dropped", dist->rank, h->gid, from, m->len,
-                    dist->data[h->gid].bytes);
-        return;   /* a stale run's copy, or a graph gone: dropped */
-    }
-    if (xport_ucx_recv_into(m, s->buf, landed, s) != CASK_OK)
-        landed(s, CASK_ERR_INTERNAL, "xport_ucx_recv_into refused a landing buffer");
-#else
-    (void)dist; (void)from; (void)h; (void)ucx_msg;
-#endif
-}
-
-#ifdef CASK_HAVE_UCX
-static void sent(void *arg, cask_status st, const char *why)
-{
-    cask_dist_graph *g = arg;
-    cask_dist *dist = g->dist;
-    pthread_mutex_lock(&dist->mu);
-    g->sends_pending--;
-    if (st && !g->send_status) {
-        g->send_status = st;
-        snprintf(g->send_msg, sizeof g->send_msg, "%s", why ? why : cask_status_string(st));
-    }
-    pthread_cond_broadcast(&dist->cv);
-    pthread_mutex_unlock(&dist->mu);
-}
-#endif
-
 /* ---- waiting ---- */
 
 typedef int (*ready_fn)(cask_dist_graph *g, void *arg);
 
-/* Why this run cannot go on (under mu), or CASK_OK. */
-static cask_status broken(cask_dist_graph *g)
+cask_status dist_broken(cask_dist_graph *g)
 {
     cask_dist *dist = g->dist;
     if (dist->nlost) {
@@ -185,7 +121,7 @@ static cask_status wait_until(cask_dist_graph *g, ready_fn ready, void *arg, int
     for (;;) {
         if (ready(g, arg))
             break;
-        if (!ignore_broken && (st = broken(g)))
+        if (!ignore_broken && (st = dist_broken(g)))
             break;
         if (ignore_broken && dist->nlost && now_s() - t0 > 30)
             break;   /* draining after a failure: UCX completes what it can */
@@ -206,12 +142,6 @@ static int plans_in(cask_dist_graph *g, void *arg)
         if (r != g->dist->rank && !g->plan_seen[r])
             return 0;
     return 1;
-}
-
-static int exchange_done(cask_dist_graph *g, void *arg)
-{
-    int e = *(int *)arg;
-    return g->arrived[g->run & 1][e] >= g->expected_in[e] && g->sends_pending == 0;
 }
 
 static int sends_drained(cask_dist_graph *g, void *arg)
@@ -276,143 +206,21 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
 
 /* ---- one run ---- */
 
-typedef struct acquired {
-    cask_data *h;
-    void *ptr;
-} acquired;
-
-static cask_status do_exchange(cask_dist_graph *g, int e, acquired *acq, size_t *nacq)
-{
-    cask_dist *dist = g->dist;
-    cask_status st = CASK_OK;
-    *nacq = 0;
-#ifdef CASK_HAVE_UCX
-    for (size_t i = 0; i < g->nsends && !st; i++) {
-        dist_send *s = &g->sends[i];
-        if (s->exchange != e)
-            continue;
-        void *ptr = NULL;
-        for (size_t k = 0; k < *nacq; k++)
-            if (acq[k].h == s->h)
-                ptr = acq[k].ptr;
-        if (!ptr) {
-            st = cask_data_acquire(s->h, CASK_READ, &ptr);
-            if (st) {
-                set_error(g, "rank %d: reading chunk #%u to send it: %s", dist->rank, s->gid,
-                          cask_status_string(st));
-                break;
-            }
-            acq[(*nacq)++] = (acquired){ s->h, ptr };
-        }
-        dist_data_hdr h = { g->id, g->run, s->gid, s->version };
-        pthread_mutex_lock(&dist->mu);
-        g->sends_pending++;
-        pthread_mutex_unlock(&dist->mu);
-        st = xport_ucx_am_send(dist->ucx, s->to, DIST_AM_DATA, &h, sizeof h, ptr,
-                               dist->data[s->gid].bytes, sent, g);
-        if (st) {
-            pthread_mutex_lock(&dist->mu);
-            g->sends_pending--;
-            pthread_mutex_unlock(&dist->mu);
-            set_error(g, "rank %d: sending chunk #%u to rank %d: %s", dist->rank, s->gid, s->to,
-                      st == CASK_ERR_PEER ? dist->err : cask_status_string(st));
-        }
-    }
-#endif
-    LOG_DEBUG(dist->rt, "dist graph %u run %u rank %d: exchange %d: waiting for %zu copies "
-              "(%zu here) and %ld sends", g->id, g->run, dist->rank, e, g->expected_in[e],
-              g->arrived[g->run & 1][e], g->sends_pending);
-    if (!st)
-        st = wait_until(g, exchange_done, &e, 0);
-    if (st) {
-        wait_until(g, sends_drained, NULL, 1);   /* buffers stay valid until sent */
-    }
-    for (size_t k = 0; k < *nacq; k++)
-        cask_data_release(acq[k].h);
-    *nacq = 0;
-    if (st)
-        return st;
-    /* final copies that landed here */
-    for (size_t i = 0; i < g->nslots; i++) {
-        dist_slot *s = g->slots[i];
-        if (s->exchange != e || (!s->home && !s->dest))
-            continue;
-        size_t bytes = dist->data[s->gid].bytes;
-        if (s->dest)
-            memcpy(s->dest, s->buf, bytes);
-        if (s->home) {
-            void *p;
-            if ((st = cask_data_acquire(s->home, CASK_WRITE, &p))) {
-                set_error(g, "rank %d: writing the result #%u home: %s", dist->rank, s->gid,
-                          cask_status_string(st));
-                return st;
-            }
-            memcpy(p, s->buf, bytes);
-            cask_data_release(s->home);
-        }
-    }
-    return CASK_OK;
-}
-
-static cask_status local_copies(cask_dist_graph *g)
-{
-    for (size_t i = 0; i < g->ncopies; i++) {
-        dist_local_copy *c = &g->copies[i];
-        void *src, *dst;
-        size_t bytes = 0;
-        cask_data_size(c->from, &bytes);
-        cask_status st = cask_data_acquire(c->from, CASK_READ, &src);
-        if (st) {
-            set_error(g, "rank %d: reading a result copy: %s", g->dist->rank,
-                      cask_status_string(st));
-            return st;
-        }
-        if (c->dest)
-            memcpy(c->dest, src, bytes);
-        if (c->to) {
-            st = cask_data_acquire(c->to, CASK_WRITE, &dst);
-            if (!st) {
-                memcpy(dst, src, bytes);
-                cask_data_release(c->to);
-            } else {
-                set_error(g, "rank %d: writing a result home: %s", g->dist->rank,
-                          cask_status_string(st));
-            }
-        }
-        cask_data_release(c->from);
-        if (st)
-            return st;
-    }
-    return CASK_OK;
-}
-
+/* Runs the local graph. It ends when all its tasks did: a receive whose copy can no
+ * longer come is ended with the failure (dist_xfer_fail_waiting) by whoever learns it
+ * (a lost peer, an ABORT), so this never waits for a rank that stopped. */
 static cask_status run_once(cask_dist_graph *g)
 {
-    cask_dist *dist = g->dist;
-    cask_status st = CASK_OK;
-    acquired *acq = calloc(g->nsends ? g->nsends : 1, sizeof *acq);
-    if (!acq)
-        return CASK_ERR_NOMEM;
-    size_t nacq = 0;
-    /* Copies landed in earlier runs may have left replicas on GPUs: drop them, so that
-     * this run's copies (perhaps already landing) are the only valid ones. */
-    if (g->run > 1)
-        for (size_t i = 0; i < g->nslots; i++) {
-            void *p;
-            if (g->slots[i]->h && !cask_data_acquire(g->slots[i]->h, CASK_WRITE, &p))
-                cask_data_release(g->slots[i]->h);
-        }
-    for (int e = 0; e <= g->nphases && !st; e++) {
-        st = do_exchange(g, e, acq, &nacq);
-        if (st || e == g->nphases || !g->phase[e])
-            continue;
-        st = cask_graph_compute(g->phase[e]);
-        if (st)
-            set_error(g, "rank %d, phase %d: %s", dist->rank, e, cask_graph_error(g->phase[e]));
+    cask_status st = cask_graph_compute(g->local);
+    if (st) {
+        pthread_mutex_lock(&g->dist->mu);
+        cask_status why = dist_broken(g);   /* a remote cause says more than ours */
+        pthread_mutex_unlock(&g->dist->mu);
+        if (!why || st == CASK_ERR_TASK_FAILED)
+            set_error(g, "rank %d: %s", g->dist->rank, cask_graph_error(g->local));
+        else
+            st = why;
     }
-    if (!st)
-        st = local_copies(g);
-    free(acq);
     return st;
 }
 
@@ -434,9 +242,6 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
     g->run++;
     g->send_status = CASK_OK;
     g->send_msg[0] = 0;
-    /* the next run's copies may land before this one ends: start counting them afresh */
-    for (int e = 0; e <= g->nphases; e++)
-        g->arrived[(g->run + 1) & 1][e] = 0;
     pthread_mutex_unlock(&dist->mu);
     g->error[0] = 0;
     g->comm_wait_s = 0;

@@ -13,6 +13,10 @@
  *   test_dist_graph mismatch   the last rank adds one task more: every rank refuses
  *   test_dist_graph kill       rank 1 dies inside a task: the survivors return
  *                              CASK_ERR_PEER naming it, within the peer timeout
+ *   test_dist_graph overlap    rank 1 naps in one task while another of its tasks
+ *                              makes a chunk rank 0 needs: rank 0 runs its task as
+ *                              soon as that chunk comes, not after the nap (no
+ *                              lockstep between ranks)
  * Under tests/dist/run.sh (kill: --survivors NP-1), or alone as a job of one. */
 #include <math.h>
 #include <signal.h>
@@ -84,6 +88,23 @@ static cask_status k_fail(cask_task_ctx *ctx)
     return cask_task_fail(ctx, "planted failure");
 }
 
+static cask_status k_nap(cask_task_ctx *ctx)
+{
+    (void)ctx;
+    usleep(600 * 1000);
+    return CASK_OK;
+}
+
+/* [0] W: [0] = when it ran (dt_now), [1] = [2][0] (the remote chunk); [1] R unused */
+static cask_status k_stamp(cask_task_ctx *ctx)
+{
+    double *c = cask_task_buffer(ctx, 0);
+    const double *b = cask_task_buffer(ctx, 2);
+    c[0] = dt_now();
+    c[1] = b[0];
+    return CASK_OK;
+}
+
 static cask_status k_die(cask_task_ctx *ctx)
 {
     (void)ctx;
@@ -95,7 +116,7 @@ typedef struct env {
     cask_runtime *rt;
     cask_dist *dist;
     int rank, size;
-    cask_kernel *fill, *scale, *add, *sum, *square, *fail, *die;
+    cask_kernel *fill, *scale, *add, *sum, *square, *fail, *die, *nap, *stamp;
 } env;
 
 static cask_kernel *reg(cask_runtime *rt, const char *name, cask_kernel_fn fn)
@@ -126,6 +147,8 @@ static void setup(env *e, int timeout_ms)
     e->square = reg(e->rt, "square", k_square);
     e->fail = reg(e->rt, "fail", k_fail);
     e->die = reg(e->rt, "die", k_die);
+    e->nap = reg(e->rt, "nap", k_nap);
+    e->stamp = reg(e->rt, "stamp", k_stamp);
 }
 
 static void teardown(env *e)
@@ -459,6 +482,57 @@ static void test_kill(void)
     _exit(0);
 }
 
+/* ---- overlap ---- */
+
+static void test_overlap(void)
+{
+    setenv("CASK_DIST_STEAL", "0", 1);   /* placement by data only */
+    env e;
+    setup(&e, 10000);
+    int other = e.size > 1 ? 1 : 0;
+    static double amem[LEN], cmem[8];
+    cask_data *a, *b, *s, *c;
+    CHECK_OK(cask_dist_data_create(e.dist, sizeof amem, 0, amem, &a), "a");
+    CHECK_OK(cask_dist_data_create(e.dist, 8 * sizeof(double), other, NULL, &b), "b");
+    CHECK_OK(cask_dist_data_create(e.dist, 8 * sizeof(double), other, NULL, &s), "s");
+    CHECK_OK(cask_dist_data_create(e.dist, sizeof cmem, 0, cmem, &c), "c");
+    cask_dist_graph *g;
+    CHECK_OK(cask_dist_graph_create(e.dist, &g), "graph");
+    int64_t seed = 7;
+    add1(g, e.fill, b, CASK_WRITE, NULL, 0, &seed, sizeof seed, "fill b");   /* on rank 1 */
+    add1(g, e.nap, s, CASK_RW, NULL, 0, NULL, 0, "nap");                     /* on rank 1 */
+    cask_access acc[3] = { { c, CASK_WRITE }, { a, CASK_READ }, { b, CASK_READ } };
+    cask_task_desc d = { .field_mask = CASK_TASK_NAME, .kernel = e.stamp, .access = acc,
+                         .naccess = 3, .name = "stamp" };
+    size_t stamp_index;
+    CHECK_OK(cask_dist_graph_add_task(g, &d, &stamp_index), "add stamp");   /* on rank 0 */
+    for (int run = 0; run < 2; run++) {
+        double t0 = dt_now();
+        CHECK_OK(cask_dist_graph_compute(g), "compute: %s", cask_dist_graph_error(g));
+        double total = dt_now() - t0;
+        int where;
+        CHECK_OK(cask_dist_graph_task_rank(g, stamp_index, &where), "task rank");
+        CHECK(where == 0, "the stamp task went to rank %d", where);
+        if (e.rank == 0) {
+            void *p;
+            CHECK_OK(cask_data_acquire(c, CASK_READ, &p), "acquire c");
+            double ran_at = ((double *)p)[0] - t0, got = ((double *)p)[1];
+            CHECK_OK(cask_data_release(c), "release c");
+            printf("[rank 0] overlap run %d: stamp ran %.3f s into a %.3f s compute\n", run,
+                   ran_at, total);
+            CHECK(got == 7000.0, "the stamp task read %g from rank %d's chunk, not 7000", got,
+                  other);
+            CHECK(total >= 0.55, "the compute ended (%.3f s) before rank %d's nap", total,
+                  other);
+            if (other)
+                CHECK(ran_at < 0.35, "the stamp task waited %.3f s: for the nap on rank 1, "
+                      "not only for the chunk it reads", ran_at);
+        }
+    }
+    CHECK_OK(cask_dist_graph_destroy(g), "destroy");
+    teardown(&e);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -475,8 +549,10 @@ int main(int argc, char **argv)
         test_kill();
     else if (!strcmp(what, "gather"))
         test_gather();
+    else if (!strcmp(what, "overlap"))
+        test_overlap();
     else {
-        fprintf(stderr, "usage: test_dist_graph flow|balance|taskfail|mismatch|kill|gather\n");
+        fprintf(stderr, "usage: test_dist_graph flow|balance|taskfail|mismatch|kill|gather|overlap\n");
         return 2;
     }
     if (dt_rank_ == 0)

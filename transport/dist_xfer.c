@@ -1,0 +1,311 @@
+/* transport/dist_xfer.c: the tasks that move chunks between ranks, as nodes of each
+ * rank's local cask graph (StarPU-MPI's detached requests, as tasks):
+ *
+ *   send     reads the version it sends (so a later writer waits for it), posts a UCX
+ *            active message from that buffer, and ends when UCX is done with it;
+ *   recv     "writes" the landing handle of an incoming version: ends when the copy
+ *            has landed (at once if it came before the task started);
+ *   deliver  after a final recv: copies the landed result into the owner's handle
+ *            and/or the gather destination (unless it landed there directly);
+ *   copy     a final version already on this rank, into the owner's handle and/or
+ *            the gather destination.
+ *
+ * send and recv are asynchronous tasks (cask_task_async_begin): they hold no worker
+ * while the network works. Data messages are handled here too (dist_on_data): the
+ * copy lands in its slot's buffer, or straight into the gather destination when the
+ * run it belongs to is the one computing. */
+#include "transport/dist_impl.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/log.h"
+
+#define XFER_PRIORITY 100   /* transfers first: peers wait for them */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+typedef struct xfer_args {
+    void *p;                  /* dist_send, dist_slot or dist_local_copy */
+} xfer_args;
+
+static void *arg_ptr(cask_task_ctx *ctx)
+{
+    const xfer_args *a = cask_task_args(ctx, NULL);
+    return a->p;
+}
+
+/* ---- send ---- */
+
+#ifdef CASK_HAVE_UCX
+static void sent(void *arg, cask_status st, const char *why)
+{
+    dist_send *s = arg;
+    cask_dist_graph *g = s->graph;
+    cask_dist *dist = g->dist;
+    char msg[320] = "";
+    pthread_mutex_lock(&dist->mu);
+    g->sends_pending--;
+    cask_task_async *tok = s->tok;
+    s->tok = NULL;
+    if (st) {
+        snprintf(msg, sizeof msg, "sending chunk #%u to rank %d: %s", s->gid, s->to,
+                 why ? why : cask_status_string(st));
+        if (!g->send_status) {
+            g->send_status = st;
+            snprintf(g->send_msg, sizeof g->send_msg, "%s", msg);
+        }
+    }
+    pthread_cond_broadcast(&dist->cv);
+    pthread_mutex_unlock(&dist->mu);
+    cask_task_async_end(tok, st, msg);
+}
+#endif
+
+static cask_status send_cpu(cask_task_ctx *ctx)
+{
+    dist_send *s = arg_ptr(ctx);
+    cask_dist_graph *g = s->graph;
+    cask_dist *dist = g->dist;
+#ifdef CASK_HAVE_UCX
+    pthread_mutex_lock(&dist->mu);
+    cask_status st = dist_broken(g);
+    if (!st) {
+        g->sends_pending++;
+        s->tok = cask_task_async_begin(ctx);
+    }
+    pthread_mutex_unlock(&dist->mu);
+    if (st)
+        return cask_task_fail(ctx, "%s", g->error), st;
+    dist_data_hdr h = { g->id, g->run, s->gid, s->version };
+    st = xport_ucx_am_send(dist->ucx, s->to, DIST_AM_DATA, &h, sizeof h,
+                           cask_task_buffer(ctx, 0), dist->data[s->gid].bytes, sent, s);
+    if (st) {
+        pthread_mutex_lock(&dist->mu);
+        g->sends_pending--;
+        s->tok = NULL;
+        pthread_mutex_unlock(&dist->mu);
+        cask_task_fail(ctx, "sending chunk #%u to rank %d: %s", s->gid, s->to,
+                       st == CASK_ERR_PEER ? dist->err : cask_status_string(st));
+        return st;
+    }
+    return CASK_OK;
+#else
+    (void)dist;
+    return cask_task_fail(ctx, "a transfer between processes, but cask was built without UCX");
+#endif
+}
+
+/* ---- receive ---- */
+
+void dist_xfer_fail_waiting(cask_dist_graph *g, cask_status st, const char *why)
+{
+    for (size_t i = 0; i < g->nslots; i++) {
+        dist_slot *s = g->slots[i];
+        if (!s->waiting)
+            continue;
+        cask_task_async *tok = s->waiting;
+        s->waiting = NULL;
+        cask_task_async_end(tok, st, why);
+    }
+}
+
+static cask_status recv_cpu(cask_task_ctx *ctx)
+{
+    dist_slot *s = arg_ptr(ctx);
+    cask_dist_graph *g = s->graph;
+    cask_dist *dist = g->dist;
+    pthread_mutex_lock(&dist->mu);
+    cask_status st = dist_broken(g);
+    if (!st && s->arrived_run != g->run) {
+        s->waiting = cask_task_async_begin(ctx);
+        s->wait_t0 = now_s();
+    } else if (!st) {
+        s->direct = s->landing_direct;
+    }
+    pthread_mutex_unlock(&dist->mu);
+    if (st)
+        return cask_task_fail(ctx, "%s", g->error), st;
+    return CASK_OK;
+}
+
+#ifdef CASK_HAVE_UCX
+static void landed(void *arg, cask_status st, const char *why)
+{
+    dist_slot *s = arg;
+    cask_dist_graph *g = s->graph;
+    cask_dist *dist = g->dist;
+    char msg[320] = "";
+    pthread_mutex_lock(&dist->mu);
+    g->recvs_pending--;
+    cask_task_async *tok = NULL;
+    if (st == CASK_OK) {
+        s->arrived_run = s->landing_run;
+        if (s->waiting && s->arrived_run == g->run) {
+            tok = s->waiting;
+            s->waiting = NULL;
+            s->direct = s->landing_direct;
+            g->comm_wait_s += now_s() - s->wait_t0;
+        }
+    } else {
+        snprintf(msg, sizeof msg, "receiving chunk #%u from rank %d: %s", s->gid, s->from,
+                 why ? why : cask_status_string(st));
+        if (!g->send_status) {
+            g->send_status = st;
+            snprintf(g->send_msg, sizeof g->send_msg, "%s", msg);
+        }
+        tok = s->waiting;
+        s->waiting = NULL;
+    }
+    pthread_cond_broadcast(&dist->cv);
+    pthread_mutex_unlock(&dist->mu);
+    if (tok)
+        cask_task_async_end(tok, st, msg);
+}
+#endif
+
+void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_msg)
+{
+#ifdef CASK_HAVE_UCX
+    xport_ucx_msg *m = ucx_msg;
+    pthread_mutex_lock(&dist->mu);
+    cask_dist_graph *g = dist_find_graph(dist, h->graph);
+    dist_slot *s = g && g->planned ? dist_slot_find(g, h->gid, h->version) : NULL;
+    int accept = s && s->from == from && (h->run == g->run || h->run == g->run + 1) &&
+                 m->len == dist->data[h->gid].bytes && s->arrived_run != h->run;
+    void *land = NULL;
+    if (accept) {
+        s->landing_run = h->run;
+        /* a gathered result of the run computing now goes straight to its destination;
+         * one of the next run waits in the slot's buffer (the caller may still be
+         * reading the destination) */
+        s->landing_direct = s->dest && !s->home && g->running && h->run == g->run;
+        land = s->landing_direct ? s->dest : s->buf;
+        g->recvs_pending++;
+    }
+    pthread_mutex_unlock(&dist->mu);
+    if (!accept) {
+        if (s && m->len != dist->data[h->gid].bytes)
+            log_msg(dist->rt, CASK_LOG_WARN, "rank %d: chunk #%u from rank %d has %zu bytes, "
+                    "expected %zu: dropped", dist->rank, h->gid, from, m->len,
+                    dist->data[h->gid].bytes);
+        return;   /* a stale run's copy, or a graph gone: dropped */
+    }
+    if (xport_ucx_recv_into(m, land, landed, s) != CASK_OK)
+        landed(s, CASK_ERR_INTERNAL, "xport_ucx_recv_into refused a landing buffer");
+#else
+    (void)dist; (void)from; (void)h; (void)ucx_msg;
+#endif
+}
+
+/* ---- final copies ---- */
+
+static cask_status deliver_cpu(cask_task_ctx *ctx)
+{
+    dist_slot *s = arg_ptr(ctx);
+    size_t bytes = s->graph->dist->data[s->gid].bytes;
+    if (s->dest && !s->direct)
+        memcpy(s->dest, s->buf, bytes);
+    if (s->home)
+        memcpy(cask_task_buffer(ctx, 0), s->buf, bytes);
+    return CASK_OK;
+}
+
+static cask_status copy_cpu(cask_task_ctx *ctx)
+{
+    dist_local_copy *c = arg_ptr(ctx);
+    const void *src = cask_task_buffer(ctx, 0);
+    size_t bytes = cask_task_buffer_size(ctx, 0);
+    if (c->dest)
+        memcpy(c->dest, src, bytes);
+    if (c->to)
+        memcpy(cask_task_buffer(ctx, 1), src, bytes);
+    return CASK_OK;
+}
+
+/* ---- adding them to the local graph ---- */
+
+cask_status dist_xfer_register(cask_dist *dist)
+{
+    static const struct { const char *name; cask_kernel_fn fn; size_t off; } k[] = {
+        { "dist_send", send_cpu, offsetof(cask_dist, k_send) },
+        { "dist_recv", recv_cpu, offsetof(cask_dist, k_recv) },
+        { "dist_deliver", deliver_cpu, offsetof(cask_dist, k_deliver) },
+        { "dist_copy", copy_cpu, offsetof(cask_dist, k_copy) },
+    };
+    for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {
+        cask_kernel_desc d = { .name = k[i].name, .cpu = k[i].fn };
+        cask_status st = cask_kernel_register(dist->rt, &d, (cask_kernel **)((char *)dist + k[i].off));
+        if (st)
+            return st;
+    }
+    return CASK_OK;
+}
+
+static cask_status add(cask_dist_graph *g, cask_kernel *k, void *p, const cask_access *acc,
+                       int nacc, const char *name, cask_task **out)
+{
+    xfer_args a = { p };
+    cask_task_desc d = { .field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME |
+                                       CASK_TASK_WHERE,
+                         .kernel = k, .access = acc, .naccess = nacc, .args = &a,
+                         .args_size = sizeof a, .priority = XFER_PRIORITY, .name = name,
+                         .where = CASK_WHERE_CPU };
+    cask_status st = cask_graph_add_task(g->local, &d, out);
+    if (st)
+        dist_graph_error(g, "rank %d: adding the task %s: %s", g->dist->rank, name,
+                         cask_status_string(st));
+    return st;
+}
+
+cask_status dist_xfer_add_exchange(cask_dist_graph *g, int e, size_t *send_i, size_t *slot_i)
+{
+    cask_dist *dist = g->dist;
+    char name[96];
+    cask_status st = CASK_OK;
+    for (; *send_i < g->nsends && g->sends[*send_i].exchange == e && !st; (*send_i)++) {
+        dist_send *s = &g->sends[*send_i];
+        snprintf(name, sizeof name, "send #%u.v%u %d>%d", s->gid, s->version, dist->rank, s->to);
+        cask_access acc = { s->h, CASK_READ };
+        st = add(g, dist->k_send, s, &acc, 1, name, NULL);
+    }
+    for (; *slot_i < g->nslots && g->slots[*slot_i]->exchange == e && !st; (*slot_i)++) {
+        dist_slot *s = g->slots[*slot_i];
+        snprintf(name, sizeof name, "recv #%u.v%u %d>%d", s->gid, s->version, s->from,
+                 dist->rank);
+        if (!s->home && !s->dest) {
+            cask_access acc = { s->h, CASK_WRITE };
+            st = add(g, dist->k_recv, s, &acc, 1, name, NULL);
+            continue;
+        }
+        cask_task *recv = NULL, *deliver = NULL;
+        st = add(g, dist->k_recv, s, NULL, 0, name, &recv);
+        snprintf(name, sizeof name, "deliver #%u.v%u", s->gid, s->version);
+        cask_access acc = { s->home, CASK_WRITE };
+        if (!st)
+            st = add(g, dist->k_deliver, s, &acc, s->home ? 1 : 0, name, &deliver);
+        if (!st)
+            st = cask_task_depend(deliver, recv);
+    }
+    return st;
+}
+
+cask_status dist_xfer_add_copies(cask_dist_graph *g)
+{
+    char name[64];
+    cask_status st = CASK_OK;
+    for (size_t i = 0; i < g->ncopies && !st; i++) {
+        dist_local_copy *c = &g->copies[i];
+        cask_access acc[2] = { { c->from, CASK_READ }, { c->to, CASK_WRITE } };
+        snprintf(name, sizeof name, "copy home %zu", i);
+        st = add(g, g->dist->k_copy, c, acc, c->to ? 2 : 1, name, NULL);
+    }
+    return st;
+}
