@@ -216,6 +216,7 @@ void graph_describe_task(const cask_task *t, char *buf, size_t len)
 
 void graph_fail(cask_graph *g, cask_status st, const char *fmt, ...)
 {
+    int first = 0;
     pthread_mutex_lock(&g->lock);
     if (g->status == CASK_OK) {
         g->status = st;
@@ -224,8 +225,17 @@ void graph_fail(cask_graph *g, cask_status st, const char *fmt, ...)
         vsnprintf(g->error, sizeof g->error, fmt, ap);
         va_end(ap);
         atomic_store(&g->failed, 1);
+        first = 1;
     }
     pthread_mutex_unlock(&g->lock);
+    if (first && g->fail_hook)
+        g->fail_hook(g->fail_hook_arg);
+}
+
+void graph_set_fail_hook(cask_graph *g, void (*fn)(void *arg), void *arg)
+{
+    g->fail_hook = fn;
+    g->fail_hook_arg = arg;
 }
 
 static int cmp_edge_prio(const void *a, const void *b)

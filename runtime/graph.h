@@ -63,11 +63,17 @@ struct cask_graph {
     uint64_t t_submit, t_done;
     uint32_t id;
     uint32_t run;                 /* submissions so far (trace flow ids) */
+    void (*fail_hook)(void *arg); /* called once, at the first failure of a run */
+    void *fail_hook_arg;
 };
 
 /* Records the graph's first failure (later ones are ignored); thread safe. */
 void graph_fail(cask_graph *g, cask_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* fn(arg) is called at the first failure of each run (on the failing thread, with no
+ * lock of the runtime held), e.g. to end asynchronous tasks that would wait forever.
+ * Set before submitting. */
+void graph_set_fail_hook(cask_graph *g, void (*fn)(void *arg), void *arg);
 /* Formats "task NAME (kernel K, data a [R], b [W])" into buf. */
 void graph_describe_task(const cask_task *t, char *buf, size_t len);
 /* Called when remaining reaches 0. */

@@ -95,18 +95,33 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
 {
     cask_dist *dist = arg;
     (void)st;
+    /* receives that may never come end now (several graphs may be computing) */
+    enum { MAXG = 16 };
+    cask_task_async **tok[MAXG];
+    struct cask_dist_graph *gs[MAXG];
+    size_t ntok[MAXG];
+    int ng = 0;
+    char msg[sizeof dist->err];
     pthread_mutex_lock(&dist->mu);
     if (!dist->lost[peer]) {
         dist->lost[peer] = 1;
         dist->nlost++;
         if (!dist->err[0])
             dist_fail(dist, "rank %d lost: %s", peer, why);
-        for (struct cask_dist_graph *g = dist->graphs; g; g = g->next)
-            if (g->running)   /* receives that may never come end now */
-                dist_xfer_fail_waiting(g, CASK_ERR_PEER, dist->err);
+        for (struct cask_dist_graph *g = dist->graphs; g && ng < MAXG; g = g->next)
+            if (g->running) {
+                tok[ng] = dist_xfer_take_waiting(g, &ntok[ng]);
+                gs[ng++] = g;
+            }
     }
+    snprintf(msg, sizeof msg, "%s", dist->err);
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
+    for (int i = 0; i < ng; i++) {
+        dist_xfer_end_all(tok[i], ntok[i], CASK_ERR_PEER, msg);
+        dist_nccl_end_waiting(gs[i], CASK_ERR_PEER, msg);
+    }
+    dist_nccl_abort(dist, msg);
 }
 
 static void on_ctrl_msg(void *arg, xport_ucx_msg *m)
@@ -234,6 +249,10 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
             st = log_error(rt, st, "cask_dist_init on rank %d: %s", dist->rank, err);
             goto fail;
         }
+        if ((st = dist_nccl_init(dist))) {
+            st = log_error(rt, st, "cask_dist_init on rank %d: agreeing on NCCL", dist->rank);
+            goto fail;
+        }
 #else
         st = log_error(rt, CASK_ERR_UNSUPPORTED, "cask_dist_init: a job of %d processes, but "
                        "cask was built without UCX (install libucx-dev and rebuild)",
@@ -264,6 +283,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
     cask_status st = CASK_OK;
     while (dist->graphs)
         cask_dist_graph_destroy(dist->graphs);
+    dist_nccl_finalize(dist);
 #ifdef CASK_HAVE_UCX
     if (dist->ucx) {
         char why[512];

@@ -70,6 +70,11 @@ struct cask_dist {
     int nlost;
     dist_early *early;        /* control messages for graphs not computing yet */
     cask_kernel *k_send, *k_recv, *k_deliver, *k_copy;   /* dist_xfer.c's tasks */
+    /* NCCL (dist_nccl.c): GPU-made chunks travel GPU to GPU when every rank can */
+    int nccl_all;             /* every rank has a GPU and NCCL (agreed at init) */
+    int nccl_device;          /* this rank's GPU for NCCL */
+    struct dist_nccl *nccl;   /* the communicator, made by the first graph needing it */
+    cask_kernel *k_nsend, *k_nrecv, *k_ndeliver;
     struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
     char err[1024];
 };
@@ -103,7 +108,11 @@ typedef struct dist_task {
 typedef struct dist_slot {
     uint32_t gid, version;
     cask_data *h;             /* local handle holding it */
-    void *buf;                /* landing buffer (incoming only), h's registered memory */
+    void *buf;                /* landing buffer (incoming only), h's registered memory;
+                                 NULL for an NCCL slot (h is then on the GPU) */
+    int nccl;                 /* comes by NCCL, seq-th of the plan's NCCL transfers */
+    uint32_t seq;
+    uint32_t order;           /* its place among this rank's NCCL transfers */
     int incoming;             /* arrives from another rank */
     int exchange;             /* step at whose end it must be here */
     int from;
@@ -127,7 +136,21 @@ typedef struct dist_send {
     cask_data *h;             /* local handle holding that version */
     struct cask_dist_graph *graph;
     cask_task_async *tok;     /* its send task, until UCX completes it */
+    int nccl;                 /* goes by NCCL, seq-th of the plan's NCCL transfers */
+    uint32_t seq;
+    uint32_t order;           /* its place among this rank's NCCL transfers */
 } dist_send;
+
+/* An NCCL transfer of this rank's, in issue order (dist_nccl.c; under its lock). */
+typedef struct dist_nccl_op {
+    int ready;                /* its task ran: the chunk is ready at event ev */
+    int peer, recv;
+    void *buf;
+    size_t bytes;
+    void *ev;                 /* cudaEvent_t, made at first use */
+    cask_task_async *tok;
+    char what[96];
+} dist_nccl_op;
 
 /* A copy between two handles of this rank at the end (a version in a copy handle that
  * must reach the user's handle). */
@@ -169,6 +192,9 @@ struct cask_dist_graph {
     size_t ntasks_here, moved;
     uint64_t bytes_out, bytes_in;
     size_t transfers_out, transfers_in;
+    uint32_t nccl_transfers;  /* in the whole plan (the same on every rank) */
+    dist_nccl_op *nccl_ops;   /* this rank's, by order */
+    uint32_t nccl_here, nccl_next;   /* how many; the next to issue (this run) */
     int plan_failed;
     cask_status plan_status;
     int *plan_seen;           /* per rank: PLAN received (under dist->mu) */
@@ -227,10 +253,43 @@ cask_status dist_xfer_register(cask_dist *dist);
 cask_status dist_xfer_add_exchange(cask_dist_graph *g, int e, size_t *send_i, size_t *slot_i);
 /* Adds the copies between this rank's handles at the end (planning). */
 cask_status dist_xfer_add_copies(cask_dist_graph *g);
-/* The run cannot go on: ends every receive task of g still waiting, with the
- * failure (under dist->mu). */
-void dist_xfer_fail_waiting(cask_dist_graph *g, cask_status st, const char *why);
+/* The run cannot go on: takes every receive task of g still waiting (under dist->mu)
+ * into *n tokens of a malloc'ed array (NULL if none), to end with
+ * dist_xfer_end_all after unlocking. */
+cask_task_async **dist_xfer_take_waiting(cask_dist_graph *g, size_t *n);
+/* Ends the tokens with the failure and frees the array. */
+void dist_xfer_end_all(cask_task_async **tok, size_t n, cask_status st, const char *why);
+/* The local graph's failure hook: ends this rank's waiting receives, aborts NCCL
+ * transfers in flight. */
+void dist_xfer_on_local_failure(void *graph);
 /* ucx_msg is the xport_ucx_msg of the data (progress thread). */
 void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_msg);
+/* Numbers this rank's NCCL transfers in plan sequence order (planning). */
+cask_status dist_xfer_order_nccl(cask_dist_graph *g);
+
+/* dist_nccl.c (stubs without NCCL). NCCL transfers are tasks on this rank's NCCL GPU,
+ * issued on the communicator's own stream after the task's stream (so after the copies
+ * that brought the chunk there), ended by a poller thread when they finish. Every rank
+ * issues its NCCL transfers in the plan's global order (the order in which the
+ * sequential task flow created them; a task that is ready before its turn waits, and
+ * the one that fills the gap issues it): that is a topological order of the whole
+ * job's graph, so the earliest unfinished transfer always has both ends able to issue
+ * it, and the communicator, which runs them in issue order, cannot deadlock. Computing
+ * two distributed graphs with NCCL transfers at the same time is not supported. */
+/* At init, collective: does every rank have a GPU and NCCL? Registers the kernels. */
+cask_status dist_nccl_init(cask_dist *dist);
+/* Collective (every rank, after the plan agreement of a graph with NCCL transfers):
+ * makes the communicator and connects every pair, once per job. */
+cask_status dist_nccl_ensure(cask_dist *dist, char *err, size_t errlen);
+/* A run broke: transfers in flight can no longer finish; aborts the communicator
+ * (later graphs needing it fail). Thread safe. */
+void dist_nccl_abort(cask_dist *dist, const char *why);
+int dist_nccl_busy(cask_dist *dist);
+/* A run of g starts: nothing issued yet. */
+void dist_nccl_run_start(cask_dist_graph *g);
+/* A run of g broke: ends the transfers whose task ran but which wait for their turn. */
+void dist_nccl_end_waiting(cask_dist_graph *g, cask_status st, const char *why);
+void dist_nccl_graph_free(cask_dist_graph *g);
+void dist_nccl_finalize(cask_dist *dist);
 
 #endif

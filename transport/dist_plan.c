@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "runtime/log.h"
+#include "runtime/graph.h"     /* graph_set_fail_hook */
 #include "runtime/runtime.h"   /* struct cask_kernel: its name */
 
 /* ---- planning state (the same on every rank) ---- */
@@ -48,6 +49,7 @@ typedef struct pdatum {
     ploc *locs;               /* handles holding the latest version */
     int nlocs, capl;
     int touched;              /* written by the graph */
+    int gpu_made;             /* the latest version's producer runs on a GPU if it can */
 } pdatum;
 
 typedef struct planner {
@@ -60,6 +62,7 @@ typedef struct planner {
     double *load;
     double total;
     int maxphase;
+    uint32_t nccl_seq;        /* NCCL transfers planned so far (every rank alike) */
     cask_status st;
 } planner;
 
@@ -153,7 +156,7 @@ dist_slot *dist_slot_find(const cask_dist_graph *g, uint32_t gid, uint32_t versi
 }
 
 static void push_send(planner *P, int exchange, int to, uint32_t gid, uint32_t version,
-                      cask_data *h)
+                      cask_data *h, int nccl, uint32_t seq)
 {
     cask_dist_graph *g = P->g;
     if (g->nsends == g->sends_cap) {
@@ -166,7 +169,7 @@ static void push_send(planner *P, int exchange, int to, uint32_t gid, uint32_t v
         g->sends = n;
         g->sends_cap = cap;
     }
-    g->sends[g->nsends++] = (dist_send){ exchange, to, gid, version, h, g, NULL };
+    g->sends[g->nsends++] = (dist_send){ exchange, to, gid, version, h, g, NULL, nccl, seq, 0 };
 }
 
 static void note_made(planner *P, cask_data *d)
@@ -217,9 +220,22 @@ static cask_data *make_local_copy(planner *P, uint32_t gid, uint32_t version, in
     return h;
 }
 
+/* Whether the latest version of d goes by NCCL (GPU to GPU): made on a GPU and read
+ * by a task that runs on one (reader NULL: a final copy into host memory, which goes
+ * by UCX: through NCCL it would cross the host link twice). If so, its number in the
+ * plan's global order of NCCL transfers. */
+static int by_nccl(planner *P, const pdatum *d, const dist_task *reader, uint32_t *seq)
+{
+    if (!P->dist->nccl_all || !d->gpu_made || !reader || !reader->kernel->cuda ||
+        reader->where == CASK_WHERE_CPU)
+        return 0;
+    *seq = P->nccl_seq++;
+    return 1;
+}
+
 /* Makes version `version` of d (latest) readable on rank r from phase `avail`: a
  * transfer from its holder at exchange `avail`. Returns the handle index on r. */
-static int bring(planner *P, pdatum *d, uint32_t gid, int r)
+static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *reader)
 {
     cask_dist *dist = P->dist;
     int from_h = d->holder;
@@ -234,8 +250,10 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r)
     add_loc(P, d, h, exchange);
     cask_dist_graph *g = P->g;
     size_t bytes = dist->data[gid].bytes;
+    uint32_t seq = 0;
+    int nccl = by_nccl(P, d, reader, &seq);
     if (src->rank == P->me) {
-        push_send(P, exchange, r, gid, d->version, src->local);
+        push_send(P, exchange, r, gid, d->version, src->local, nccl, seq);
         g->transfers_out++;
         g->bytes_out += bytes;
     }
@@ -249,7 +267,9 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r)
         s->exchange = exchange;
         s->from = src->rank;
         s->graph = g;
-        s->h = make_local_copy(P, gid, d->version, 1, &s->buf);
+        s->nccl = nccl;
+        s->seq = seq;
+        s->h = make_local_copy(P, gid, d->version, !nccl, &s->buf);   /* NCCL: on the GPU */
         d->h[h].local = s->h;
         g->transfers_in++;
         g->bytes_in += bytes;
@@ -343,7 +363,7 @@ static void plan_task(planner *P, size_t ti)
                 if (d->locs[li].avail > phase)
                     phase = d->locs[li].avail;
             } else {
-                hidx[a] = bring(P, d, gid, r);
+                hidx[a] = bring(P, d, gid, r, t);
                 if (hidx[a] < 0)
                     return;
                 if (d->prod_phase + 1 > phase)
@@ -387,6 +407,7 @@ static void plan_task(planner *P, size_t ti)
             d->prod_phase = phase;
             d->holder = hidx[a];
             d->touched = 1;
+            d->gpu_made = t->kernel->cuda && t->where != CASK_WHERE_CPU;
             set_locs(P, d, hidx[a], phase);
         }
     }
@@ -427,8 +448,10 @@ static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, vo
     cask_dist_graph *g = P->g;
     pdatum *d = &P->pd[gid];
     phandle *src = &d->h[d->holder];
+    uint32_t seq = 0;
+    int nccl = by_nccl(P, d, NULL, &seq);
     if (src->rank == P->me) {
-        push_send(P, final_exchange, to, gid, d->version, src->local);
+        push_send(P, final_exchange, to, gid, d->version, src->local, nccl, seq);
         g->transfers_out++;
         g->bytes_out += dist->data[gid].bytes;
     }
@@ -445,7 +468,12 @@ static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, vo
     s->home = home;
     s->dest = dest;
     s->graph = g;
-    if (cask_host_alloc(dist->rt, dist->data[gid].bytes, &s->buf)) {
+    s->nccl = nccl;
+    s->seq = seq;
+    if (nccl) {   /* lands on the GPU, then delivered from there */
+        if (!(s->h = make_local_copy(P, gid, d->version, 0, NULL)))
+            return;
+    } else if (cask_host_alloc(dist->rt, dist->data[gid].bytes, &s->buf)) {
         P->st = CASK_ERR_NOMEM;
         return;
     }
@@ -571,6 +599,10 @@ static cask_status build_local_graph(cask_dist_graph *g)
     }
     if (!st)
         st = dist_xfer_add_copies(g);
+    if (!st)
+        st = dist_xfer_order_nccl(g);
+    if (!st)
+        graph_set_fail_hook(g->local, dist_xfer_on_local_failure, g);
     free(start);
     free(order);
     free(sends);
@@ -657,6 +689,7 @@ cask_status dist_plan(cask_dist_graph *g)
     }
     if (!P.st)
         plan_final(&P, g->nphases);
+    g->nccl_transfers = P.nccl_seq;
     if (!P.st) {
         g->slot_hash_cap = 64;
         while (g->slot_hash_cap < 2 * (g->nslots + 1))
@@ -682,6 +715,7 @@ void dist_plan_free(cask_dist_graph *g)
     cask_runtime *rt = g->dist->rt;
     cask_graph_destroy(g->local);
     g->local = NULL;
+    dist_nccl_graph_free(g);
     for (size_t i = 0; i < g->nmade; i++)
         cask_data_destroy(g->made[i]);
     free(g->made);

@@ -51,9 +51,6 @@ void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const
             g->abort_from = from;
             g->abort_status = (cask_status)h->status;
             snprintf(g->abort_msg, sizeof g->abort_msg, "%s", msg && *msg ? msg : "failed");
-            if (g->running && g->abort_run == g->run)   /* nothing more will come */
-                dist_xfer_fail_waiting(g, g->abort_status ? g->abort_status : CASK_ERR_PEER,
-                                       g->abort_msg);
         }
         break;
     default:
@@ -71,10 +68,23 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
     }
     LOG_DEBUG(dist->rt, "dist rank %d: control %u from rank %d (graph %u run %u)", dist->rank,
               h->type, from, h->graph, h->run);
+    cask_task_async **tok = NULL;
+    size_t ntok = 0;
+    cask_status why = CASK_ERR_PEER;
+    char abort_msg[sizeof ((cask_dist_graph *)0)->abort_msg] = "";
+    int broke = 0;
     pthread_mutex_lock(&dist->mu);
     cask_dist_graph *g = dist_find_graph(dist, h->graph);
     if (g) {
         dist_apply_ctrl(g, from, h, msg);
+        if (h->type == CTRL_ABORT && g->running && g->abort_run == g->run) {
+            /* nothing more will come from that rank in this run */
+            broke = 1;
+            tok = dist_xfer_take_waiting(g, &ntok);
+            if (g->abort_status)
+                why = g->abort_status;
+            snprintf(abort_msg, sizeof abort_msg, "%s", g->abort_msg);
+        }
     } else if (h->graph > dist->next_graph) {   /* a graph this rank has yet to make */
         dist_early *e = calloc(1, sizeof *e);
         if (e) {
@@ -87,6 +97,12 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
     }
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
+    if (broke) {
+        dist_xfer_end_all(tok, ntok, why, abort_msg);
+        dist_nccl_end_waiting(g, why, abort_msg);
+        if (dist_nccl_busy(dist))
+            dist_nccl_abort(dist, abort_msg);
+    }
 }
 
 /* ---- waiting ---- */
@@ -196,6 +212,15 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
         }
         pthread_mutex_unlock(&dist->mu);
     }
+    if (!st && g->nccl_transfers) {
+        /* every rank agreed on a plan with NCCL transfers: all make the communicator */
+        char err[512] = "";
+        st = dist_nccl_ensure(dist, err, sizeof err);
+        if (st)
+            set_error(g, "rank %d: the NCCL communicator for GPU-to-GPU transfers: %s%s",
+                      dist->rank, st == CASK_ERR_STATE ? "aborted after an earlier failure" : "",
+                      err);
+    }
     if (st) {
         g->plan_failed = 1;
         g->plan_status = st;
@@ -207,7 +232,7 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
 /* ---- one run ---- */
 
 /* Runs the local graph. It ends when all its tasks did: a receive whose copy can no
- * longer come is ended with the failure (dist_xfer_fail_waiting) by whoever learns it
+ * longer come is ended with the failure (dist_xfer_take_waiting) by whoever learns it
  * (a lost peer, an ABORT), so this never waits for a rank that stopped. */
 static cask_status run_once(cask_dist_graph *g)
 {
@@ -243,6 +268,7 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
     g->send_status = CASK_OK;
     g->send_msg[0] = 0;
     pthread_mutex_unlock(&dist->mu);
+    dist_nccl_run_start(g);
     g->error[0] = 0;
     g->comm_wait_s = 0;
 

@@ -105,16 +105,43 @@ static cask_status send_cpu(cask_task_ctx *ctx)
 
 /* ---- receive ---- */
 
-void dist_xfer_fail_waiting(cask_dist_graph *g, cask_status st, const char *why)
+cask_task_async **dist_xfer_take_waiting(cask_dist_graph *g, size_t *n)
 {
+    *n = 0;
+    cask_task_async **tok = NULL;
     for (size_t i = 0; i < g->nslots; i++) {
         dist_slot *s = g->slots[i];
         if (!s->waiting)
             continue;
-        cask_task_async *tok = s->waiting;
+        if (!tok && !(tok = malloc(g->nslots * sizeof *tok)))
+            return NULL;   /* cannot happen for long: the peer's loss ends them too */
+        tok[(*n)++] = s->waiting;
         s->waiting = NULL;
-        cask_task_async_end(tok, st, why);
     }
+    return tok;
+}
+
+void dist_xfer_end_all(cask_task_async **tok, size_t n, cask_status st, const char *why)
+{
+    for (size_t i = 0; i < n; i++)
+        cask_task_async_end(tok[i], st, why);
+    free(tok);
+}
+
+void dist_xfer_on_local_failure(void *arg)
+{
+    cask_dist_graph *g = arg;
+    cask_dist *dist = g->dist;
+    char why[160];
+    snprintf(why, sizeof why, "rank %d stopped: its graph failed", dist->rank);
+    size_t n;
+    pthread_mutex_lock(&dist->mu);
+    cask_task_async **tok = dist_xfer_take_waiting(g, &n);
+    pthread_mutex_unlock(&dist->mu);
+    dist_xfer_end_all(tok, n, CASK_ERR_CANCELLED, why);
+    dist_nccl_end_waiting(g, CASK_ERR_CANCELLED, why);
+    if (dist_nccl_busy(dist))   /* a peer may never match what is in flight */
+        dist_nccl_abort(dist, why);
 }
 
 static cask_status recv_cpu(cask_task_ctx *ctx)
@@ -249,20 +276,28 @@ cask_status dist_xfer_register(cask_dist *dist)
     return CASK_OK;
 }
 
-static cask_status add(cask_dist_graph *g, cask_kernel *k, void *p, const cask_access *acc,
-                       int nacc, const char *name, cask_task **out)
+/* where: CASK_WHERE_CPU, or the GPU of this rank's NCCL communicator (gpu) */
+static cask_status add_on(cask_dist_graph *g, cask_kernel *k, void *p, const cask_access *acc,
+                          int nacc, const char *name, int gpu, cask_task **out)
 {
     xfer_args a = { p };
     cask_task_desc d = { .field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME |
-                                       CASK_TASK_WHERE,
+                                       CASK_TASK_WHERE | (gpu ? CASK_TASK_DEVICE : 0),
                          .kernel = k, .access = acc, .naccess = nacc, .args = &a,
                          .args_size = sizeof a, .priority = XFER_PRIORITY, .name = name,
-                         .where = CASK_WHERE_CPU };
+                         .where = gpu ? CASK_WHERE_GPU : CASK_WHERE_CPU,
+                         .device = g->dist->nccl_device };
     cask_status st = cask_graph_add_task(g->local, &d, out);
     if (st)
         dist_graph_error(g, "rank %d: adding the task %s: %s", g->dist->rank, name,
                          cask_status_string(st));
     return st;
+}
+
+static cask_status add(cask_dist_graph *g, cask_kernel *k, void *p, const cask_access *acc,
+                       int nacc, const char *name, cask_task **out)
+{
+    return add_on(g, k, p, acc, nacc, name, 0, out);
 }
 
 cask_status dist_xfer_add_exchange(cask_dist_graph *g, int e, size_t *send_i, size_t *slot_i)
@@ -272,14 +307,26 @@ cask_status dist_xfer_add_exchange(cask_dist_graph *g, int e, size_t *send_i, si
     cask_status st = CASK_OK;
     for (; *send_i < g->nsends && g->sends[*send_i].exchange == e && !st; (*send_i)++) {
         dist_send *s = &g->sends[*send_i];
-        snprintf(name, sizeof name, "send #%u.v%u %d>%d", s->gid, s->version, dist->rank, s->to);
+        snprintf(name, sizeof name, "%ssend #%u.v%u %d>%d", s->nccl ? "nccl " : "", s->gid,
+                 s->version, dist->rank, s->to);
         cask_access acc = { s->h, CASK_READ };
-        st = add(g, dist->k_send, s, &acc, 1, name, NULL);
+        st = add_on(g, s->nccl ? dist->k_nsend : dist->k_send, s, &acc, 1, name, s->nccl,
+                    NULL);
     }
     for (; *slot_i < g->nslots && g->slots[*slot_i]->exchange == e && !st; (*slot_i)++) {
         dist_slot *s = g->slots[*slot_i];
-        snprintf(name, sizeof name, "recv #%u.v%u %d>%d", s->gid, s->version, s->from,
-                 dist->rank);
+        snprintf(name, sizeof name, "%srecv #%u.v%u %d>%d", s->nccl ? "nccl " : "", s->gid,
+                 s->version, s->from, dist->rank);
+        if (s->nccl) {   /* into s->h on the GPU; a final one is then delivered */
+            cask_access acc = { s->h, CASK_WRITE };
+            st = add_on(g, dist->k_nrecv, s, &acc, 1, name, 1, NULL);
+            if (st || (!s->home && !s->dest))
+                continue;
+            cask_access dacc[2] = { { s->h, CASK_READ }, { s->home, CASK_WRITE } };
+            snprintf(name, sizeof name, "deliver #%u.v%u", s->gid, s->version);
+            st = add_on(g, dist->k_ndeliver, s, dacc, s->home ? 2 : 1, name, 0, NULL);
+            continue;
+        }
         if (!s->home && !s->dest) {
             cask_access acc = { s->h, CASK_WRITE };
             st = add(g, dist->k_recv, s, &acc, 1, name, NULL);
@@ -294,6 +341,42 @@ cask_status dist_xfer_add_exchange(cask_dist_graph *g, int e, size_t *send_i, si
         if (!st)
             st = cask_task_depend(deliver, recv);
     }
+    return st;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return (*x >> 32) < (*y >> 32) ? -1 : (*x >> 32) > (*y >> 32);
+}
+
+cask_status dist_xfer_order_nccl(cask_dist_graph *g)
+{
+    /* (seq << 32 | index into ord), sorted: a transfer's rank among this rank's */
+    size_t n = 0;
+    uint64_t *key = malloc((g->nsends + g->nslots + 1) * sizeof *key);
+    uint32_t **ord = malloc((g->nsends + g->nslots + 1) * sizeof *ord);
+    cask_status st = key && ord ? CASK_OK : CASK_ERR_NOMEM;
+    for (size_t i = 0; !st && i < g->nsends; i++)
+        if (g->sends[i].nccl) {
+            key[n] = (uint64_t)g->sends[i].seq << 32 | n;
+            ord[n++] = &g->sends[i].order;
+        }
+    for (size_t i = 0; !st && i < g->nslots; i++)
+        if (g->slots[i]->nccl) {
+            key[n] = (uint64_t)g->slots[i]->seq << 32 | n;
+            ord[n++] = &g->slots[i]->order;
+        }
+    if (!st) {
+        qsort(key, n, sizeof *key, by_seq);
+        for (size_t i = 0; i < n; i++)
+            *ord[key[i] & 0xffffffffu] = (uint32_t)i;
+        g->nccl_here = (uint32_t)n;
+        if (n && !(g->nccl_ops = calloc(n, sizeof *g->nccl_ops)))
+            st = CASK_ERR_NOMEM;
+    }
+    free(key);
+    free(ord);
     return st;
 }
 

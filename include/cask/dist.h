@@ -138,7 +138,9 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g);
 typedef struct cask_dist_graph_info {
     size_t ntasks;            /* in the whole graph */
     size_t ntasks_here;       /* placed on this rank */
-    size_t nphases;           /* local graphs run one after the other per compute */
+    size_t nphases;           /* exchange steps of the plan (a plan order only: each
+                                 rank runs one local graph, transfers included, and
+                                 every task waits only for the chunks it uses) */
     size_t transfers_out, transfers_in;   /* chunks sent / received per compute */
     uint64_t bytes_out, bytes_in;         /* their bytes */
     size_t moved;             /* tasks the balancer moved off the rank holding most
