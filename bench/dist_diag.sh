@@ -13,7 +13,7 @@ ninja -C $B > $OUT/build.log 2>&1 || { grep -E "error|FAILED" $OUT/build.log | h
 L=tests/dist/launch-local.sh
 export CASK_LAUNCHER=local
 J="$B/apps/cask-jacobi --n 16384 --iters 400 --check 100"
-for i in 1 2; do
+for i in 1; do
 echo "== jacobi 1x2"; timeout 120 $J --gpus 2 > $OUT/j1.txt 2>&1; echo rc=$?; tail -1 $OUT/j1.txt
 echo "== jacobi 2x1 nccl"; CASK_DIST_NCCL=1 CASK_GPU_PER_RANK=1 timeout 120 $L 2 $J > $OUT/j2.txt 2>&1; echo rc=$?; tail -1 $OUT/j2.txt
 echo "== jacobi 2x1 ucx"; CASK_GPU_PER_RANK=1 timeout 120 $L 2 $J > $OUT/j3.txt 2>&1; echo rc=$?; tail -1 $OUT/j3.txt
