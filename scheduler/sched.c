@@ -467,6 +467,8 @@ void sched_destroy(sched *s)
     if (!s)
         return;
     atomic_store(&s->stop, 1);
+    while (atomic_load(&s->ending))   /* asynchronous ends still waking a worker */
+        sched_yield();
     for (int i = 0; i < s->nworkers; i++)
         notifier_notify(&s->w[i].note, 1);
     for (int i = 0; i < s->nworkers; i++)

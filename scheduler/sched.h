@@ -101,6 +101,9 @@ typedef struct sched {
     _Atomic int stop;
     _Atomic int nsleep[2];
     _Atomic uint32_t rr;
+    _Atomic int ending;          /* cask_task_async_end calls under way (sched_destroy
+                                    waits for them: they touch a worker after the task
+                                    may have let its graph finish) */
 } sched;
 
 cask_status sched_create(cask_runtime *rt, sched **out);

@@ -27,12 +27,16 @@ void cask_task_async_end(cask_task_async *token, cask_status st, const char *msg
     }
     sched *s = t->graph->rt->sched;
     worker *w = &s->w[t->last_worker];
+    /* once t is published its graph may finish and the caller shut the runtime down:
+     * sched_destroy waits until this call is out of the worker */
+    atomic_fetch_add_explicit(&s->ending, 1, memory_order_acq_rel);
     sched_node *head = atomic_load_explicit(&w->async_done, memory_order_relaxed);
     do {
         t->node.next = head;
     } while (!atomic_compare_exchange_weak_explicit(&w->async_done, &head, &t->node,
                                                     memory_order_release, memory_order_relaxed));
     sched_wake_worker(w);
+    atomic_fetch_sub_explicit(&s->ending, 1, memory_order_acq_rel);
 }
 
 cask_task *sched_async_take(worker *w)

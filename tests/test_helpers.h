@@ -20,26 +20,6 @@
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define CASK_TEST_LSAN 1
-/* A task that holds its worker until the test opens the gate (gate_open), saying it
- * started (gate_entered); wait_entered waits for that. */
-static atomic_int gate_open, gate_entered;
-
-static inline cask_status gate_task(cask_task_ctx *ctx)
-{
-    (void)ctx;
-    atomic_store(&gate_entered, 1);
-    while (!atomic_load(&gate_open))
-        spin_ns(10000);
-    return CASK_OK;
-}
-
-static inline void wait_entered(void)
-{
-    for (int i = 0; i < 100000 && !atomic_load(&gate_entered); i++)
-        spin_ns(10000);
-    cr_assert(atomic_load(&gate_entered), "the gate task never started");
-}
-
 #endif
 #endif
 #ifdef CASK_TEST_LSAN
@@ -47,26 +27,6 @@ static inline void wait_entered(void)
 /* Criterion's runner itself leaks a few bytes when it runs tests in parallel. */
 const char *__lsan_default_suppressions(void);
 const char *__lsan_default_suppressions(void) { return "leak:libcriterion.so\n"; }
-/* A task that holds its worker until the test opens the gate (gate_open), saying it
- * started (gate_entered); wait_entered waits for that. */
-static atomic_int gate_open, gate_entered;
-
-static inline cask_status gate_task(cask_task_ctx *ctx)
-{
-    (void)ctx;
-    atomic_store(&gate_entered, 1);
-    while (!atomic_load(&gate_open))
-        spin_ns(10000);
-    return CASK_OK;
-}
-
-static inline void wait_entered(void)
-{
-    for (int i = 0; i < 100000 && !atomic_load(&gate_entered); i++)
-        spin_ns(10000);
-    cr_assert(atomic_load(&gate_entered), "the gate task never started");
-}
-
 #endif
 static inline void leak_check(void)
 {
@@ -75,26 +35,6 @@ static inline void leak_check(void)
         fprintf(stderr, "memory leaked: see the LeakSanitizer report above\n");
         abort();
     }
-/* A task that holds its worker until the test opens the gate (gate_open), saying it
- * started (gate_entered); wait_entered waits for that. */
-static atomic_int gate_open, gate_entered;
-
-static inline cask_status gate_task(cask_task_ctx *ctx)
-{
-    (void)ctx;
-    atomic_store(&gate_entered, 1);
-    while (!atomic_load(&gate_open))
-        spin_ns(10000);
-    return CASK_OK;
-}
-
-static inline void wait_entered(void)
-{
-    for (int i = 0; i < 100000 && !atomic_load(&gate_entered); i++)
-        spin_ns(10000);
-    cr_assert(atomic_load(&gate_entered), "the gate task never started");
-}
-
 #endif
 }
 

@@ -577,7 +577,8 @@ static cask_status build_local_graph(cask_dist_graph *g)
                 cnt[e + 1] += cnt[e];
             for (size_t i = 0; i < g->nsends; i++)
                 sends[cnt[g->sends[i].exchange]++] = g->sends[i];
-            memcpy(g->sends, sends, g->nsends * sizeof *sends);
+            if (g->nsends)   /* g->sends is NULL when there are none */
+                memcpy(g->sends, sends, g->nsends * sizeof *sends);
             memset(cnt, 0, (nsteps + 1) * sizeof *cnt);
             for (size_t i = 0; i < g->nslots; i++)
                 cnt[g->slots[i]->exchange + 1]++;
@@ -585,7 +586,8 @@ static cask_status build_local_graph(cask_dist_graph *g)
                 cnt[e + 1] += cnt[e];
             for (size_t i = 0; i < g->nslots; i++)
                 slots[cnt[g->slots[i]->exchange]++] = g->slots[i];
-            memcpy(g->slots, slots, g->nslots * sizeof *slots);
+            if (g->nslots)
+                memcpy(g->slots, slots, g->nslots * sizeof *slots);
             free(cnt);
         }
     }
