@@ -111,6 +111,7 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
         for (struct cask_dist_graph *g = dist->graphs; g && ng < MAXG; g = g->next)
             if (g->running) {
                 tok[ng] = dist_xfer_take_waiting(g, &ntok[ng]);
+                g->handlers_in++;
                 gs[ng++] = g;
             }
     }
@@ -118,9 +119,14 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
     for (int i = 0; i < ng; i++) {
-        dist_xfer_end_all(tok[i], ntok[i], CASK_ERR_PEER, msg);
         dist_nccl_end_waiting(gs[i], CASK_ERR_PEER, msg);
+        dist_xfer_end_all(tok[i], ntok[i], CASK_ERR_PEER, msg);
     }
+    pthread_mutex_lock(&dist->mu);
+    for (int i = 0; i < ng; i++)
+        gs[i]->handlers_in--;
+    pthread_cond_broadcast(&dist->cv);
+    pthread_mutex_unlock(&dist->mu);
     dist_nccl_abort(dist, msg);
 }
 

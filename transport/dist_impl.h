@@ -203,6 +203,8 @@ struct cask_dist_graph {
     /* run (under dist->mu unless said) */
     uint32_t run;             /* computes so far (messages carry it) */
     int running;
+    int handlers_in;          /* handlers ending this run's tasks after unlocking: the
+                                 compute does not return (nor the graph go) before */
     uint32_t *done_from;      /* per rank: run of its last DONE */
     uint32_t abort_run;       /* run another rank aborted, 0 none */
     int abort_from;

@@ -80,6 +80,7 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
         if (h->type == CTRL_ABORT && g->running && g->abort_run == g->run) {
             /* nothing more will come from that rank in this run */
             broke = 1;
+            g->handlers_in++;
             tok = dist_xfer_take_waiting(g, &ntok);
             if (g->abort_status)
                 why = g->abort_status;
@@ -98,10 +99,14 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
     if (broke) {
-        dist_xfer_end_all(tok, ntok, why, abort_msg);
         dist_nccl_end_waiting(g, why, abort_msg);
+        dist_xfer_end_all(tok, ntok, why, abort_msg);
         if (dist_nccl_busy(dist))
             dist_nccl_abort(dist, abort_msg);
+        pthread_mutex_lock(&dist->mu);
+        g->handlers_in--;
+        pthread_cond_broadcast(&dist->cv);
+        pthread_mutex_unlock(&dist->mu);
     }
 }
 
@@ -288,6 +293,8 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
     }
     wait_until(g, sends_drained, NULL, 1);
     pthread_mutex_lock(&dist->mu);
+    while (g->handlers_in)   /* a handler still ending this run's tasks uses g */
+        pthread_cond_wait(&dist->cv, &dist->mu);
     g->running = 0;
     pthread_mutex_unlock(&dist->mu);
     g->elapsed_s = now_s() - t0;
