@@ -8,18 +8,6 @@
 
 TestSuite(async, .fini = leak_check, .timeout = 120);
 
-static cask_runtime *start(int ncpu, int sim_gpus)
-{
-    cask_config cfg = { 0 };
-    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_NGPU | CASK_CONFIG_SIM_GPUS;
-    cfg.ncpu = ncpu;
-    cfg.ngpu = sim_gpus ? -1 : 0;
-    cfg.sim_gpus = sim_gpus;
-    cask_runtime *rt = NULL;
-    cr_assert_eq(cask_init(&cfg, &rt), CASK_OK);
-    return rt;
-}
-
 /* ---- a thread that ends tasks later, in the order it was given them ---- */
 
 #define MAXQ 4096
@@ -122,12 +110,9 @@ static cask_status check_value(cask_task_ctx *ctx)
 
 static void chain(int ncpu, int sim_gpus, long delay_us, int ntasks, int now)
 {
-    cask_runtime *rt = start(ncpu, sim_gpus);
-    cask_kernel *kw, *kc;
-    cask_kernel_desc dw = { .name = "async_write", .cpu = async_write };
-    cask_kernel_desc dc = { .name = "check_value", .cpu = check_value };
-    cr_assert_eq(cask_kernel_register(rt, &dw, &kw), CASK_OK);
-    cr_assert_eq(cask_kernel_register(rt, &dc, &kc), CASK_OK);
+    cask_runtime *rt = start_runtime(ncpu, sim_gpus);
+    cask_kernel *kw = kernel(rt, "async_write", async_write);
+    cask_kernel *kc = kernel(rt, "check_value", check_value);
     cask_data **d = calloc((size_t)ntasks, sizeof *d);
     cask_graph *g;
     cr_assert_eq(cask_graph_create(rt, &g), CASK_OK);
@@ -190,12 +175,9 @@ Test(async, on_simulated_gpus)
 
 Test(async, a_failed_end_fails_the_graph_and_skips_successors)
 {
-    cask_runtime *rt = start(2, 0);
-    cask_kernel *kw, *kc;
-    cask_kernel_desc dw = { .name = "async_write", .cpu = async_write };
-    cask_kernel_desc dc = { .name = "check_value", .cpu = check_value };
-    cr_assert_eq(cask_kernel_register(rt, &dw, &kw), CASK_OK);
-    cr_assert_eq(cask_kernel_register(rt, &dc, &kc), CASK_OK);
+    cask_runtime *rt = start_runtime(2, 0);
+    cask_kernel *kw = kernel(rt, "async_write", async_write);
+    cask_kernel *kc = kernel(rt, "check_value", check_value);
     cask_data *d;
     cr_assert_eq(cask_data_create(rt, sizeof(int), &d), CASK_OK);
     cask_graph *g;

@@ -23,18 +23,7 @@ TestSuite(graph_stress, .fini = leak_check, .timeout = 600);
 
 /* ---- helpers ---- */
 
-static cask_runtime *start(int ncpu)
-{
-    cask_config cfg = { 0 };
-    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_NGPU | CASK_CONFIG_SIM_GPUS;
-    cfg.ncpu = ncpu;
-    cfg.ngpu = 0;
-    cfg.sim_gpus = 0;
-    cask_runtime *rt = NULL;
-    cask_status st = cask_init(&cfg, &rt);
-    cr_assert_eq(st, CASK_OK, "cask_init(ncpu=%d): %s", ncpu, cask_status_string(st));
-    return rt;
-}
+static cask_runtime *start(int ncpu) { return start_runtime(ncpu, 0); }
 
 
 

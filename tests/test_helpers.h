@@ -38,6 +38,21 @@ static inline void leak_check(void)
 #endif
 }
 
+/* A runtime of ncpu CPU workers and sim_gpus simulated GPUs (0: no GPU at all). */
+static inline cask_runtime *start_runtime(int ncpu, int sim_gpus)
+{
+    cask_config cfg = { 0 };
+    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_NGPU | CASK_CONFIG_SIM_GPUS;
+    cfg.ncpu = ncpu;
+    cfg.ngpu = sim_gpus ? -1 : 0;
+    cfg.sim_gpus = sim_gpus;
+    cask_runtime *rt = NULL;
+    cask_status st = cask_init(&cfg, &rt);
+    cr_assert_eq(st, CASK_OK, "cask_init(ncpu=%d, sim_gpus=%d): %s", ncpu, sim_gpus,
+                 cask_status_string(st));
+    return rt;
+}
+
 static inline cask_kernel *kernel(cask_runtime *rt, const char *name, cask_kernel_fn cpu)
 {
     cask_kernel_desc kd = { .name = name, .cpu = cpu };
