@@ -118,10 +118,8 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
     snprintf(msg, sizeof msg, "%s", dist->err);
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
-    for (int i = 0; i < ng; i++) {
-        dist_nccl_end_waiting(gs[i], CASK_ERR_PEER, msg);
-        dist_xfer_end_all(tok[i], ntok[i], CASK_ERR_PEER, msg);
-    }
+    for (int i = 0; i < ng; i++)
+        dist_xfer_end_run(gs[i], tok[i], ntok[i], CASK_ERR_PEER, msg);
     pthread_mutex_lock(&dist->mu);
     for (int i = 0; i < ng; i++)
         gs[i]->handlers_in--;

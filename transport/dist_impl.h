@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <time.h>
 #include "cask/cask.h"
 #include "cask/dist.h"
 #include "transport/bootstrap.h"
@@ -118,8 +119,8 @@ typedef struct dist_slot {
     int from;
     uint32_t arrived_run;     /* run whose copy landed, 0: none (under dist->mu) */
     uint32_t landing_run;     /* run of the copy being received */
-    int landing_direct;       /* it lands straight into dest */
-    int direct;               /* this run's copy landed straight into dest */
+    int landing_direct;       /* the latest copy landed straight into dest (the next
+                                 run's cannot land before this run's deliver ran) */
     cask_task_async *waiting; /* its receive task, waiting for it (under dist->mu) */
     double wait_t0;           /* when that task began waiting */
     struct cask_dist_graph *graph;
@@ -218,6 +219,25 @@ struct cask_dist_graph {
     char error[1024];
 };
 
+static inline double dist_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The argument of a transfer task (dist_xfer.c, dist_nccl.c): its dist_send,
+ * dist_slot or dist_local_copy. */
+typedef struct dist_xfer_arg {
+    void *p;
+} dist_xfer_arg;
+
+static inline void *dist_xfer_arg_of(cask_task_ctx *ctx)
+{
+    const dist_xfer_arg *a = cask_task_args(ctx, NULL);
+    return a->p;
+}
+
 /* dist.c */
 cask_status dist_gid(const cask_dist *dist, const cask_data *d, uint32_t *gid);
 void dist_fail(cask_dist *dist, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -256,11 +276,14 @@ cask_status dist_xfer_add_exchange(cask_dist_graph *g, int e, size_t *send_i, si
 /* Adds the copies between this rank's handles at the end (planning). */
 cask_status dist_xfer_add_copies(cask_dist_graph *g);
 /* The run cannot go on: takes every receive task of g still waiting (under dist->mu)
- * into *n tokens of a malloc'ed array (NULL if none), to end with
- * dist_xfer_end_all after unlocking. */
+ * into *n tokens of a malloc'ed array (NULL if none), to pass to dist_xfer_end_run
+ * after unlocking. */
 cask_task_async **dist_xfer_take_waiting(cask_dist_graph *g, size_t *n);
-/* Ends the tokens with the failure and frees the array. */
-void dist_xfer_end_all(cask_task_async **tok, size_t n, cask_status st, const char *why);
+/* A run of g broke with st (why): ends the receives taken (tok, n; frees tok) and the
+ * NCCL transfers waiting for their turn, and aborts the NCCL transfers in flight,
+ * which a peer may never match. Without dist->mu. */
+void dist_xfer_end_run(cask_dist_graph *g, cask_task_async **tok, size_t n, cask_status st,
+                       const char *why);
 /* The local graph's failure hook: ends this rank's waiting receives, aborts NCCL
  * transfers in flight. */
 void dist_xfer_on_local_failure(void *graph);

@@ -40,16 +40,6 @@ struct dist_nccl {
     int nfl, capfl;
 };
 
-typedef struct xfer_args {
-    void *p;
-} xfer_args;
-
-static void *arg_ptr(cask_task_ctx *ctx)
-{
-    const xfer_args *a = cask_task_args(ctx, NULL);
-    return a->p;
-}
-
 typedef struct nccl_end {
     cask_task_async *tok;
     cask_status st;
@@ -195,7 +185,7 @@ static cask_status issue(cask_task_ctx *ctx, cask_dist_graph *g, uint32_t order,
 
 static cask_status nsend_cuda(cask_task_ctx *ctx)
 {
-    dist_send *s = arg_ptr(ctx);
+    dist_send *s = dist_xfer_arg_of(ctx);
     char what[96];
     snprintf(what, sizeof what, "ncclSend of chunk #%u from rank %d to rank %d", s->gid,
              s->graph->dist->rank, s->to);
@@ -204,7 +194,7 @@ static cask_status nsend_cuda(cask_task_ctx *ctx)
 
 static cask_status nrecv_cuda(cask_task_ctx *ctx)
 {
-    dist_slot *s = arg_ptr(ctx);
+    dist_slot *s = dist_xfer_arg_of(ctx);
     char what[96];
     snprintf(what, sizeof what, "ncclRecv of chunk #%u from rank %d on rank %d", s->gid,
              s->from, s->graph->dist->rank);
@@ -214,7 +204,7 @@ static cask_status nrecv_cuda(cask_task_ctx *ctx)
 /* buffers: [0] the chunk that came (R), [1] the owner's handle (W, if home) */
 static cask_status ndeliver_cuda(cask_task_ctx *ctx)
 {
-    dist_slot *s = arg_ptr(ctx);
+    dist_slot *s = dist_xfer_arg_of(ctx);
     size_t bytes = s->graph->dist->data[s->gid].bytes;
     cudaStream_t stream = (cudaStream_t)cask_task_cuda_stream(ctx);
     const void *src = cask_task_buffer(ctx, 0);
@@ -232,7 +222,7 @@ static cask_status ndeliver_cuda(cask_task_ctx *ctx)
 
 static cask_status ndeliver_cpu(cask_task_ctx *ctx)
 {
-    dist_slot *s = arg_ptr(ctx);
+    dist_slot *s = dist_xfer_arg_of(ctx);
     size_t bytes = s->graph->dist->data[s->gid].bytes;
     if (s->dest)
         memcpy(s->dest, cask_task_buffer(ctx, 0), bytes);

@@ -5,7 +5,6 @@
  * control messages. */
 #include "transport/dist_impl.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,23 +12,6 @@
 
 #include "runtime/log.h"
 #include "runtime/runtime.h"   /* runtime_log_level */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void set_error(cask_dist_graph *g, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void set_error(cask_dist_graph *g, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(g->error, sizeof g->error, fmt, ap);
-    va_end(ap);
-}
 
 /* ---- control messages ---- */
 
@@ -99,10 +81,7 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
     if (broke) {
-        dist_nccl_end_waiting(g, why, abort_msg);
-        dist_xfer_end_all(tok, ntok, why, abort_msg);
-        if (dist_nccl_busy(dist))
-            dist_nccl_abort(dist, abort_msg);
+        dist_xfer_end_run(g, tok, ntok, why, abort_msg);
         pthread_mutex_lock(&dist->mu);
         g->handlers_in--;
         pthread_cond_broadcast(&dist->cv);
@@ -118,15 +97,15 @@ cask_status dist_broken(cask_dist_graph *g)
 {
     cask_dist *dist = g->dist;
     if (dist->nlost) {
-        set_error(g, "%s", dist->err);
+        dist_graph_error(g, "%s", dist->err);
         return CASK_ERR_PEER;
     }
     if (g->abort_run && g->abort_run == g->run) {
-        set_error(g, "%s", g->abort_msg);   /* says which rank failed and how */
+        dist_graph_error(g, "%s", g->abort_msg);   /* says which rank failed and how */
         return g->abort_status ? g->abort_status : CASK_ERR_PEER;
     }
     if (g->send_status) {
-        set_error(g, "rank %d: %s", dist->rank, g->send_msg);
+        dist_graph_error(g, "rank %d: %s", dist->rank, g->send_msg);
         return g->send_status;
     }
     return CASK_OK;
@@ -136,7 +115,7 @@ cask_status dist_broken(cask_dist_graph *g)
 static cask_status wait_until(cask_dist_graph *g, ready_fn ready, void *arg, int ignore_broken)
 {
     cask_dist *dist = g->dist;
-    double t0 = now_s();
+    double t0 = dist_now_s();
     cask_status st = CASK_OK;
     pthread_mutex_lock(&dist->mu);
     for (;;) {
@@ -144,7 +123,7 @@ static cask_status wait_until(cask_dist_graph *g, ready_fn ready, void *arg, int
             break;
         if (!ignore_broken && (st = dist_broken(g)))
             break;
-        if (ignore_broken && dist->nlost && now_s() - t0 > 30)
+        if (ignore_broken && dist->nlost && dist_now_s() - t0 > 30)
             break;   /* draining after a failure: UCX completes what it can */
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
@@ -152,7 +131,7 @@ static cask_status wait_until(cask_dist_graph *g, ready_fn ready, void *arg, int
         pthread_cond_timedwait(&dist->cv, &dist->mu, &dl);
     }
     pthread_mutex_unlock(&dist->mu);
-    g->comm_wait_s += now_s() - t0;
+    g->comm_wait_s += dist_now_s() - t0;
     return st;
 }
 
@@ -207,10 +186,10 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
                 continue;
             if (g->plan_st[r]) {
                 st = g->plan_st[r];
-                set_error(g, "rank %d could not plan the graph: %s", r, cask_status_string(st));
+                dist_graph_error(g, "rank %d could not plan the graph: %s", r, cask_status_string(st));
             } else if (g->plan_hash[r] != g->hash) {
                 st = CASK_ERR_INVALID;
-                set_error(g, "rank %d built another graph than rank %d (%zu tasks here): every "
+                dist_graph_error(g, "rank %d built another graph than rank %d (%zu tasks here): every "
                           "rank must declare the same data and add the same tasks in the same "
                           "order", r, dist->rank, g->ntasks);
             }
@@ -222,7 +201,7 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
         char err[512] = "";
         st = dist_nccl_ensure(dist, err, sizeof err);
         if (st)
-            set_error(g, "rank %d: the NCCL communicator for GPU-to-GPU transfers: %s%s",
+            dist_graph_error(g, "rank %d: the NCCL communicator for GPU-to-GPU transfers: %s%s",
                       dist->rank, st == CASK_ERR_STATE ? "aborted after an earlier failure" : "",
                       err);
     }
@@ -247,7 +226,7 @@ static cask_status run_once(cask_dist_graph *g)
         cask_status why = dist_broken(g);   /* a remote cause says more than ours */
         pthread_mutex_unlock(&g->dist->mu);
         if (!why || st == CASK_ERR_TASK_FAILED)
-            set_error(g, "rank %d: %s", g->dist->rank, cask_graph_error(g->local));
+            dist_graph_error(g, "rank %d: %s", g->dist->rank, cask_graph_error(g->local));
         else
             st = why;
     }
@@ -259,7 +238,7 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
     if (!g)
         return CASK_ERR_INVALID;
     cask_dist *dist = g->dist;
-    double t0 = now_s();
+    double t0 = dist_now_s();
     cask_status st = cask_dist_graph_plan(g);
     if (st)
         return st;
@@ -297,7 +276,7 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
         pthread_cond_wait(&dist->cv, &dist->mu);
     g->running = 0;
     pthread_mutex_unlock(&dist->mu);
-    g->elapsed_s = now_s() - t0;
+    g->elapsed_s = dist_now_s() - t0;
     if (st)
         log_error(dist->rt, st, "cask_dist_graph_compute: %s", g->error);
     return st;

@@ -25,23 +25,6 @@
 
 #define XFER_PRIORITY 100   /* transfers first: peers wait for them */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-typedef struct xfer_args {
-    void *p;                  /* dist_send, dist_slot or dist_local_copy */
-} xfer_args;
-
-static void *arg_ptr(cask_task_ctx *ctx)
-{
-    const xfer_args *a = cask_task_args(ctx, NULL);
-    return a->p;
-}
-
 /* ---- send ---- */
 
 #ifdef CASK_HAVE_UCX
@@ -71,7 +54,7 @@ static void sent(void *arg, cask_status st, const char *why)
 
 static cask_status send_cpu(cask_task_ctx *ctx)
 {
-    dist_send *s = arg_ptr(ctx);
+    dist_send *s = dist_xfer_arg_of(ctx);
     cask_dist_graph *g = s->graph;
     cask_dist *dist = g->dist;
 #ifdef CASK_HAVE_UCX
@@ -121,11 +104,15 @@ cask_task_async **dist_xfer_take_waiting(cask_dist_graph *g, size_t *n)
     return tok;
 }
 
-void dist_xfer_end_all(cask_task_async **tok, size_t n, cask_status st, const char *why)
+void dist_xfer_end_run(cask_dist_graph *g, cask_task_async **tok, size_t n, cask_status st,
+                       const char *why)
 {
+    dist_nccl_end_waiting(g, st, why);
     for (size_t i = 0; i < n; i++)
         cask_task_async_end(tok[i], st, why);
     free(tok);
+    if (dist_nccl_busy(g->dist))
+        dist_nccl_abort(g->dist, why);
 }
 
 void dist_xfer_on_local_failure(void *arg)
@@ -138,24 +125,19 @@ void dist_xfer_on_local_failure(void *arg)
     pthread_mutex_lock(&dist->mu);
     cask_task_async **tok = dist_xfer_take_waiting(g, &n);
     pthread_mutex_unlock(&dist->mu);
-    dist_xfer_end_all(tok, n, CASK_ERR_CANCELLED, why);
-    dist_nccl_end_waiting(g, CASK_ERR_CANCELLED, why);
-    if (dist_nccl_busy(dist))   /* a peer may never match what is in flight */
-        dist_nccl_abort(dist, why);
+    dist_xfer_end_run(g, tok, n, CASK_ERR_CANCELLED, why);
 }
 
 static cask_status recv_cpu(cask_task_ctx *ctx)
 {
-    dist_slot *s = arg_ptr(ctx);
+    dist_slot *s = dist_xfer_arg_of(ctx);
     cask_dist_graph *g = s->graph;
     cask_dist *dist = g->dist;
     pthread_mutex_lock(&dist->mu);
     cask_status st = dist_broken(g);
     if (!st && s->arrived_run != g->run) {
         s->waiting = cask_task_async_begin(ctx);
-        s->wait_t0 = now_s();
-    } else if (!st) {
-        s->direct = s->landing_direct;
+        s->wait_t0 = dist_now_s();
     }
     pthread_mutex_unlock(&dist->mu);
     if (st)
@@ -178,8 +160,7 @@ static void landed(void *arg, cask_status st, const char *why)
         if (s->waiting && s->arrived_run == g->run) {
             tok = s->waiting;
             s->waiting = NULL;
-            s->direct = s->landing_direct;
-            g->comm_wait_s += now_s() - s->wait_t0;
+            g->comm_wait_s += dist_now_s() - s->wait_t0;
         }
     } else {
         snprintf(msg, sizeof msg, "receiving chunk #%u from rank %d: %s", s->gid, s->from,
@@ -236,9 +217,9 @@ void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_m
 
 static cask_status deliver_cpu(cask_task_ctx *ctx)
 {
-    dist_slot *s = arg_ptr(ctx);
+    dist_slot *s = dist_xfer_arg_of(ctx);
     size_t bytes = s->graph->dist->data[s->gid].bytes;
-    if (s->dest && !s->direct)
+    if (s->dest && !s->landing_direct)
         memcpy(s->dest, s->buf, bytes);
     if (s->home)
         memcpy(cask_task_buffer(ctx, 0), s->buf, bytes);
@@ -247,7 +228,7 @@ static cask_status deliver_cpu(cask_task_ctx *ctx)
 
 static cask_status copy_cpu(cask_task_ctx *ctx)
 {
-    dist_local_copy *c = arg_ptr(ctx);
+    dist_local_copy *c = dist_xfer_arg_of(ctx);
     const void *src = cask_task_buffer(ctx, 0);
     size_t bytes = cask_task_buffer_size(ctx, 0);
     if (c->dest)
@@ -280,7 +261,7 @@ cask_status dist_xfer_register(cask_dist *dist)
 static cask_status add_on(cask_dist_graph *g, cask_kernel *k, void *p, const cask_access *acc,
                           int nacc, const char *name, int gpu, cask_task **out)
 {
-    xfer_args a = { p };
+    dist_xfer_arg a = { p };
     cask_task_desc d = { .field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME |
                                        CASK_TASK_WHERE | (gpu ? CASK_TASK_DEVICE : 0),
                          .kernel = k, .access = acc, .naccess = nacc, .args = &a,
