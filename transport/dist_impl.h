@@ -109,12 +109,11 @@ typedef struct dist_task {
 typedef struct dist_slot {
     uint32_t gid, version;
     cask_data *h;             /* local handle holding it */
-    void *buf;                /* landing buffer (incoming only), h's registered memory;
+    void *buf;                /* landing buffer, h's registered memory;
                                  NULL for an NCCL slot (h is then on the GPU) */
     int nccl;                 /* comes by NCCL, seq-th of the plan's NCCL transfers */
     uint32_t seq;
     uint32_t order;           /* its place among this rank's NCCL transfers */
-    int incoming;             /* arrives from another rank */
     int exchange;             /* step at whose end it must be here */
     int from;
     uint32_t arrived_run;     /* run whose copy landed, 0: none (under dist->mu) */
@@ -180,7 +179,7 @@ struct cask_dist_graph {
     /* plan */
     int nphases;              /* exchange steps: 0..nphases (the last one final) */
     cask_graph *local;        /* this rank's tasks, sends and receives: one cask graph */
-    dist_slot **slot_hash;    /* (gid, version) -> slot, incoming only */
+    dist_slot **slot_hash;    /* (gid, version) -> slot */
     size_t slot_hash_cap;
     dist_slot **slots;        /* every slot made (to free) */
     size_t nslots, slots_cap;

@@ -31,7 +31,6 @@ typedef struct phandle {
     int rank;
     int last_use;             /* latest phase of a task using it */
     int last_send;            /* latest exchange step that sends from it, -1 none */
-    int incoming;             /* filled by a transfer (a landing slot) */
     cask_data *local;         /* on this rank: the cask handle */
 } phandle;
 
@@ -66,7 +65,7 @@ typedef struct planner {
     cask_status st;
 } planner;
 
-static int add_handle(planner *P, pdatum *d, int rank, int incoming)
+static int add_handle(planner *P, pdatum *d, int rank)
 {
     if (d->nh == d->caph) {
         int cap = d->caph ? d->caph * 2 : 4;
@@ -78,8 +77,7 @@ static int add_handle(planner *P, pdatum *d, int rank, int incoming)
         d->h = n;
         d->caph = cap;
     }
-    d->h[d->nh] = (phandle){ .rank = rank, .last_use = 0, .last_send = -1,
-                             .incoming = incoming };
+    d->h[d->nh] = (phandle){ .rank = rank, .last_use = 0, .last_send = -1 };
     return d->nh++;
 }
 
@@ -241,7 +239,7 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *re
     int from_h = d->holder;
     phandle *src = &d->h[from_h];
     int exchange = d->prod_phase + 1;
-    int h = add_handle(P, d, r, 1);
+    int h = add_handle(P, d, r);
     if (h < 0)
         return -1;
     src = &d->h[from_h];     /* add_handle may have moved the array */
@@ -263,7 +261,6 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *re
             return -1;
         s->gid = gid;
         s->version = d->version;
-        s->incoming = 1;
         s->exchange = exchange;
         s->from = src->rank;
         s->graph = g;
@@ -374,7 +371,7 @@ static void plan_task(planner *P, size_t ti)
             if (r == dist->data[gid].owner) {
                 hidx[a] = 0;
             } else {
-                hidx[a] = add_handle(P, d, r, 0);
+                hidx[a] = add_handle(P, d, r);
                 if (hidx[a] < 0)
                     return;
                 if (r == P->me)
@@ -462,7 +459,6 @@ static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, vo
         return;
     s->gid = gid;
     s->version = d->version;
-    s->incoming = 1;
     s->exchange = final_exchange;
     s->from = src->rank;
     s->home = home;
@@ -633,7 +629,7 @@ static cask_status planner_init(planner *P)
     for (uint32_t gid = 0; gid < dist->ndata; gid++) {
         pdatum *d = &P->pd[gid];
         d->prod_phase = -1;
-        int h = add_handle(P, d, dist->data[gid].owner, 0);
+        int h = add_handle(P, d, dist->data[gid].owner);
         if (h < 0)
             return P->st;
         if (dist->data[gid].owner == P->me)
