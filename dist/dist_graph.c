@@ -1,7 +1,7 @@
-/* transport/dist_graph.c: building a distributed graph (cask_dist_graph_create,
+/* dist/dist_graph.c: building a distributed graph (cask_dist_graph_create,
  * _add_task, _gather) and the hash by which the ranks check that they built the same
  * one. Planning is in dist_plan.c, running in dist_run.c. */
-#include "transport/dist_impl.h"
+#include "dist/dist_impl.h"
 #include "runtime/data.h"
 
 #include <stdarg.h>

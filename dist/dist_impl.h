@@ -1,9 +1,9 @@
-/* transport/dist_impl.h: the insides of the distributed layer (include/cask/dist.h),
+/* dist/dist_impl.h: the insides of the distributed layer (include/cask/dist.h),
  * shared by dist.c (joining the job, data declarations, messages), dist_plan.c
  * (placement, phases, transfers: the same computation on every rank) and dist_run.c
  * (running a planned graph). The protocol is described in docs/distributed.md. */
-#ifndef CASK_TRANSPORT_DIST_IMPL_H
-#define CASK_TRANSPORT_DIST_IMPL_H
+#ifndef CASK_DIST_DIST_IMPL_H
+#define CASK_DIST_DIST_IMPL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -255,6 +255,8 @@ cask_status dist_plan(cask_dist_graph *g);
 uint64_t dist_graph_hash(const cask_dist_graph *g);
 dist_slot *dist_slot_find(const cask_dist_graph *g, uint32_t gid, uint32_t version);
 void dist_plan_free(cask_dist_graph *g);
+/* dist_local.c: this rank's local graph from the plan (g->local). */
+cask_status dist_local_build(cask_dist_graph *g);
 /* Applies a control message to g (under dist->mu). */
 void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const char *msg);
 

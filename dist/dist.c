@@ -1,7 +1,7 @@
-/* transport/dist.c: a process's membership of a distributed cask job: joining it
+/* dist/dist.c: a process's membership of a distributed cask job: joining it
  * (bootstrap + UCX), the data declarations that name handles across ranks, control
  * messages, barriers, and noticing lost peers. See include/cask/dist.h. */
-#include "transport/dist_impl.h"
+#include "dist/dist_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>
