@@ -75,6 +75,8 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
     st = topology_load(&rt->topo, err, sizeof err);
     if (st)
         goto fail;
+    if (err[0])
+        log_msg(rt, CASK_LOG_WARN, "topology: %s", err);
     st = open_devices(rt, err, sizeof err);
     if (st)
         goto fail;

@@ -1,17 +1,57 @@
 /* topology.c: hwloc discovery of cores, thread pinning and core nearness (the order
- * in which a worker picks steal victims). */
+ * in which a worker picks steal victims).
+ *
+ * Containers may hide /sys. Then hwloc's Linux backend cannot read the CPU topology
+ * (it says so on stderr, which is not ours to write to) and what hwloc can still learn
+ * (x86 CPUID) does not name the kernel's CPU numbers reliably. So without
+ * /sys/devices/system/cpu, or when hwloc fails, we run with a flat topology: the CPUs
+ * this process may run on (sched_getaffinity), pinned with pthread_setaffinity_np, all
+ * equally near; the caller gets one warning to log. */
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 #include "runtime/topology.h"
 
-cask_status topology_load(topology *t, char *err, size_t errlen)
+/* Where hwloc's Linux backend reads the CPU topology (HWLOC_FSROOT may move it). */
+static int sysfs_cpu_visible(void)
+{
+    const char *root = getenv("HWLOC_FSROOT");
+    char path[512];
+    snprintf(path, sizeof path, "%s/sys/devices/system/cpu", root && strcmp(root, "/") ? root : "");
+    return access(path, R_OK | X_OK) == 0;
+}
+
+/* The CPUs this process may run on, in index order; their number. */
+static int allowed_cpus(int *cpus, int max)
+{
+    cpu_set_t set;
+    int n = 0;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE && n < max; c++)
+            if (CPU_ISSET(c, &set))
+                cpus[n++] = c;
+    }
+    if (n == 0) {
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        for (n = 0; n < (online > 0 ? online : 1) && n < max; n++)
+            cpus[n] = n;
+    }
+    return n;
+}
+
+static cask_status load_hwloc(topology *t, char *err, size_t errlen)
 {
     if (hwloc_topology_init(&t->topo) != 0) {
         snprintf(err, errlen, "hwloc_topology_init failed");
+        t->topo = NULL;
         return CASK_ERR_HWLOC;
     }
     if (hwloc_topology_load(t->topo) != 0) {
         snprintf(err, errlen, "hwloc_topology_load failed");
         hwloc_topology_destroy(t->topo);
+        t->topo = NULL;
         return CASK_ERR_HWLOC;
     }
     t->core_type = HWLOC_OBJ_CORE;
@@ -23,9 +63,23 @@ cask_status topology_load(topology *t, char *err, size_t errlen)
     if (n <= 0) {
         snprintf(err, errlen, "hwloc found no cores");
         hwloc_topology_destroy(t->topo);
+        t->topo = NULL;
         return CASK_ERR_HWLOC;
     }
     t->ncores = n;
+    return CASK_OK;
+}
+
+cask_status topology_load(topology *t, char *warn, size_t warnlen)
+{
+    memset(t, 0, sizeof *t);
+    warn[0] = 0;
+    char err[128] = "/sys/devices/system/cpu is not readable (a container hiding /sys?)";
+    if (sysfs_cpu_visible() && !load_hwloc(t, err, sizeof err))
+        return CASK_OK;
+    t->nflat = t->ncores = allowed_cpus(t->flat, TOPOLOGY_MAX_FLAT);
+    snprintf(warn, warnlen, "%s: no CPU topology; running on the %d CPUs this process may "
+             "use, all taken as equally near", err, t->ncores);
     return CASK_OK;
 }
 
@@ -38,6 +92,12 @@ void topology_destroy(topology *t)
 
 int topology_bind_self(topology *t, int core)
 {
+    if (!t->topo) {
+        cpu_set_t set;
+        CPU_ZERO(&set);
+        CPU_SET(t->flat[core % t->nflat], &set);
+        return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0 ? 0 : -1;
+    }
     hwloc_obj_t obj = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)(core % t->ncores));
     if (!obj || !obj->cpuset)
         return -1;
@@ -52,6 +112,8 @@ int topology_bind_self(topology *t, int core)
 
 int topology_nearness(topology *t, int a, int b)
 {
+    if (!t->topo)
+        return (a % t->ncores) == (b % t->ncores) ? 1000 : 0;
     hwloc_obj_t oa = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)(a % t->ncores));
     hwloc_obj_t ob = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)(b % t->ncores));
     if (!oa || !ob)

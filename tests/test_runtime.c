@@ -2,6 +2,7 @@
  * environment, defaults), cask_runtime_query, host memory and the runtime's error
  * message. Criterion runs each test in its own process, so setenv does not leak. */
 #include <criterion/criterion.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -311,6 +312,37 @@ Test(runtime, default_log_level_is_warn)
     char *text = capture_stderr(log_one_of_each_level);
     cr_assert_not_null(strstr(text, "marker-warn-2"), "stderr: %s", text);
     cr_assert_null(strstr(text, "marker-info-3"), "stderr: %s", text);
+    free(text);
+}
+
+/* A container that hides /sys: hwloc cannot read the CPU topology (HWLOC_FSROOT points
+ * it, and cask, at an empty root). cask warns once, on its own log, and runs with the CPUs
+ * this process may use, all bound in order. */
+static void init_without_cpu_topology(void)
+{
+    cask_runtime *rt;
+    cr_assert_eq(cask_init(NULL, &rt), CASK_OK);
+    cpu_set_t set;
+    cr_assert_eq(sched_getaffinity(0, sizeof set, &set), 0);
+    cr_assert_eq(query(rt).ncores, CPU_COUNT(&set));
+    cr_assert_eq(query(rt).ncpu_workers, CPU_COUNT(&set));
+    run_tasks(rt, 1000);
+    cr_assert_eq(cask_shutdown(rt), CASK_OK);
+}
+
+Test(runtime, hidden_sys_warns_once_and_runs_on_the_allowed_cpus)
+{
+    char root[] = "/tmp/cask_fsroot_XXXXXX";
+    cr_assert_not_null(mkdtemp(root));
+    setenv("HWLOC_FSROOT", root, 1);
+    unsetenv("CASK_NCPU");
+    char *text = capture_stderr(init_without_cpu_topology);
+    unsetenv("HWLOC_FSROOT");
+    rmdir(root);
+    const char *first = strstr(text, "topology: ");
+    cr_assert_not_null(first, "stderr: %s", text);
+    cr_assert_null(strstr(first + 1, "topology: "), "warned twice: %s", text);
+    cr_assert_null(strstr(text, "hwloc/linux"), "hwloc wrote to stderr: %s", text);
     free(text);
 }
 

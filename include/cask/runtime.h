@@ -74,7 +74,8 @@ typedef struct cask_runtime_info {
     int ncpu_workers;   /* CPU worker threads running */
     int ngpus;          /* GPU workers (real or simulated) */
     int simulated_gpus; /* 1 if the GPUs are simulated */
-    int ncores;         /* cores hwloc found */
+    int ncores;         /* cores hwloc found (where it sees none, e.g. /sys hidden: the
+                           CPUs this process may use) */
     cask_sched_policy sched;
 } cask_runtime_info;
 
