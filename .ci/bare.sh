@@ -3,10 +3,12 @@
 #
 # Makes a minimal Debian 12 root (debootstrap --variant=minbase: no compiler, no CUDA
 # toolkit, no UCX, no MPI), copies the project into it, and inside it (chroot, empty
-# environment) runs README.md's install line and its two commands exactly as written
-# (the blocks marked <!-- ci:install -->, <!-- ci:run -->, <!-- ci:test -->; as root,
-# `sudo ` is left out, as README says). Then checks that a -Dcuda=disabled build
-# configures with no CUDA lookup at all in Meson's log. Any failure fails CI.
+# environment) runs README.md's two commands exactly as written, one after the other
+# (the blocks marked <!-- ci:run --> and <!-- ci:test -->: they install what they need
+# through deps.sh). Checks that README's install-by-hand line (<!-- ci:install -->)
+# names the packages deps.sh installs, that a -Dcuda=disabled build configures with no
+# CUDA lookup at all in Meson's log, and that cask runs where /sys is hidden. Any
+# failure fails CI.
 #
 # Needs root and debootstrap (.ci/run installs it). The root lives in a temporary folder
 # and is removed at the end, with its mounts (/proc, /sys, /dev); nothing is cached.
@@ -20,19 +22,22 @@ if [ "$(id -u)" != 0 ]; then
 fi
 command -v debootstrap >/dev/null || { echo "bare.sh: debootstrap not installed" >&2; exit 1; }
 
-# README's marked blocks: the first command line after each marker's fence.
-readme_block() {
-  awk -v tag="<!-- ci:$1" '
-    index($0, tag) == 1 { want = 1; next }
-    want && /^```/ { if (inside) exit; inside = 1; next }
-    want && inside { print; exit }' README.md
-}
-install_line=$(readme_block install | sed 's/\bsudo //g')
+readme_block() { sh .ci/readme_block.sh "$1"; }
+install_line=$(readme_block install)
 run_line=$(readme_block run)
 test_line=$(readme_block test)
 for v in install_line run_line test_line; do
   [ -n "${!v}" ] || { echo "bare.sh: README.md has no ${v%_line} block" >&2; exit 1; }
 done
+
+# the install-by-hand line and deps.sh name the same packages
+by_hand=$(printf '%s\n' "$install_line" | sed 's/.*install -y//' | tr ' ' '\n' | grep -v '^$' | sort)
+scripted=$(sh deps.sh --list | tr ' ' '\n' | grep -v '^$' | sort)
+if [ "$by_hand" != "$scripted" ]; then
+  echo "bare.sh: README's install line and 'sh deps.sh --list' differ:" >&2
+  diff <(echo "$by_hand") <(echo "$scripted") >&2 || true
+  exit 1
+fi
 
 mirror=${CASK_BARE_MIRROR:-$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' \
   /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -n 1)}
@@ -68,15 +73,13 @@ in_root() {
     chroot "$root" /bin/sh -ec "cd /src && $1"
 }
 
-echo "== bare root: README's install line"
-in_root "$install_line" > "$work/install.log" 2>&1 || { tail -n 30 "$work/install.log"; exit 1; }
+echo "== bare root: README's first command (installs, builds, runs cask-knn)"
+in_root "$run_line"
 if in_root "command -v nvcc || ls /usr/local/cuda" >/dev/null 2>&1; then
   echo "bare.sh: the bare root has a CUDA toolkit; it must not" >&2; exit 1
 fi
-echo "== bare root: README's first command (build, run cask-knn)"
-in_root "$run_line"
 echo "== bare root: README's second command (tests)"
-in_root "rm -rf build && $test_line"
+in_root "$test_line"
 
 echo "== bare root: -Dcuda=disabled configures with no CUDA lookup"
 in_root "meson setup build-nocuda -Dcuda=disabled >/dev/null"
