@@ -247,6 +247,10 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         }
         xport_ucx_set_handler(dist->ucx, DIST_AM_DATA, on_data_msg, dist);
         xport_ucx_set_handler(dist->ucx, DIST_AM_CTRL, on_ctrl_msg, dist);
+        if ((st = dist_dashboard_register(dist))) {
+            st = log_error(rt, st, "cask_dist_init");
+            goto fail;
+        }
         st = xport_ucx_connect(dist->ucx);
         if (st) {
             xport_ucx_error(dist->ucx, err, sizeof err);
@@ -264,11 +268,17 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         goto fail;
 #endif
     }
+    if (!dist->dash && (st = dist_dashboard_register(dist))) {   /* a job of one */
+        st = log_error(rt, st, "cask_dist_init");
+        goto fail;
+    }
+    dist_dashboard_announce(dist);
     log_msg(rt, CASK_LOG_INFO, "cask_dist_init: rank %d of %d (job %s)", dist->rank,
             dist->size, xport_boot_job(dist->boot));
     *out = dist;
     return CASK_OK;
 fail:
+    dist_dashboard_leave(dist);
 #ifdef CASK_HAVE_UCX
     xport_ucx_destroy(dist->ucx, NULL, 0);
 #endif
@@ -285,6 +295,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
     if (!dist)
         return CASK_OK;
     cask_status st = CASK_OK;
+    dist_dashboard_leave(dist);
     while (dist->graphs)
         cask_dist_graph_destroy(dist->graphs);
     dist_nccl_finalize(dist);

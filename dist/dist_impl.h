@@ -17,7 +17,7 @@
 #endif
 
 /* UCX handler ids of the distributed layer. */
-enum { DIST_AM_DATA = 16, DIST_AM_CTRL = 17 };
+enum { DIST_AM_DATA = 16, DIST_AM_CTRL = 17, DIST_AM_DASH = 18 };
 enum dist_ctrl { CTRL_PLAN = 1, CTRL_DONE = 2, CTRL_ABORT = 3, CTRL_BARRIER = 4 };
 
 typedef struct dist_data_hdr {
@@ -77,6 +77,7 @@ struct cask_dist {
     struct dist_nccl *nccl;   /* the communicator, made by the first graph needing it */
     cask_kernel *k_nsend, *k_nrecv, *k_ndeliver;
     struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
+    struct dist_dash *dash;   /* this job in the live dashboard (dist_dashboard.c) */
     char err[1024];
 };
 
@@ -245,6 +246,12 @@ void dist_ctrl_all(cask_dist *dist, uint32_t graph, uint32_t run, uint32_t type,
                    uint32_t status, uint64_t value, const char *msg);
 /* Handle lookup for messages: the graph of id (under dist->mu). */
 struct cask_dist_graph *dist_find_graph(cask_dist *dist, uint32_t id);
+
+/* dist_dashboard.c: the job's view in each rank's live dashboard. Register before the
+ * transport connects; announce this rank's URL after; leave before the transport goes. */
+cask_status dist_dashboard_register(cask_dist *dist);
+void dist_dashboard_announce(cask_dist *dist);
+void dist_dashboard_leave(cask_dist *dist);
 
 /* dist_graph.c */
 void dist_graph_error(cask_dist_graph *g, const char *fmt, ...)
