@@ -125,6 +125,9 @@ typedef struct dist_slot {
     struct cask_dist_graph *graph;
     cask_data *home;          /* final: copy into the owner's user handle */
     void *dest;               /* final: copy into the gather destination */
+    void **also;              /* final: further destinations of gathers of this datum
+                                 to this rank (malloc'ed, nalso of them) */
+    int nalso;
     struct dist_slot *hnext;  /* hash chain */
 } dist_slot;
 
@@ -158,6 +161,8 @@ typedef struct dist_local_copy {
     cask_data *from;
     cask_data *to;            /* the owner's user handle, or NULL */
     void *dest;               /* a gather destination, or NULL */
+    void **also;              /* further gather destinations (malloc'ed), nalso */
+    int nalso;
 } dist_local_copy;
 
 typedef struct dist_gather {
