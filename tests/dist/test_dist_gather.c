@@ -24,8 +24,10 @@
  *                               at once, naming the rank that left, instead of waiting
  *                               for ranks that finalized
  *   test_dist_gather stress N   N random graphs (owners, writers, readers, roots and
- *                               repeated roots drawn from a seed), each computed 1 to 3
- *                               times, the named patterns among them
+ *                               repeated roots drawn from a seed), each computed 1 to 4
+ *                               times, every 8th a named pattern; some tasks nap and
+ *                               some ranks wait before checking a run, so that runs
+ *                               k and k+1 overlap in many ways
  *
  * Every pattern is computed several times; before each compute the roots poison their
  * destinations and after it check them (and the owners their handles) against the
@@ -51,6 +53,7 @@ static const size_t LENS[3] = { 16, 512, 8192 };   /* uint64 elements: 128 B .. 
 
 typedef struct op {
     int out, rw, nin, in[2], pin;   /* pin: the rank the task is steered to, -1 none */
+    int nap_us;                     /* the task sleeps this long (stress: jitter) */
     uint64_t salt;
 } op;
 
@@ -73,11 +76,12 @@ typedef struct env {
     int owner[POOL];
     int next_of[64];               /* per owner: next pool datum to hand out (pattern) */
     long computes, checks;
+    int linger;                    /* stress: sometimes wait before checking a run */
 } env;
 
 typedef struct mix_args {
     uint64_t salt;
-    int nin, rw;
+    int nin, rw, nap_us;
 } mix_args;
 
 /* [0] out (W or RW), [1..nin] inputs, then the pin (unread) */
@@ -100,6 +104,10 @@ static cask_status k_mix(cask_task_ctx *ctx)
     for (int i = 0; i < a->nin; i++) {
         in[i] = cask_task_buffer(ctx, 1 + i);
         inlen[i] = cask_task_buffer_size(ctx, 1 + i) / sizeof(uint64_t);
+    }
+    if (a->nap_us) {
+        struct timespec ts = { 0, (long)a->nap_us * 1000L };
+        nanosleep(&ts, NULL);
     }
     mix_into(cask_task_buffer(ctx, 0), cask_task_buffer_size(ctx, 0) / sizeof(uint64_t), a, in,
              inlen);
@@ -313,7 +321,7 @@ static void build_random(env *e, pattern *p, uint64_t seed)
     int nd = 4 + (int)(splitmix(&s) % 12), ids[16];
     for (int i = 0; i < nd; i++)
         ids[i] = take(e, (int)(splitmix(&s) % (uint64_t)P));
-    int nops = (int)(splitmix(&s) % 20);
+    int nops = (int)(splitmix(&s) % 32);
     for (int k = 0; k < nops; k++) {
         int out = ids[splitmix(&s) % (uint64_t)nd], in[2] = { -1, -1 }, nin = (int)(splitmix(&s) % 3);
         for (int i = 0; i < nin; i++) {
@@ -323,8 +331,10 @@ static void build_random(env *e, pattern *p, uint64_t seed)
         }
         int pin = (int)(splitmix(&s) % (uint64_t)(P + 1)) - 1;
         add_op(p, out, (int)(splitmix(&s) & 1), in[0], in[1], pin);
+        if (splitmix(&s) % 8 == 0)
+            p->ops[p->nops - 1].nap_us = (int)(splitmix(&s) % 3000);
     }
-    int ng = (int)(splitmix(&s) % 10);
+    int ng = (int)(splitmix(&s) % 14);
     for (int k = 0; k < ng; k++)
         add_gather(p, ids[splitmix(&s) % (uint64_t)nd], (int)(splitmix(&s) % (uint64_t)P));
 }
@@ -348,7 +358,7 @@ static void reference_run(env *e, const pattern *p)
 {
     for (int k = 0; k < p->nops; k++) {
         const op *o = &p->ops[k];
-        mix_args a = { o->salt, o->nin, o->rw };
+        mix_args a = { o->salt, o->nin, o->rw, 0 };
         const uint64_t *in[2];
         size_t inlen[2];
         for (int i = 0; i < o->nin; i++) {
@@ -382,7 +392,7 @@ static void run_pattern(env *e, const pattern *p, uint64_t seed)
     CHECK_OK(cask_dist_graph_create(e->dist, &g), "graph");
     for (int k = 0; k < p->nops; k++) {
         const op *o = &p->ops[k];
-        mix_args a = { o->salt, o->nin, o->rw };
+        mix_args a = { o->salt, o->nin, o->rw, o->nap_us };
         cask_access acc[4];
         int n = 0;
         acc[n++] = (cask_access){ e->pool[o->out], o->rw ? CASK_RW : CASK_WRITE };
@@ -416,6 +426,13 @@ static void run_pattern(env *e, const pattern *p, uint64_t seed)
         CHECK_OK(st, "%s (seed %" PRIu64 "), compute %d: %s", p->name, seed, run,
                  cask_dist_graph_error(g));
         e->computes++;
+        if (e->linger) {   /* the others may start the next run meanwhile, and send */
+            uint64_t s = seed * 31u + (uint64_t)(run * 64 + e->rank);
+            if (splitmix(&s) % 4 == 0) {
+                struct timespec ts = { 0, (long)(splitmix(&s) % 3000) * 1000L };
+                nanosleep(&ts, NULL);
+            }
+        }
         reference_run(e, p);
         for (int k = 0; k < p->ngathers; k++) {
             if (!dest[k])
@@ -463,7 +480,7 @@ static void test_decide(env *e)
     CHECK_OK(cask_dist_graph_create(e->dist, &g), "graph");
     for (int k = 0; k < p->nops; k++) {
         const op *o = &p->ops[k];
-        mix_args a = { o->salt, 0, 1 };
+        mix_args a = { o->salt, 0, 1, 0 };
         cask_access acc[2] = { { e->pool[o->out], CASK_RW }, { e->pin[o->pin], CASK_READ } };
         cask_task_desc d = { .field_mask = CASK_TASK_ARGS, .kernel = e->mix, .access = acc,
                              .naccess = 2, .args = &a, .args_size = sizeof a };
@@ -512,7 +529,7 @@ static void test_leave(env *e)
     cask_dist_graph *g;
     CHECK_OK(cask_dist_graph_create(e->dist, &g), "graph");
     for (int r = 0; r < P; r++) {   /* x travels through every rank */
-        mix_args a = { 11, 0, 1 };
+        mix_args a = { 11, 0, 1, 0 };
         cask_access acc[2] = { { e->pool[x], CASK_RW }, { e->pin[r], CASK_READ } };
         cask_task_desc d = { .field_mask = CASK_TASK_ARGS, .kernel = e->mix, .access = acc,
                              .naccess = 2, .args = &a, .args_size = sizeof a };
@@ -536,7 +553,7 @@ static void test_leave(env *e)
         cask_dist_graph *h;   /* a graph the others never make */
         CHECK_OK(cask_dist_graph_create(e->dist, &h), "graph");
         cask_access acc = { e->pool[x], CASK_RW };
-        mix_args a = { 12, 0, 1 };
+        mix_args a = { 12, 0, 1, 0 };
         cask_task_desc d = { .field_mask = CASK_TASK_ARGS, .kernel = e->mix, .access = &acc,
                              .naccess = 1, .args = &a, .args_size = sizeof a };
         CHECK_OK(cask_dist_graph_add_task(h, &d, NULL), "add task");
@@ -593,6 +610,7 @@ int main(int argc, char **argv)
     }
     env e;
     setup(&e, stress);
+    e.linger = stress;
     double t0 = dt_now();
     if (!strcmp(what, "decide")) {
         test_decide(&e);
@@ -612,7 +630,7 @@ int main(int argc, char **argv)
             } else {
                 pattern *p = &the_pattern;
                 uint64_t s = (uint64_t)it * 2654435761u + 17;
-                pattern_start(&e, p, "random", 1 + (int)(splitmix(&s) % 3));
+                pattern_start(&e, p, "random", 1 + (int)(splitmix(&s) % 4));
                 build_random(&e, p, s);
                 run_pattern(&e, p, (uint64_t)it);
             }
