@@ -71,6 +71,8 @@ struct cask_dist {
     int nlost;
     int *left;                /* per rank: 1 once it left the job (dist_leave.c) */
     int nleft;
+    char left_why[256];       /* the failure a rank that left had seen, if any */
+    int left_by;
     dist_early *early;        /* control messages for graphs not computing yet */
     cask_kernel *k_send, *k_recv, *k_deliver, *k_copy;   /* dist_xfer.c's tasks */
     /* NCCL (dist_nccl.c): GPU-made chunks travel GPU to GPU when every rank can */
@@ -277,8 +279,9 @@ cask_status dist_broken(cask_dist_graph *g);
 /* dist_leave.c: a rank that left (cask_dist_finalize) while another still needs it */
 /* Tells every rank that this one leaves (before the transport's goodbyes). */
 void dist_leave_announce(cask_dist *dist);
-/* Handler of LEAVE from rank `from` (progress thread): ends the runs that need it. */
-void dist_on_leave(cask_dist *dist, int from);
+/* Handler of LEAVE from rank `from` (progress thread), with the failure it had seen
+ * (why, may be empty): ends the runs that need it. */
+void dist_on_leave(cask_dist *dist, int from, const char *why);
 /* Why g's current run (or plan agreement) cannot go on because a rank it needs left
  * (under dist->mu; sets g->error), or CASK_OK. */
 cask_status dist_left_broken(cask_dist_graph *g);

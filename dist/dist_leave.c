@@ -22,28 +22,50 @@ static int needs(const cask_dist_graph *g, int r)
     return g->running ? g->done_from[r] < g->run : !g->plan_seen[r];
 }
 
+/* A rank g still needs that left, or -1 (under dist->mu). */
+static int left_needed(const cask_dist_graph *g)
+{
+    const cask_dist *dist = g->dist;
+    for (int r = 0; dist->nleft && r < dist->size; r++)
+        if (dist->left[r] && needs(g, r))
+            return r;
+    return -1;
+}
+
+static void left_message(const cask_dist_graph *g, int r, char *buf, size_t len)
+{
+    const cask_dist *dist = g->dist;
+    if (dist->left_why[0]) {   /* it left after a failure: that is the cause */
+        snprintf(buf, len, "%s (as rank %d reported before leaving the job)", dist->left_why,
+                 dist->left_by);
+        return;
+    }
+    snprintf(buf, len, "rank %d left the job (cask_dist_finalize) while rank %d still needed "
+             "it for graph %u (compute %u): every rank must compute the same graphs, the same "
+             "number of times", r, g->dist->rank, g->id, g->run);
+}
+
 cask_status dist_left_broken(cask_dist_graph *g)
 {
-    cask_dist *dist = g->dist;
-    if (!dist->nleft)
+    int r = left_needed(g);
+    if (r < 0)
         return CASK_OK;
-    for (int r = 0; r < dist->size; r++)
-        if (dist->left[r] && needs(g, r)) {
-            dist_graph_error(g, "rank %d left the job (cask_dist_finalize) while rank %d still "
-                             "needed it for graph %u (compute %u): every rank must compute the "
-                             "same graphs, the same number of times", r, dist->rank, g->id,
-                             g->run);
-            return CASK_ERR_PEER;
-        }
-    return CASK_OK;
+    left_message(g, r, g->error, sizeof g->error);
+    return CASK_ERR_PEER;
 }
 
 void dist_leave_announce(cask_dist *dist)
 {
-    dist_ctrl_all(dist, 0, 0, CTRL_LEAVE, 0, 0, NULL);
+    /* a rank that saw a rank fail says so: the others may not have noticed yet */
+    pthread_mutex_lock(&dist->mu);
+    char why[sizeof dist->left_why] = "";
+    if (dist->nlost)
+        snprintf(why, sizeof why, "%.250s", dist->err);   /* a control message: 255 B */
+    pthread_mutex_unlock(&dist->mu);
+    dist_ctrl_all(dist, 0, 0, CTRL_LEAVE, why[0] ? CASK_ERR_PEER : 0, 0, why);
 }
 
-void dist_on_leave(cask_dist *dist, int from)
+void dist_on_leave(cask_dist *dist, int from, const char *why_left)
 {
     enum { MAXG = 16 };
     cask_task_async **tok[MAXG];
@@ -55,14 +77,23 @@ void dist_on_leave(cask_dist *dist, int from)
     if (!dist->left[from]) {
         dist->left[from] = 1;
         dist->nleft++;
-        /* receives of runs that still need it may never complete: end them now */
-        for (struct cask_dist_graph *g = dist->graphs; g && ng < MAXG; g = g->next)
-            if (g->running && needs(g, from) && dist_left_broken(g)) {
-                snprintf(why[ng], sizeof why[ng], "%s", g->error);
-                tok[ng] = dist_xfer_take_waiting(g, &ntok[ng]);
-                g->handlers_in++;
-                gs[ng++] = g;
-            }
+        if (why_left && *why_left && !dist->left_why[0]) {
+            snprintf(dist->left_why, sizeof dist->left_why, "%s", why_left);
+            dist->left_by = from;
+        }
+        /* Receives of runs that still need it may never complete: end them now. A run
+         * that already broke (a lost rank, an ABORT: a rank that failed sends it before
+         * it leaves) keeps its own cause. The handler leaves g->error to the computing
+         * side (dist_broken). */
+        for (struct cask_dist_graph *g = dist->graphs; g && ng < MAXG; g = g->next) {
+            if (!g->running || dist->nlost || (g->abort_run && g->abort_run == g->run) ||
+                g->send_status || !needs(g, from))
+                continue;
+            left_message(g, from, why[ng], sizeof why[ng]);
+            tok[ng] = dist_xfer_take_waiting(g, &ntok[ng]);
+            g->handlers_in++;
+            gs[ng++] = g;
+        }
     }
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);

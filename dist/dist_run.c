@@ -49,7 +49,7 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
         return;
     }
     if (h->type == CTRL_LEAVE) {
-        dist_on_leave(dist, from);
+        dist_on_leave(dist, from, msg);
         return;
     }
     LOG_DEBUG(dist->rt, "dist rank %d: control %u from rank %d (graph %u run %u)", dist->rank,
