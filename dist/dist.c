@@ -218,7 +218,8 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
     dist->local_rank = xport_boot_local_rank(dist->boot);
     dist->local_size = xport_boot_local_size(dist->boot);
     dist->lost = calloc((size_t)dist->size, sizeof *dist->lost);
-    if (!dist->lost) {
+    dist->left = calloc((size_t)dist->size, sizeof *dist->left);
+    if (!dist->lost || !dist->left) {
         st = log_error(rt, CASK_ERR_NOMEM, "cask_dist_init");
         goto fail;
     }
@@ -284,6 +285,7 @@ fail:
 #endif
     xport_boot_finalize(dist->boot);
     free(dist->lost);
+    free(dist->left);
     pthread_mutex_destroy(&dist->mu);
     pthread_cond_destroy(&dist->cv);
     free(dist);
@@ -302,6 +304,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
 #ifdef CASK_HAVE_UCX
     if (dist->ucx) {
         char why[512];
+        dist_leave_announce(dist);   /* a rank still computing must not wait for this one */
         st = xport_ucx_destroy(dist->ucx, why, sizeof why);   /* goodbyes with every rank */
         if (st && !dist->err[0])
             dist_fail(dist, "%s", why);
@@ -333,6 +336,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
     free(dist->index_keys);
     free(dist->index_vals);
     free(dist->lost);
+    free(dist->left);
     pthread_mutex_destroy(&dist->mu);
     pthread_cond_destroy(&dist->cv);
     free(dist);
