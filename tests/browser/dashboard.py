@@ -5,19 +5,16 @@ Opens the live dashboard of a running cask-jacobi (CPU workers) in headless Chro
 checks, from the page's DOM after its scripts ran, that the workers, running tasks and
 progress appear and change between two looks; saves a screenshot. Exit 77 (SKIP) without
 Chromium. Suite `browser` (meson test --suite browser)."""
-import base64
-import http.client
-import json
 import os
 import re
 import shutil
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cdp import CdpError, Page  # noqa: E402
 
 jacobi, shot = sys.argv[1], sys.argv[2]
 chrome = next((shutil.which(c) for c in ("chromium", "chromium-browser", "google-chrome")
@@ -35,90 +32,6 @@ profile = tempfile.mkdtemp(prefix="cask-chromium-")
 def fail(msg):
     print("FAIL:", msg)
     sys.exit(1)
-
-
-class Page:
-    """A page of headless Chromium, driven through the DevTools protocol over its
-    WebSocket (a minimal client on the standard library; the page runs in real time and
-    is read when the test chooses)."""
-
-    def __init__(self, url):
-        self.proc = subprocess.Popen(
-            [chrome, "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-             "--no-first-run", "--remote-debugging-port=0", "--window-size=1280,1000",
-             "--hide-scrollbars", "--user-data-dir=" + profile, "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        port, t_end = None, time.time() + 60
-        while time.time() < t_end and not port:
-            line = self.proc.stderr.readline()
-            if not line:
-                break
-            m = re.search(r"DevTools listening on ws://127\.0\.0\.1:(\d+)/", line)
-            port = int(m.group(1)) if m else None
-        if not port:
-            fail("chromium did not open its DevTools port")
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        conn.request("PUT", "/json/new?" + url)
-        target = json.loads(conn.getresponse().read())
-        ws = urllib.parse.urlparse(target["webSocketDebuggerUrl"])
-        self.sock = socket.create_connection((ws.hostname, ws.port), timeout=30)
-        key = base64.b64encode(os.urandom(16)).decode()
-        self.sock.sendall(("GET %s HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
-                           "Connection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-                           "Sec-WebSocket-Version: 13\r\n\r\n"
-                           % (ws.path, ws.hostname, ws.port, key)).encode())
-        head = b""
-        while b"\r\n\r\n" not in head:
-            head += self.sock.recv(1)
-        if b" 101 " not in head.split(b"\r\n")[0]:
-            fail("DevTools WebSocket refused: %r" % head[:80])
-        self.next_id = 0
-
-    def _recv_exact(self, n):
-        b = b""
-        while len(b) < n:
-            chunk = self.sock.recv(n - len(b))
-            if not chunk:
-                fail("DevTools connection closed")
-            b += chunk
-        return b
-
-    def _recv_message(self):
-        data = b""
-        while True:
-            b0, b1 = self._recv_exact(2)
-            n = b1 & 0x7F
-            if n == 126:
-                n = struct.unpack(">H", self._recv_exact(2))[0]
-            elif n == 127:
-                n = struct.unpack(">Q", self._recv_exact(8))[0]
-            data += self._recv_exact(n)
-            if b0 & 0x80:
-                return data
-
-    def call(self, method, **params):
-        self.next_id += 1
-        msg = json.dumps({"id": self.next_id, "method": method, "params": params}).encode()
-        mask = os.urandom(4)
-        size = bytes([0x80 | len(msg)]) if len(msg) < 126 else bytes([0x80 | 126]) + struct.pack(">H", len(msg))
-        self.sock.sendall(bytes([0x81]) + size + mask + bytes(c ^ mask[i % 4] for i, c in enumerate(msg)))
-        while True:
-            reply = json.loads(self._recv_message())
-            if reply.get("id") == self.next_id:
-                if "error" in reply:
-                    fail("%s: %s" % (method, reply["error"]))
-                return reply["result"]
-
-    def eval(self, expr):
-        return self.call("Runtime.evaluate", expression=expr, returnByValue=True)["result"].get("value")
-
-    def close(self):
-        self.sock.close()
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 # what the test reads of the page: the DOM as the page's script left it
@@ -149,7 +62,7 @@ try:
     if not url:
         fail("cask-jacobi did not say where its dashboard is")
     print("dashboard at", url)
-    page = Page(url)
+    page = Page(chrome, profile, url)
     time.sleep(3.0)                 # the page polls every 0.5 s; rates need 1 s of history
     looks = [page.eval(LOOK)]
     time.sleep(1.5)
@@ -178,11 +91,10 @@ try:
         fail("tasks run did not grow: %d then %d" % (first["tasks"], second["tasks"]))
     if not (second["done"] > first["done"] and (first["graphs"] or second["graphs"] or second["done"])):
         fail("graph progress did not change between the looks")
-    png = base64.b64decode(page.call("Page.captureScreenshot", format="png")["data"])
-    with open(shot, "wb") as f:
-        f.write(png)
-    print("screenshot: %s (%d bytes)" % (shot, len(png)))
+    print("screenshot: %s (%d bytes)" % (shot, page.screenshot(shot)))
     print("1 passed, 0 failed")
+except CdpError as e:
+    fail(str(e))
 finally:
     if page:
         page.close()
