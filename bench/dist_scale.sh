@@ -1,0 +1,34 @@
+#!/bin/sh
+# bench/dist_scale.sh: bench-dist-scale (bench/dist_scale.c) at each rank count given,
+# one mpirun per count (tests/dist/run.sh: --oversubscribe, root allowed, hard timeout),
+# REPS times each; the rows of every run, then the JSON lines in $JSON.
+#
+#   sh bench/dist_scale.sh [2 4 8 16 32]
+#   BUILD=build REPS=3 IDLE=2 JSON=dist_scale.json TLS=tcp,self sh bench/dist_scale.sh 32
+#
+# TLS sets UCX_TLS for every rank (tcp,self: the transport between nodes, on loopback).
+# CASK_LAUNCHER=local starts the ranks with the file bootstrap instead of mpirun.
+set -u
+B=${BUILD:-build}
+REPS=${REPS:-3}
+IDLE=${IDLE:-2}
+JSON=${JSON:-dist_scale.json}
+here=$(cd "$(dirname "$0")" && pwd)
+[ $# -gt 0 ] || set -- 2 4 8 16 32
+[ -n "${TLS:-}" ] && export UCX_TLS="$TLS"
+label=${TLS:-default}
+echo "# $(uname -n), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), UCX_TLS=${UCX_TLS:-default}, idle ${IDLE}s"
+first=1
+for np in "$@"; do
+  i=0
+  while [ $i -lt "$REPS" ]; do
+    out=$(CASK_TEST_TIMEOUT=${CASK_TEST_TIMEOUT:-300} "$here/../tests/dist/run.sh" "$np" \
+          "$B/bench/bench-dist-scale" --idle "$IDLE" --label "$label" --json "$JSON" 2>&1)
+    rc=$?
+    if [ $rc -ne 0 ]; then echo "$out" | tail -n 20; echo "FAIL: $np ranks, exit $rc"; exit 1; fi
+    if [ $first = 1 ]; then echo "$out" | grep '^ranks'; first=0; fi
+    echo "$out" | grep -E '^ +[0-9]+ '
+    i=$((i + 1))
+  done
+done
+echo "(median / largest over the ranks of each run; JSON lines in $JSON)"
