@@ -413,6 +413,9 @@ cask_status xport_ucx_connect(xport_ucx *x)
                          x->rank, missing, handshake_ms(x));
         return CASK_ERR_PEER;
     }
+    const char *info = getenv("CASK_UCX_EP_INFO");
+    if (info && *info && strcmp(info, "0"))
+        ucx_print_ep_info(x, stderr, !strcmp(info, "2"));
     return CASK_OK;
 }
 

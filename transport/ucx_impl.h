@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <ucp/api/ucp.h>
 
@@ -145,5 +146,10 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t header_length,
                             void *data, size_t length, const ucp_am_recv_param_t *param);
 void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
 void ucx_cancel_all(xport_ucx *x);
+
+/* ucx_info.c: one line per live peer on f, "cask ucx: rank R -> rank P (same host|other
+ * host): tcp/eth0 ..." (the transports of its endpoint's lanes), after UCX's own report
+ * of the endpoint if raw; takes x->lock. */
+void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw);
 
 #endif
