@@ -3,6 +3,7 @@
  *
  *   mpirun -n P [--oversubscribe] build/bench/bench-dist-scale [--idle S] [--bytes B]
  *          [--computes K] [--json FILE] [--label L]
+ *          [--limit-idle-cpu PCT] [--limit-rss MIB] [--limit-init-ms MS]
  *   bench/dist_scale.sh 2 4 8 16 32          (the curve, one launch per rank count)
  *
  * Each rank measures, in this order:
@@ -26,9 +27,12 @@
  * Rank 0 checks the result against plain C, collects every rank's figures with a
  * second graph (each rank's figures are a datum it owns, gathered on rank 0) and prints
  * one row: the median and the largest value over the ranks, then one JSON object per
- * figure (also appended to --json FILE). */
+ * figure (also appended to --json FILE). The --limit options make it a test (suite dist,
+ * at 32 ranks): exit 1 when some rank's idle CPU, RSS after the computes or init time
+ * passed the limit (a heartbeat storm, memory that grows with the peers). */
 #include <dirent.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -155,12 +159,14 @@ typedef struct opts {
     size_t bytes;
     int computes;
     const char *json, *label;
+    double limit_idle, limit_rss, limit_init;   /* 0: none */
 } opts;
 
 static void usage(void)
 {
     fprintf(stderr, "usage: bench-dist-scale [--idle S] [--bytes B] [--computes K] "
-                    "[--json FILE] [--label L]\n");
+                    "[--json FILE] [--label L]\n"
+                    "       [--limit-idle-cpu PCT] [--limit-rss MIB] [--limit-init-ms MS]\n");
     exit(2);
 }
 
@@ -182,6 +188,12 @@ static void parse(int argc, char **argv, opts *o)
             o->json = v;
         else if (!strcmp(a, "--label"))
             o->label = v;
+        else if (!strcmp(a, "--limit-idle-cpu"))
+            o->limit_idle = atof(v);
+        else if (!strcmp(a, "--limit-rss"))
+            o->limit_rss = atof(v);
+        else if (!strcmp(a, "--limit-init-ms"))
+            o->limit_init = atof(v);
         else
             usage();
         i++;
@@ -306,6 +318,27 @@ static double *collect(cask_dist *dist, double *mine)
     return all;
 }
 
+/* Whether every rank kept within the --limit options; says which did not. */
+static int within_limits(const opts *o, int P, const double *all)
+{
+    static const struct { int fig; size_t off; } lim[] = {
+        { F_IDLE, offsetof(opts, limit_idle) }, { F_RSS_STEADY, offsetof(opts, limit_rss) },
+        { F_INIT, offsetof(opts, limit_init) } };
+    int ok = 1;
+    for (size_t i = 0; i < sizeof lim / sizeof lim[0]; i++) {
+        double l = *(const double *)((const char *)o + lim[i].off);
+        for (int r = 0; l > 0 && r < P; r++) {
+            double v = all[(size_t)r * NFIG + lim[i].fig];
+            if (v > l) {
+                fprintf(stderr, "bench-dist-scale: rank %d of %d: %s %.3g %s, over the limit "
+                        "%.3g\n", r, P, figs[lim[i].fig].name, v, figs[lim[i].fig].unit, l);
+                ok = 0;
+            }
+        }
+    }
+    return ok;
+}
+
 static void report(const opts *o, int P, const double *all, double wall_s)
 {
     double *v = malloc((size_t)P * sizeof *v);
@@ -389,8 +422,10 @@ int main(int argc, char **argv)
     int ok = me != 0 || verify(y0, P, o.bytes / sizeof(double));
     fig[F_HWM] = status_mib("VmHWM");
     double *all = collect(dist, fig);   /* fig stays registered until finalize */
-    if (me == 0 && ok)
+    if (me == 0 && ok) {
         report(&o, P, all, now_s() - t_start);
+        ok = within_limits(&o, P, all);
+    }
     check(cask_dist_finalize(dist), "cask_dist_finalize", "");
     check(cask_shutdown(rt), "cask_shutdown", "");
     free(y0);

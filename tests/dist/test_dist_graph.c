@@ -8,7 +8,8 @@
  *                              computed twice
  *   test_dist_graph balance    every chunk owned by rank 0: the balancer spreads the
  *                              independent tasks over all ranks, results still right
- *   test_dist_graph taskfail   a task fails on the last rank: every rank returns the
+ *   test_dist_graph taskfail   a task fails on the last rank (on the owner of chunk N-1
+ *                              beyond N ranks): every rank returns the
  *                              failure naming it; the job then runs a new graph fine
  *   test_dist_graph mismatch   the last rank adds one task more: every rank refuses
  *   test_dist_graph kill       rank 1 dies inside a task: the survivors return
@@ -377,7 +378,7 @@ static void test_taskfail(void)
 {
     env e;
     setup(&e, 10000);
-    int victim = e.size - 1;
+    int victim = e.size - 1 < N ? e.size - 1 : N - 1;   /* beyond N ranks: chunk N-1's */
     cask_data *x[N];
     for (int i = 0; i < N; i++)
         CHECK_OK(cask_dist_data_create(e.dist, LEN * sizeof(double), i % e.size, NULL, &x[i]),
