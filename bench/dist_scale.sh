@@ -16,6 +16,7 @@ JSON=${JSON:-dist_scale.json}
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -gt 0 ] || set -- 2 4 8 16 32
 [ -n "${TLS:-}" ] && export UCX_TLS="$TLS"
+export CASK_UCX_EP_INFO=1   # the phases of the UCX connect, one line per rank
 label=${TLS:-default}
 echo "# $(uname -n), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ), UCX_TLS=${UCX_TLS:-default}, idle ${IDLE}s"
 first=1
@@ -26,8 +27,15 @@ for np in "$@"; do
           "$B/bench/bench-dist-scale" --idle "$IDLE" --label "$label" --json "$JSON" 2>&1)
     rc=$?
     if [ $rc -ne 0 ]; then echo "$out" | tail -n 20; echo "FAIL: $np ranks, exit $rc"; exit 1; fi
-    if [ $first = 1 ]; then echo "$out" | grep '^ranks'; first=0; fi
-    echo "$out" | grep -E '^ +[0-9]+ '
+    if [ $first = 1 ]; then echo "$out" | grep '^ranks' | sed 's/$/   connect: exchange endpoints handshakes ms (median)/'; first=0; fi
+    # CASK_UCX_EP_INFO's line per rank: "... connected to P ranks in T ms: addresses
+    # exchanged A ms, P endpoints created E ms, handshakes H ms"
+    phases=$(echo "$out" | grep 'connected to .* ranks in' | awk '{
+        a[NR] = $(NF-9); e[NR] = $(NF-4); h[NR] = $(NF-1) }
+      function med(v, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+        if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t } return v[int(n / 2) + 1] }
+      END { if (NR) printf "   %8.1f %9.1f %10.1f", med(a, NR), med(e, NR), med(h, NR) }')
+    echo "$(echo "$out" | grep -E '^ +[0-9]+ ')$phases"
     i=$((i + 1))
   done
 done

@@ -312,7 +312,7 @@ static cask_status exchange_and_connect(xport_ucx *x)
         ucx_record_error(x, "exchanging UCX addresses: %s", xport_boot_error(x->boot));
         return st;
     }
-    uint64_t now = ucx_now_ns();
+    uint64_t now = x->connect_ns[1] = ucx_now_ns();
     for (int r = 0; r < x->size && !st; r++) {
         ucx_peer *p = &x->peers[r];
         ucx_ident id;
@@ -353,6 +353,7 @@ static cask_status exchange_and_connect(xport_ucx *x)
         }
     }
     xport_boot_free_blobs(x->boot, blobs, lens);
+    x->connect_ns[2] = ucx_now_ns();
     return st;
 }
 
@@ -379,6 +380,7 @@ cask_status xport_ucx_connect(xport_ucx *x)
         return CASK_ERR_INVALID;
     if (x->thread_started)
         return CASK_ERR_STATE;
+    x->connect_ns[0] = ucx_now_ns();
     cask_status st = exchange_and_connect(x);
     if (st)
         return st;
@@ -413,6 +415,7 @@ cask_status xport_ucx_connect(xport_ucx *x)
                          x->rank, missing, handshake_ms(x));
         return CASK_ERR_PEER;
     }
+    x->connect_ns[3] = ucx_now_ns();
     const char *info = getenv("CASK_UCX_EP_INFO");
     if (info && *info && strcmp(info, "0"))
         ucx_print_ep_info(x, stderr, !strcmp(info, "2"));

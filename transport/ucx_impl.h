@@ -126,6 +126,8 @@ struct xport_ucx {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int hellos, byes, dead;         /* under mu */
+    uint64_t connect_ns[4];         /* xport_ucx_connect began, addresses exchanged,
+                                       endpoints created, every HELLO in */
     char err[512];                  /* first failure, under mu */
 };
 
@@ -149,7 +151,8 @@ void ucx_cancel_all(xport_ucx *x);
 
 /* ucx_info.c: one line per live peer on f, "cask ucx: rank R -> rank P (same host|other
  * host): tcp/eth0 ..." (the transports of its endpoint's lanes), after UCX's own report
- * of the endpoint if raw; takes x->lock. */
+ * of the endpoint if raw; then one line with the phases of xport_ucx_connect (address
+ * exchange, endpoint creation, handshakes). Takes x->lock. */
 void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw);
 
 #endif

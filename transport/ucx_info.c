@@ -63,4 +63,9 @@ void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
                 p->local ? "same host" : "other host", lanes);
     }
     pthread_mutex_unlock(&x->lock);
+    const uint64_t *t = x->connect_ns;
+    fprintf(f, "cask ucx: rank %d connected to %d ranks in %.1f ms: addresses exchanged "
+            "%.1f ms, %d endpoints created %.1f ms, handshakes %.1f ms\n", x->rank, x->size,
+            1e-6 * (double)(t[3] - t[0]), 1e-6 * (double)(t[1] - t[0]), x->size,
+            1e-6 * (double)(t[2] - t[1]), 1e-6 * (double)(t[3] - t[2]));
 }
