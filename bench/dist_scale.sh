@@ -34,8 +34,18 @@ for np in "$@"; do
         a[NR] = $(NF-9); e[NR] = $(NF-4); h[NR] = $(NF-1) }
       function med(v, n,   i, j, t) { for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
         if (v[j] < v[i]) { t = v[i]; v[i] = v[j]; v[j] = t } return v[int(n / 2) + 1] }
-      END { if (NR) printf "   %8.1f %9.1f %10.1f", med(a, NR), med(e, NR), med(h, NR) }')
-    echo "$(echo "$out" | grep -E '^ +[0-9]+ ')$phases"
+      END { if (NR) printf "%.3f %.3f %.3f", med(a, NR), med(e, NR), med(h, NR) }')
+    echo "$out" | grep '^{' > /dev/null || { echo "FAIL: no figures from $np ranks"; exit 1; }
+    if [ -n "$phases" ]; then
+      read -r pa pe ph <<EOF
+$phases
+EOF
+      printf '{"bench":"dist_scale","label":"%s","ranks":%d,"figure":"connect_phases","unit":"ms","exchange":%s,"endpoints":%s,"handshakes":%s}\n' \
+        "$label" "$np" "$pa" "$pe" "$ph" >> "$JSON"
+      echo "$(echo "$out" | grep -E '^ +[0-9]+ ')$(printf '   %8.1f %9.1f %10.1f' "$pa" "$pe" "$ph")"
+    else
+      echo "$out" | grep -E '^ +[0-9]+ '
+    fi
     i=$((i + 1))
   done
 done
