@@ -40,8 +40,10 @@ for np in "$@"; do
       read -r pa pe ph <<EOF
 $phases
 EOF
-      printf '{"bench":"dist_scale","label":"%s","ranks":%d,"figure":"connect_phases","unit":"ms","exchange":%s,"endpoints":%s,"handshakes":%s}\n' \
-        "$label" "$np" "$pa" "$pe" "$ph" >> "$JSON"
+      for f in "exchange $pa" "endpoints $pe" "handshakes $ph"; do
+        printf '{"bench":"dist_scale","label":"%s","ranks":%d,"figure":"connect_%s","unit":"ms","median":%s,"case":"connect_%s (ms)","impl":"%s"}\n' \
+          "$label" "$np" "${f%% *}" "${f#* }" "${f%% *}" "$label" >> "$JSON"
+      done
       echo "$(echo "$out" | grep -E '^ +[0-9]+ ')$(printf '   %8.1f %9.1f %10.1f' "$pa" "$pe" "$ph")"
     else
       echo "$out" | grep -E '^ +[0-9]+ '
