@@ -109,6 +109,7 @@ static void read_config(xport_ucx *x, const xport_ucx_config *c)
     }
     if (x->credits < 1) x->credits = 1;
     if (x->heartbeat_ms < 10) x->heartbeat_ms = 10;
+    x->heartbeat_asked_ms = x->heartbeat_ms;
     if (x->timeout_ms > 0 && x->timeout_ms < 2 * x->heartbeat_ms)
         x->timeout_ms = 2 * x->heartbeat_ms;   /* a live peer must be able to say so */
 }
@@ -384,6 +385,7 @@ cask_status xport_ucx_connect(xport_ucx *x)
     cask_status st = exchange_and_connect(x);
     if (st)
         return st;
+    ucx_heartbeat_scale(x);
     x->next_tick_ns = ucx_now_ns();
     /* Peers may send as soon as they are connected, before our handshake ends: from
      * now on sends are taken (handlers may answer at once). */

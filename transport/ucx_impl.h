@@ -91,6 +91,7 @@ struct xport_ucx {
     int credits;
     size_t rndv_thresh;
     int heartbeat_ms, timeout_ms, spin_us;
+    int heartbeat_asked_ms;         /* before ucx_heartbeat_scale raised heartbeat_ms */
     xport_ucx_peer_fn on_peer;
     void *on_peer_arg;
 
@@ -148,6 +149,11 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t header_length,
                             void *data, size_t length, const ucp_am_recv_param_t *param);
 void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
 void ucx_cancel_all(xport_ucx *x);
+
+/* ucx_heartbeat.c: raises heartbeat_ms so that the ranks of this host send at most
+ * CASK_UCX_HEARTBEAT_BUDGET heartbeats a second together (never beyond a third of the
+ * peer timeout). Once the peers are known (their `local`), before the progress thread. */
+void ucx_heartbeat_scale(xport_ucx *x);
 
 /* ucx_info.c: one line per live peer on f, "cask ucx: rank R -> rank P (same host|other
  * host): tcp/eth0 ..." (the transports of its endpoint's lanes), after UCX's own report

@@ -68,4 +68,6 @@ void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
             "%.1f ms, %d endpoints created %.1f ms, handshakes %.1f ms\n", x->rank, x->size,
             1e-6 * (double)(t[3] - t[0]), 1e-6 * (double)(t[1] - t[0]), x->size,
             1e-6 * (double)(t[2] - t[1]), 1e-6 * (double)(t[3] - t[2]));
+    fprintf(f, "cask ucx: rank %d heartbeats every %d ms (asked %d ms), peer timeout %d ms\n",
+            x->rank, x->heartbeat_ms, x->heartbeat_asked_ms, x->timeout_ms);
 }
