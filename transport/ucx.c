@@ -76,44 +76,6 @@ static cask_status setup_fail(char *err, size_t errlen, cask_status st, const ch
     return st;
 }
 
-static int env_int(const char *name, int dflt, int lo, int hi)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
-    char *end;
-    long x = strtol(v, &end, 10);
-    return (*end || x < lo || x > hi) ? dflt : (int)x;
-}
-
-static void read_config(xport_ucx *x, const xport_ucx_config *c)
-{
-    uint64_t m = c ? c->field_mask : 0;
-    x->credits = (m & XPORT_UCX_CREDITS) ? c->credits : env_int("CASK_UCX_CREDITS", 64, 1, 1 << 20);
-    x->rndv_thresh = (m & XPORT_UCX_RNDV_THRESH) ? c->rndv_thresh
-                     : (size_t)env_int("CASK_UCX_RNDV_THRESH", 16384, 0, 1 << 30);
-    x->heartbeat_ms = (m & XPORT_UCX_HEARTBEAT_MS) ? c->heartbeat_ms
-                      : env_int("CASK_UCX_HEARTBEAT_MS", 1000, 10, 3600000);
-    x->timeout_ms = (m & XPORT_UCX_TIMEOUT_MS) ? c->peer_timeout_ms
-                    : env_int("CASK_PEER_TIMEOUT_MS", 30000, 0, 1 << 30);
-    /* Busy-polling a little after activity saves the wake-up of a sleeping thread (8 us
-     * against 1.5 us a message measured on 32 cores), but on a machine of few cores the
-     * spinning thread takes the core the others need: spin only where there are many. */
-    long ncores = sysconf(_SC_NPROCESSORS_ONLN);
-    int spin_default = ncores >= 8 ? 50 : 0;
-    x->spin_us = (m & XPORT_UCX_SPIN_US) ? c->spin_us
-                 : env_int("CASK_UCX_SPIN_US", spin_default, 0, 1000000);
-    if (m & XPORT_UCX_ON_PEER) {
-        x->on_peer = c->on_peer_failure;
-        x->on_peer_arg = c->on_peer_arg;
-    }
-    if (x->credits < 1) x->credits = 1;
-    if (x->heartbeat_ms < 10) x->heartbeat_ms = 10;
-    x->heartbeat_asked_ms = x->heartbeat_ms;
-    if (x->timeout_ms > 0 && x->timeout_ms < 2 * x->heartbeat_ms)
-        x->timeout_ms = 2 * x->heartbeat_ms;   /* a live peer must be able to say so */
-}
-
 cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
                              xport_ucx **out, char *err, size_t errlen)
 {
@@ -132,7 +94,7 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
     pthread_mutex_init(&x->hmu, NULL);
     pthread_mutex_init(&x->lock, NULL);
     pthread_cond_init(&x->cv, NULL);
-    read_config(x, cfg);
+    ucx_read_config(x, cfg);
     cask_status st = CASK_OK;
 
     x->peers = calloc((size_t)x->size, sizeof *x->peers);

@@ -150,7 +150,9 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t header_length,
 void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
 void ucx_cancel_all(xport_ucx *x);
 
-/* ucx_heartbeat.c: raises heartbeat_ms so that the ranks of this host send at most
+/* ucx_config.c: the settings of cfg (may be NULL), else of the environment. */
+void ucx_read_config(xport_ucx *x, const xport_ucx_config *cfg);
+/* ucx_config.c: raises heartbeat_ms so that the ranks of this host send at most
  * CASK_UCX_HEARTBEAT_BUDGET heartbeats a second together (never beyond a third of the
  * peer timeout). Once the peers are known (their `local`), before the progress thread. */
 void ucx_heartbeat_scale(xport_ucx *x);
