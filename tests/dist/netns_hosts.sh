@@ -21,8 +21,8 @@
 # task, the NHOSTS-1 others return CASK_ERR_PEER (found without pid checks).
 #
 # Exit 77 (meson: SKIP), saying why, where namespaces cannot be made (not root, no `ip`
-# or `unshare`, namespaces refused). Namespace names carry this shell's pid, so runs
-# side by side do not collide; they are removed on every exit (trap). Each launch is
+# or `unshare`, namespaces refused). Namespace names carry this shell's pid and a random
+# suffix, so runs side by side do not collide; they are removed on every exit (trap). Each launch is
 # limited to $CASK_TEST_TIMEOUT seconds (default 120): a hang fails.
 set -u
 nh=${1:?usage: netns_hosts.sh NHOSTS CASK_KNN CASK_JACOBI [TEST_DIST_GRAPH]}
@@ -30,8 +30,6 @@ knn=${2:?}
 jacobi=${3:?}
 graph=${4:-}
 limit=${CASK_TEST_TIMEOUT:-120}
-tag=cask$$
-sw=${tag}sw
 
 skip() { echo "SKIP: $*: the network-namespace hosts test did not run"; exit 77; }
 [ "$(id -u 2> /dev/null)" = 0 ] || skip "not root (network namespaces need CAP_SYS_ADMIN)"
@@ -41,6 +39,9 @@ command -v timeout > /dev/null 2>&1 || skip "no timeout command (coreutils)"
 [ "$nh" -ge 2 ] 2>/dev/null && [ "$nh" -le 200 ] || { echo "NHOSTS: 2 to 200"; exit 2; }
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cask-netns.XXXXXX") || exit 1
+# this shell's pid and the temporary folder's random suffix: unique among runs
+tag=cask$$$(echo "${tmp##*.}" | tr -dc 'a-zA-Z0-9')
+sw=${tag}sw
 pids=""
 cleanup() {
   for p in $pids; do kill -TERM "$p" 2> /dev/null; done   # timeout passes it on
