@@ -1,6 +1,8 @@
-/* transport/ucx_info.c: which UCX transports carry each endpoint, for the user who asks
- * (CASK_UCX_EP_INFO=1; =2 adds ucp_ep_print_info's whole report) and for the tests that check that ranks on different hosts
- * talk over the network (tests/dist/netns_hosts.sh). */
+/* transport/ucx_info.c: which UCX transports carry each endpoint, how long connecting
+ * took, which heartbeat interval is used: for the user who asks (CASK_UCX_EP_INFO=1; 2
+ * adds ucp_ep_print_info's whole report), for bench/dist_scale.sh, and for the test
+ * that checks that ranks on different hosts talk over the network
+ * (tests/dist/netns_hosts.sh). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,9 @@ static void lanes_of(ucp_ep_h ep, char *out, size_t outlen)
     ucp_ep_print_info(ep, f);
     fclose(f);
     size_t n = 0;
-    for (char *line = buf ? strtok(buf, "\n") : NULL; line; line = strtok(NULL, "\n")) {
+    char *save = NULL;
+    for (char *line = buf ? strtok_r(buf, "\n", &save) : NULL; line;
+         line = strtok_r(NULL, "\n", &save)) {
         char *lane = strstr(line, "lane[");
         if (!lane)
             continue;
