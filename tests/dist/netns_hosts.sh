@@ -18,7 +18,9 @@
 # tcp/eth0 only (CASK_UCX_EP_INFO=1); cask-knn's output files (CSV; .npy with several
 # reference chunks) and cask-jacobi's --out grid are byte-identical to one process's;
 # with TEST_DIST_GRAPH, `test_dist_graph kill` across the hosts: rank 1 dies inside a
-# task, the NHOSTS-1 others return CASK_ERR_PEER (found without pid checks).
+# task, the NHOSTS-1 others return CASK_ERR_PEER (found without pid checks); then rank 1
+# stops (SIGSTOP) inside the task instead, and the others find it by the peer timeout
+# (heartbeats over TCP) and return likewise.
 #
 # Exit 77 (meson: SKIP), saying why, where namespaces cannot be made (not root, no `ip`
 # or `unshare`, namespaces refused). Namespace names carry this shell's pid and a random
@@ -43,9 +45,16 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/cask-netns.XXXXXX") || exit 1
 tag=cask$$$(echo "${tmp##*.}" | tr -dc 'a-zA-Z0-9')
 sw=${tag}sw
 pids=""
+# Ends one launch: `timeout`'s child is `unshare`, which lets no SIGTERM through; its
+# SIGKILL makes the kernel kill its child (--kill-child), the pid namespace's init, and
+# with it every process of that namespace.
+stop_launch() {
+  for c in $(cat "/proc/$1/task/$1/children" 2> /dev/null); do kill -KILL "$c" 2> /dev/null; done
+  kill -KILL "$1" 2> /dev/null
+  wait "$1" 2> /dev/null
+}
 cleanup() {
-  for p in $pids; do kill -TERM "$p" 2> /dev/null; done   # timeout passes it on
-  for p in $pids; do wait "$p" 2> /dev/null; done
+  for p in $pids; do stop_launch "$p"; done
   h=0
   while [ $h -lt "$nh" ]; do ip netns del "${tag}h$h" 2> /dev/null; h=$((h + 1)); done
   ip netns del "$sw" 2> /dev/null
@@ -76,9 +85,10 @@ if ! unshare --uts --ipc --pid --fork --kill-child true 2> "$tmp/err"; then
 fi
 echo "$nh hosts: network namespaces ${tag}h0..${tag}h$((nh - 1)), bridge in $sw"
 
-# run NAME PROGRAM ARGS...: rank h of the job in host h; waits for all; $failed lists
-# "rank:status" of those that did not exit 0. Outputs in $tmp/NAME.h.out and .err.
-run() {
+# start NAME PROGRAM ARGS...: rank h of the job in host h ($pids: their launches, in
+# rank order); outputs in $tmp/NAME.h.out and .err. run: start, then wait for all, and
+# $failed lists "rank:status" of those that did not exit 0.
+start() {
   name=$1; shift
   boot="$tmp/boot.$name"
   mkdir "$boot" || exit 1
@@ -96,6 +106,9 @@ run() {
     pids="$pids $!"
     h=$((h + 1))
   done
+}
+run() {
+  start "$@"
   failed=""
   h=0
   for p in $pids; do
@@ -169,6 +182,32 @@ if [ -n "$graph" ]; then
   fi
   echo "ok: rank 1 killed: the $got other hosts stopped with its loss in $(( $(date +%s) - t0 )) s:"
   grep -h "kill: " "$tmp"/kill.*.out | head -n 3
+
+  # rank 1 stops (SIGSTOP) instead: its sockets stay open, so only the heartbeats tell
+  mkdir "$tmp/okf"
+  export CASK_TEST_DIR="$tmp/okf" CASK_TEST_FREEZE=1
+  t0=$(date +%s)
+  start freeze "$graph" kill
+  h=0
+  for p in $pids; do
+    [ $h -eq 1 ] && victim=$p || wait "$p"
+    h=$((h + 1))
+  done
+  stop_launch "$victim"
+  pids=""
+  unset CASK_TEST_FREEZE
+  got=$(ls "$tmp/okf" | grep -c '^ok\.')
+  if [ "$got" -ne $((nh - 1)) ]; then
+    echo "FAIL: test_dist_graph kill, rank 1 stopped: $got of $((nh - 1)) other hosts reported success"
+    show freeze
+    exit 1
+  fi
+  # a survivor that returned the loss must have found it by the silence
+  if grep -h "kill: " "$tmp"/freeze.*.out | grep -v "kill: ok" | grep -v "nothing heard"; then
+    echo "FAIL: a stopped rank on another host was not found by the peer timeout"; exit 1
+  fi
+  echo "ok: rank 1 stopped: the $got other hosts stopped with its loss in $(( $(date +%s) - t0 )) s:"
+  grep -h "kill: " "$tmp"/freeze.*.out | head -n 3
 fi
 echo "PASS: $nh network-namespace hosts"
 exit 0

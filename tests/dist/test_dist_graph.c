@@ -12,8 +12,9 @@
  *                              beyond N ranks): every rank returns the
  *                              failure naming it; the job then runs a new graph fine
  *   test_dist_graph mismatch   the last rank adds one task more: every rank refuses
- *   test_dist_graph kill       rank 1 dies inside a task: the survivors return
- *                              CASK_ERR_PEER naming it, within the peer timeout
+ *   test_dist_graph kill       rank 1 dies inside a task (CASK_TEST_FREEZE=1: it stops
+ *                              by SIGSTOP, found by the peer timeout): the survivors
+ *                              return CASK_ERR_PEER naming it, within the peer timeout
  *   test_dist_graph overlap    rank 1 naps in one task while another of its tasks
  *                              makes a chunk rank 0 needs: rank 0 runs its task as
  *                              soon as that chunk comes, not after the nap (no
@@ -109,7 +110,7 @@ static cask_status k_stamp(cask_task_ctx *ctx)
 static cask_status k_die(cask_task_ctx *ctx)
 {
     (void)ctx;
-    raise(SIGKILL);
+    raise(getenv("CASK_TEST_FREEZE") ? SIGSTOP : SIGKILL);
     return CASK_OK;
 }
 
