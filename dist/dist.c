@@ -218,7 +218,8 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
     dist->local_rank = xport_boot_local_rank(dist->boot);
     dist->local_size = xport_boot_local_size(dist->boot);
     dist->lost = calloc((size_t)dist->size, sizeof *dist->lost);
-    if (!dist->lost) {
+    dist->left = calloc((size_t)dist->size, sizeof *dist->left);
+    if (!dist->lost || !dist->left) {
         st = log_error(rt, CASK_ERR_NOMEM, "cask_dist_init");
         goto fail;
     }
@@ -247,6 +248,10 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         }
         xport_ucx_set_handler(dist->ucx, DIST_AM_DATA, on_data_msg, dist);
         xport_ucx_set_handler(dist->ucx, DIST_AM_CTRL, on_ctrl_msg, dist);
+        if ((st = dist_dashboard_register(dist))) {
+            st = log_error(rt, st, "cask_dist_init");
+            goto fail;
+        }
         st = xport_ucx_connect(dist->ucx);
         if (st) {
             xport_ucx_error(dist->ucx, err, sizeof err);
@@ -264,16 +269,23 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         goto fail;
 #endif
     }
+    if (!dist->dash && (st = dist_dashboard_register(dist))) {   /* a job of one */
+        st = log_error(rt, st, "cask_dist_init");
+        goto fail;
+    }
+    dist_dashboard_announce(dist);
     log_msg(rt, CASK_LOG_INFO, "cask_dist_init: rank %d of %d (job %s)", dist->rank,
             dist->size, xport_boot_job(dist->boot));
     *out = dist;
     return CASK_OK;
 fail:
+    dist_dashboard_leave(dist);
 #ifdef CASK_HAVE_UCX
     xport_ucx_destroy(dist->ucx, NULL, 0);
 #endif
     xport_boot_finalize(dist->boot);
     free(dist->lost);
+    free(dist->left);
     pthread_mutex_destroy(&dist->mu);
     pthread_cond_destroy(&dist->cv);
     free(dist);
@@ -285,12 +297,14 @@ cask_status cask_dist_finalize(cask_dist *dist)
     if (!dist)
         return CASK_OK;
     cask_status st = CASK_OK;
+    dist_dashboard_leave(dist);
     while (dist->graphs)
         cask_dist_graph_destroy(dist->graphs);
     dist_nccl_finalize(dist);
 #ifdef CASK_HAVE_UCX
     if (dist->ucx) {
         char why[512];
+        dist_leave_announce(dist);   /* a rank still computing must not wait for this one */
         st = xport_ucx_destroy(dist->ucx, why, sizeof why);   /* goodbyes with every rank */
         if (st && !dist->err[0])
             dist_fail(dist, "%s", why);
@@ -322,6 +336,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
     free(dist->index_keys);
     free(dist->index_vals);
     free(dist->lost);
+    free(dist->left);
     pthread_mutex_destroy(&dist->mu);
     pthread_cond_destroy(&dist->cv);
     free(dist);

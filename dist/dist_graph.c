@@ -2,7 +2,6 @@
  * _add_task, _gather) and the hash by which the ranks check that they built the same
  * one. Planning is in dist_plan.c, running in dist_run.c. */
 #include "dist/dist_impl.h"
-#include "runtime/data.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -152,13 +151,8 @@ cask_status cask_dist_graph_gather(cask_dist_graph *g, cask_data *d, int root, v
     if (dist_gid(g->dist, d, &gid))
         return log_error(g->dist->rt, CASK_ERR_NOT_FOUND, "cask_dist_graph_gather: data not "
                          "declared with cask_dist_set_owner");
-    /* the planner sends each datum to one gather root: a second gather used to leave
-     * its root waiting for data that never came */
-    for (size_t k = 0; k < g->ngathers; k++)
-        if (g->gathers[k].gid == gid)
-            return log_error(g->dist->rt, CASK_ERR_INVALID, "cask_dist_graph_gather(%s): already "
-                             "gathered to rank %d (one gather per datum and graph)", d->name,
-                             g->gathers[k].root);
+    /* several gathers of one datum (other roots, or the same root again) are planned
+     * together: each root gets one copy (dist_plan.c, plan_final) */
     dist_gather *n = realloc(g->gathers, (g->ngathers + 1) * sizeof *n);
     if (!n)
         return log_error(g->dist->rt, CASK_ERR_NOMEM, "cask_dist_graph_gather");

@@ -17,8 +17,8 @@
 #endif
 
 /* UCX handler ids of the distributed layer. */
-enum { DIST_AM_DATA = 16, DIST_AM_CTRL = 17 };
-enum dist_ctrl { CTRL_PLAN = 1, CTRL_DONE = 2, CTRL_ABORT = 3, CTRL_BARRIER = 4 };
+enum { DIST_AM_DATA = 16, DIST_AM_CTRL = 17, DIST_AM_DASH = 18 };
+enum dist_ctrl { CTRL_PLAN = 1, CTRL_DONE = 2, CTRL_ABORT = 3, CTRL_BARRIER = 4, CTRL_LEAVE = 5 };
 
 typedef struct dist_data_hdr {
     uint32_t graph, run, gid, version;
@@ -69,6 +69,10 @@ struct cask_dist {
     pthread_cond_t cv;
     int *lost;                /* per rank: 1 once it failed */
     int nlost;
+    int *left;                /* per rank: 1 once it left the job (dist_leave.c) */
+    int nleft;
+    char left_why[256];       /* the failure a rank that left had seen, if any */
+    int left_by;
     dist_early *early;        /* control messages for graphs not computing yet */
     cask_kernel *k_send, *k_recv, *k_deliver, *k_copy;   /* dist_xfer.c's tasks */
     /* NCCL (dist_nccl.c): GPU-made chunks travel GPU to GPU when every rank can */
@@ -77,6 +81,7 @@ struct cask_dist {
     struct dist_nccl *nccl;   /* the communicator, made by the first graph needing it */
     cask_kernel *k_nsend, *k_nrecv, *k_ndeliver;
     struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
+    struct dist_dash *dash;   /* this job in the live dashboard (dist_dashboard.c) */
     char err[1024];
 };
 
@@ -125,6 +130,9 @@ typedef struct dist_slot {
     struct cask_dist_graph *graph;
     cask_data *home;          /* final: copy into the owner's user handle */
     void *dest;               /* final: copy into the gather destination */
+    void **also;              /* final: further destinations of gathers of this datum
+                                 to this rank (malloc'ed, nalso of them) */
+    int nalso;
     struct dist_slot *hnext;  /* hash chain */
 } dist_slot;
 
@@ -158,6 +166,8 @@ typedef struct dist_local_copy {
     cask_data *from;
     cask_data *to;            /* the owner's user handle, or NULL */
     void *dest;               /* a gather destination, or NULL */
+    void **also;              /* further gather destinations (malloc'ed), nalso */
+    int nalso;
 } dist_local_copy;
 
 typedef struct dist_gather {
@@ -246,6 +256,12 @@ void dist_ctrl_all(cask_dist *dist, uint32_t graph, uint32_t run, uint32_t type,
 /* Handle lookup for messages: the graph of id (under dist->mu). */
 struct cask_dist_graph *dist_find_graph(cask_dist *dist, uint32_t id);
 
+/* dist_dashboard.c: the job's view in each rank's live dashboard. Register before the
+ * transport connects; announce this rank's URL after; leave before the transport goes. */
+cask_status dist_dashboard_register(cask_dist *dist);
+void dist_dashboard_announce(cask_dist *dist);
+void dist_dashboard_leave(cask_dist *dist);
+
 /* dist_graph.c */
 void dist_graph_error(cask_dist_graph *g, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -266,6 +282,16 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
 void dist_on_barrier(cask_dist *dist, uint64_t seq);
 /* Why the current run of g cannot go on (under dist->mu; sets g->error), or CASK_OK. */
 cask_status dist_broken(cask_dist_graph *g);
+
+/* dist_leave.c: a rank that left (cask_dist_finalize) while another still needs it */
+/* Tells every rank that this one leaves (before the transport's goodbyes). */
+void dist_leave_announce(cask_dist *dist);
+/* Handler of LEAVE from rank `from` (progress thread), with the failure it had seen
+ * (why, may be empty): ends the runs that need it. */
+void dist_on_leave(cask_dist *dist, int from, const char *why);
+/* Why g's current run (or plan agreement) cannot go on because a rank it needs left
+ * (under dist->mu; sets g->error), or CASK_OK. */
+cask_status dist_left_broken(cask_dist_graph *g);
 
 /* dist_xfer.c: the tasks that move chunks (send, receive, deliver, copy) and the
  * handler of data messages. */

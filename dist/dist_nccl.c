@@ -211,6 +211,8 @@ static cask_status ndeliver_cuda(cask_task_ctx *ctx)
     cudaError_t e = cudaSuccess;
     if (s->dest)
         e = cudaMemcpyAsync(s->dest, src, bytes, cudaMemcpyDeviceToHost, stream);
+    for (int i = 0; e == cudaSuccess && i < s->nalso; i++)   /* the same root's other gathers */
+        e = cudaMemcpyAsync(s->also[i], src, bytes, cudaMemcpyDeviceToHost, stream);
     if (e == cudaSuccess && s->home)
         e = cudaMemcpyAsync(cask_task_buffer(ctx, 1), src, bytes, cudaMemcpyDeviceToDevice,
                             stream);
@@ -226,6 +228,8 @@ static cask_status ndeliver_cpu(cask_task_ctx *ctx)
     size_t bytes = s->graph->dist->data[s->gid].bytes;
     if (s->dest)
         memcpy(s->dest, cask_task_buffer(ctx, 0), bytes);
+    for (int i = 0; i < s->nalso; i++)
+        memcpy(s->also[i], cask_task_buffer(ctx, 0), bytes);
     if (s->home)
         memcpy(cask_task_buffer(ctx, 1), cask_task_buffer(ctx, 0), bytes);
     return CASK_OK;

@@ -419,7 +419,15 @@ static void plan_task(planner *P, size_t ti)
     }
 }
 
-static void push_copy(planner *P, cask_data *from, cask_data *to, void *dest)
+/* The gather destinations on this rank: where one copy of a final version goes (the
+ * first, and the others of gathers of the same datum to this rank). */
+typedef struct dests {
+    void *first;
+    void **also;              /* malloc'ed; owned by the slot or copy that gets them */
+    int nalso;
+} dests;
+
+static void push_copy(planner *P, cask_data *from, cask_data *to, dests *ds)
 {
     cask_dist_graph *g = P->g;
     if (g->ncopies == g->copies_cap) {
@@ -432,12 +440,13 @@ static void push_copy(planner *P, cask_data *from, cask_data *to, void *dest)
         g->copies = n;
         g->copies_cap = cap;
     }
-    g->copies[g->ncopies++] = (dist_local_copy){ from, to, dest };
+    g->copies[g->ncopies++] = (dist_local_copy){ from, to, ds->first, ds->also, ds->nalso };
+    *ds = (dests){ 0 };
 }
 
 /* Sends the latest version of gid to rank `to` at the final exchange, where it goes
- * into the owner's handle (home) and/or a gather destination (dest). */
-static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, void *dest,
+ * into the owner's handle (home) and/or gather destinations (ds, on `to`). */
+static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, dests *ds,
                            int final_exchange)
 {
     cask_dist *dist = P->dist;
@@ -461,7 +470,10 @@ static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, vo
     s->exchange = final_exchange;
     s->from = src->rank;
     s->home = home;
-    s->dest = dest;
+    s->dest = ds->first;
+    s->also = ds->also;
+    s->nalso = ds->nalso;
+    *ds = (dests){ 0 };
     s->graph = g;
     s->nccl = nccl;
     s->seq = seq;
@@ -476,46 +488,93 @@ static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, vo
     g->bytes_in += dist->data[gid].bytes;
 }
 
+/* The destinations on this rank of the gathers of one datum to `root` (chain: the
+ * gathers of that datum, by next[]). Empty unless root is this rank. */
+static void dests_of(planner *P, const int *next, int first, int root, dests *ds)
+{
+    const cask_dist_graph *g = P->g;
+    *ds = (dests){ 0 };
+    if (root != P->me)
+        return;
+    for (int k = first; k >= 0; k = next[k]) {
+        void *dest = g->gathers[k].dest;
+        if (g->gathers[k].root != root || !dest)
+            continue;
+        if (!ds->first) {
+            ds->first = dest;
+            continue;
+        }
+        void **n = realloc(ds->also, (size_t)(ds->nalso + 1) * sizeof *n);
+        if (!n) {
+            P->st = CASK_ERR_NOMEM;
+            return;
+        }
+        ds->also = n;
+        ds->also[ds->nalso++] = dest;
+    }
+}
+
 /* After the last phase: each written datum's latest version goes home to its owner's
- * handle, and each gathered one to its root's destination. */
+ * handle, and each gathered one to the destination of every gather of it. A datum may
+ * be gathered to several roots, and to one root several times: each root gets one
+ * copy (a local copy where the version is already there, the owner's with its home
+ * copy, else one transfer), which fills all its destinations. Every rank walks the
+ * gathers in the order they were declared, so all plan the same transfers. */
 static void plan_final(planner *P, int final_exchange)
 {
     cask_dist *dist = P->dist;
     cask_dist_graph *g = P->g;
+    size_t ng = g->ngathers;
+    int *first = malloc((dist->ndata ? dist->ndata : 1) * sizeof *first);
+    int *next = malloc((ng ? ng : 1) * sizeof *next);
+    if (!first || !next) {
+        P->st = CASK_ERR_NOMEM;
+        goto out;
+    }
+    for (uint32_t gid = 0; gid < dist->ndata; gid++)
+        first[gid] = -1;
+    for (size_t k = ng; k-- > 0;) {   /* chains in declaration order */
+        next[k] = first[g->gathers[k].gid];
+        first[g->gathers[k].gid] = (int)k;
+    }
     for (uint32_t gid = 0; gid < dist->ndata && !P->st; gid++) {
         pdatum *d = &P->pd[gid];
         int owner = dist->data[gid].owner;
         int li_owner = loc_on(d, owner);
         int need_home = d->touched && !(li_owner >= 0 && d->locs[li_owner].h == 0);
-        int root = -1;
-        void *dest = NULL;
-        for (size_t k = 0; k < g->ngathers; k++)
-            if (g->gathers[k].gid == gid) {
-                root = g->gathers[k].root;
-                dest = g->gathers[k].dest;
-                break;
-            }
         cask_data *home_h = dist->data[gid].d;
-        if (need_home) {
+        dests ds;
+        if (need_home) {   /* with the owner's gathers, if any */
+            dests_of(P, next, first[gid], owner, &ds);
             if (li_owner >= 0) {
                 if (owner == P->me)
-                    push_copy(P, d->h[d->locs[li_owner].h].local, home_h,
-                              root == owner ? dest : NULL);
+                    push_copy(P, d->h[d->locs[li_owner].h].local, home_h, &ds);
             } else {
-                final_transfer(P, gid, owner, owner == P->me ? home_h : NULL,
-                               root == owner ? dest : NULL, final_exchange);
+                final_transfer(P, gid, owner, owner == P->me ? home_h : NULL, &ds,
+                               final_exchange);
             }
+            free(ds.also);
         }
-        if (root < 0 || (need_home && root == owner))
-            continue;   /* no gather, or done with the home copy */
-        int li = loc_on(d, root);
-        if (li >= 0) {
-            if (root == P->me)
-                push_copy(P, d->h[d->locs[li].h].local, NULL, dest);
-        } else {
-            final_transfer(P, gid, root, NULL, dest, final_exchange);
+        for (int k = first[gid]; k >= 0 && !P->st; k = next[k]) {
+            int root = g->gathers[k].root, seen = need_home && root == owner;
+            for (int j = first[gid]; j != k && !seen; j = next[j])
+                seen = g->gathers[j].root == root;
+            if (seen)
+                continue;   /* this root is served already */
+            dests_of(P, next, k, root, &ds);
+            int li = loc_on(d, root);
+            if (li >= 0) {
+                if (root == P->me)
+                    push_copy(P, d->h[d->locs[li].h].local, NULL, &ds);
+            } else {
+                final_transfer(P, gid, root, NULL, &ds, final_exchange);
+            }
+            free(ds.also);
         }
     }
+out:
+    free(first);
+    free(next);
 }
 
 static void planner_free(planner *P)
@@ -632,6 +691,7 @@ void dist_plan_free(cask_dist_graph *g)
     for (size_t i = 0; i < g->nslots; i++) {
         if (g->slots[i]->buf)
             cask_host_free(rt, g->slots[i]->buf);
+        free(g->slots[i]->also);
         free(g->slots[i]);
     }
     free(g->slots);
@@ -641,6 +701,9 @@ void dist_plan_free(cask_dist_graph *g)
     g->slot_hash = NULL;
     free(g->sends);
     g->sends = NULL;
+    for (size_t i = 0; i < g->ncopies; i++)
+        free(g->copies[i].also);
     free(g->copies);
     g->copies = NULL;
+    g->ncopies = g->copies_cap = 0;
 }

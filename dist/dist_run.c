@@ -48,6 +48,10 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
         dist_on_barrier(dist, h->value);
         return;
     }
+    if (h->type == CTRL_LEAVE) {
+        dist_on_leave(dist, from, msg);
+        return;
+    }
     LOG_DEBUG(dist->rt, "dist rank %d: control %u from rank %d (graph %u run %u)", dist->rank,
               h->type, from, h->graph, h->run);
     cask_task_async **tok = NULL;
@@ -108,7 +112,7 @@ cask_status dist_broken(cask_dist_graph *g)
         dist_graph_error(g, "rank %d: %s", dist->rank, g->send_msg);
         return g->send_status;
     }
-    return CASK_OK;
+    return dist_left_broken(g);
 }
 
 /* Waits (progress thread does the work) until ready or the run is broken. */

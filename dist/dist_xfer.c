@@ -215,14 +215,24 @@ void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_m
 
 /* ---- final copies ---- */
 
+/* A destination may be the very memory the copy comes from (a gather to the owner
+ * into the buffer its handle was registered over): nothing to copy then. */
+static void copy_to(void *dst, const void *src, size_t bytes)
+{
+    if (dst && dst != src)
+        memcpy(dst, src, bytes);
+}
+
 static cask_status deliver_cpu(cask_task_ctx *ctx)
 {
     dist_slot *s = dist_xfer_arg_of(ctx);
     size_t bytes = s->graph->dist->data[s->gid].bytes;
-    if (s->dest && !s->landing_direct)
-        memcpy(s->dest, s->buf, bytes);
+    const void *src = s->landing_direct ? s->dest : s->buf;
+    copy_to(s->dest, src, bytes);
+    for (int i = 0; i < s->nalso; i++)
+        copy_to(s->also[i], src, bytes);
     if (s->home)
-        memcpy(cask_task_buffer(ctx, 0), s->buf, bytes);
+        copy_to(cask_task_buffer(ctx, 0), src, bytes);
     return CASK_OK;
 }
 
@@ -231,10 +241,11 @@ static cask_status copy_cpu(cask_task_ctx *ctx)
     dist_local_copy *c = dist_xfer_arg_of(ctx);
     const void *src = cask_task_buffer(ctx, 0);
     size_t bytes = cask_task_buffer_size(ctx, 0);
-    if (c->dest)
-        memcpy(c->dest, src, bytes);
+    copy_to(c->dest, src, bytes);
+    for (int i = 0; i < c->nalso; i++)
+        copy_to(c->also[i], src, bytes);
     if (c->to)
-        memcpy(cask_task_buffer(ctx, 1), src, bytes);
+        copy_to(cask_task_buffer(ctx, 1), src, bytes);
     return CASK_OK;
 }
 

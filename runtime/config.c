@@ -140,6 +140,16 @@ cask_status config_resolve(const cask_config *cfg, config_resolved *out, char *e
         }
         strcpy(out->trace_path, tp);
     }
+    const char *da = NULL;
+    if (mask & CASK_CONFIG_DASHBOARD) da = cfg->dashboard;
+    else if ((v = getenv("CASK_DASHBOARD")) && *v) da = v;
+    if (da && *da) {
+        if (strlen(da) >= sizeof out->dashboard) {
+            snprintf(err, errlen, "dashboard address too long: %s", da);
+            return CASK_ERR_INVALID;
+        }
+        strcpy(out->dashboard, da);
+    }
     if (mask & CASK_CONFIG_STATS) out->stats = cfg->stats != 0;
     else if ((v = getenv("CASK_STATS"))) {
         if (parse_int(v, 0, 1, &out->stats)) BAD_ENV("CASK_STATS", v, "expected 0 or 1");

@@ -15,6 +15,7 @@ typedef struct config_resolved {
     int sim_gpus;
     int gpu_streams;
     char trace_path[512];
+    char dashboard[128];   /* "" none, else HOST:PORT or PORT */
     int stats;
     int progress;          /* 1, 0, or -1: when stderr is a terminal */
 } config_resolved;

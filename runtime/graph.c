@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "runtime/graph.h"
+#include "runtime/dash_live.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
 #include "scheduler/sched.h"
@@ -434,6 +435,8 @@ cask_status cask_graph_submit(cask_graph *g)
     pthread_mutex_unlock(&g->lock);
     g->t_submit = sched_now_ns();
     g->run++;
+    if (rt->live)
+        dash_graph_start(rt, g);
     if (g->ntasks == 0) {
         graph_finish(g);
         return CASK_OK;
@@ -446,6 +449,8 @@ void graph_finish(cask_graph *g)
 {
     cask_runtime *rt = g->rt;
     g->t_done = sched_now_ns();
+    if (rt->live)
+        dash_graph_end(rt, g);   /* before the waiter may free g */
     pthread_mutex_lock(&rt->lock);
     for (size_t i = 0; i < g->ndatas; i++)
         atomic_fetch_sub(&g->datas[i]->running, 1);

@@ -246,3 +246,16 @@ cask_status mem_alloc(cask_runtime *rt, int node, size_t bytes, worker_counters 
                      "GPU %d: no room for %zu bytes (%zu of %zu in use, nothing evictable)",
                      node - 1, bytes, used, limit);
 }
+
+void mem_node_usage(cask_runtime *rt, int gpu, size_t *used, size_t *limit)
+{
+    struct mem_manager *m = rt->mem;
+    *used = *limit = 0;
+    if (!m || gpu < 0 || gpu >= m->ngpu)
+        return;
+    mem_node *n = &m->node[gpu];
+    pthread_mutex_lock(&n->lock);
+    *used = n->used;
+    *limit = n->limit;
+    pthread_mutex_unlock(&n->lock);
+}

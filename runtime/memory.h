@@ -24,5 +24,9 @@ void mem_release(cask_runtime *rt, int node, void *ptr, size_t bytes);
 void mem_touch(cask_runtime *rt, replica *r);
 void mem_forget(cask_runtime *rt, replica *r);
 
+/* Bytes GPU gpu's pool has allocated (cached blocks included) and its limit; 0 and 0
+ * without pools. Thread safe (the dashboard reads it). */
+void mem_node_usage(cask_runtime *rt, int gpu, size_t *used, size_t *limit);
+
 
 #endif

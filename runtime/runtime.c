@@ -10,6 +10,10 @@
 #include "runtime/trace_task.h"
 #include "runtime/stats_print.h"
 #include "scheduler/sched.h"
+#ifdef CASK_HAVE_DASHBOARD
+#include "runtime/dash_live.h"
+#include "runtime/dashboard.h"
+#endif
 
 static cask_status open_devices(cask_runtime *rt, char *err, size_t errlen)
 {
@@ -103,6 +107,16 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
             goto fail;
         }
     }
+#ifdef CASK_HAVE_DASHBOARD
+    if (rt->cfg.dashboard[0] && (st = dash_live_create(rt, &rt->live))) {
+        snprintf(err, sizeof err, "dashboard counters");
+        goto fail;
+    }
+#else
+    if (rt->cfg.dashboard[0])
+        log_msg(rt, CASK_LOG_WARN, "dashboard %s not served: cask was built without "
+                "libmicrohttpd", rt->cfg.dashboard);
+#endif
     st = sched_create(rt, &rt->sched);
     if (st) {
         snprintf(err, sizeof err, "creating workers");
@@ -113,6 +127,14 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         snprintf(err, sizeof err, "starting workers");
         goto fail;
     }
+#ifdef CASK_HAVE_DASHBOARD
+    if (rt->live) {
+        st = dashboard_start(rt, rt->cfg.dashboard, &rt->dash, err, sizeof err);
+        if (st)
+            goto fail;
+        log_msg(rt, CASK_LOG_INFO, "dashboard at %s", dashboard_url(rt->dash));
+    }
+#endif
     log_msg(rt, CASK_LOG_INFO, "started: %d CPU workers, %d %sGPUs, %d cores, policy %d",
             rt->ncpu, rt->ngpu, rt->sim ? "simulated " : "", rt->topo.ncores, (int)rt->cfg.sched);
     *out = rt;
@@ -121,6 +143,9 @@ fail:
     fprintf(stderr, "cask_init: %s: %s\n", cask_status_string(st), err);
     sched_destroy(rt->sched);
     rt->sched = NULL;
+#ifdef CASK_HAVE_DASHBOARD
+    dash_live_destroy(rt->live);
+#endif
     mem_destroy(rt);
     if (rt->dev)
         device_close(rt->dev);
@@ -140,6 +165,10 @@ cask_status cask_shutdown(cask_runtime *rt)
     while (rt->ngraphs_running > 0)
         pthread_cond_wait(&rt->graphs_cond, &rt->lock);
     pthread_mutex_unlock(&rt->lock);
+#ifdef CASK_HAVE_DASHBOARD
+    dashboard_stop(rt->dash);   /* it reads the workers and graphs: first */
+    rt->dash = NULL;
+#endif
 
     int nw = rt->sched->nworkers;
     cask_worker_stats *stats = rt->cfg.stats ? calloc((size_t)nw, sizeof *stats) : NULL;
@@ -147,6 +176,10 @@ cask_status cask_shutdown(cask_runtime *rt)
         cask_runtime_stats(rt, stats, nw);
     sched_destroy(rt->sched);
     rt->sched = NULL;
+#ifdef CASK_HAVE_DASHBOARD
+    dash_live_destroy(rt->live);
+    rt->live = NULL;
+#endif
     data_destroy_all(rt);
     cask_status st = trace_task_close(rt, 1);
     if (stats) {
@@ -172,6 +205,20 @@ cask_status cask_shutdown(cask_runtime *rt)
     pthread_cond_destroy(&rt->graphs_cond);
     free(rt);
     return st;
+}
+
+cask_status cask_dashboard_url(const cask_runtime *rt, char *buf, size_t len)
+{
+    if (!rt || !buf || !len)
+        return CASK_ERR_INVALID;
+    buf[0] = 0;
+#ifdef CASK_HAVE_DASHBOARD
+    if (rt->dash) {
+        snprintf(buf, len, "%s", dashboard_url(rt->dash));
+        return CASK_OK;
+    }
+#endif
+    return CASK_ERR_NOT_FOUND;
 }
 
 cask_status cask_runtime_query(const cask_runtime *rt, cask_runtime_info *info)

@@ -17,6 +17,8 @@ struct sched;
 struct device_set;
 struct mem_manager;
 struct trace_state;
+struct dash_live;
+struct dashboard;
 
 struct cask_kernel {
     struct cask_kernel *next;   /* runtime's list, freed at shutdown */
@@ -40,6 +42,8 @@ struct cask_runtime {
     struct sched *sched;
     struct trace_state *trace;      /* NULL unless tracing */
     struct mem_manager *mem;        /* GPU memory pools; NULL without GPUs */
+    struct dash_live *live;         /* the dashboard's counters; NULL without one */
+    struct dashboard *dash;         /* its server (runtime/dashboard.c) */
 
     pthread_mutex_t lock;           /* kernels, data list, graph list */
     cask_kernel *kernels;

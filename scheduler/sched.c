@@ -492,6 +492,7 @@ void sched_worker_enter(worker *w, const char *what)
     if (rt->cfg.bind && topology_bind_self(&rt->topo, w->core) != 0)
         log_msg(rt, CASK_LOG_DEBUG, "%s %d: could not pin to core %d", what, w->id, w->core);
     w->trace = rt->trace;
+    w->live = rt->live;
     w->mark_ns = sched_now_ns();
 }
 

@@ -90,6 +90,7 @@ typedef struct worker {
     uint64_t rng;
     struct gpu_worker *gpu;
     struct trace_state *trace;   /* NULL unless tracing */
+    struct dash_live *live;      /* NULL unless a dashboard is served */
     uint64_t last_end_ns;        /* end of the last traced task (flow arrows) */
     int last_track;              /* its track */
 } worker;

@@ -7,6 +7,7 @@
 #include "runtime/coherence.h"
 #include "runtime/log.h"
 #include "runtime/trace_task.h"
+#include "runtime/dash_live.h"
 
 #define SPIN_ROUNDS 64
 
@@ -24,12 +25,16 @@ static void run_task(worker *w, cask_task *t)
         ctx.worker = w->id;
         ctx.has_msg = 0;
         ctx.async = 0;
-        uint64_t t0 = WORKER_TRACE(w) ? sched_now_ns() : 0;
+        uint64_t t0 = WORKER_TRACE(w) || w->live ? sched_now_ns() : 0;
         cask_status st = coh_prepare_host(g->rt, t, ctx.buf, ctx.size, ctx.msg, sizeof ctx.msg);
         if (st) {
             ctx.has_msg = 1;
         } else {
+            if (w->live)
+                dash_running(w->live, w->id, (int32_t)t->kernel->id);
             st = t->kernel->cpu(&ctx);
+            if (w->live)
+                dash_running(w->live, w->id, -1);
             if (st || !ctx.async)
                 coh_finish_host(g->rt, t);
         }
@@ -39,6 +44,9 @@ static void run_task(worker *w, cask_task *t)
             w->last_track = trace_track_cpu(w->trace, w->id);
             w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
         }
+        if (w->live)
+            dash_task(w->live, w->id, t->kernel->id, (uint32_t)w->id, t0,
+                      dash_viewed(w->live, t0) ? sched_now_ns() : 0, st != CASK_OK);
         if (!st && ctx.async) {  /* ends later: finish_async does the rest */
             w->async_pending++;
             return;

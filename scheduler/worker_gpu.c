@@ -14,6 +14,7 @@
 #include "runtime/device.h"
 #include "runtime/log.h"
 #include "runtime/trace_task.h"
+#include "runtime/dash_live.h"
 
 /* Tasks launched back to back on one stream share one completion event: a group of up
  * to GROUP_MAX, closed (event recorded) when the burst of ready tasks ends. With tracing
@@ -90,6 +91,8 @@ static void fail_task(worker *w, cask_task *t, cask_status st, const char *msg)
     char d[512];
     graph_describe_task(t, d, sizeof d);
     graph_fail(t->graph, st, "%s failed on GPU %d: %s", d, w->device, msg);
+    if (w->live)
+        dash_task(w->live, w->id, t->kernel->id, dash_lane_gpu(w->live, w->device, 0), 0, 0, 1);
 }
 
 static void add_writebacks(worker *w, cask_task *t, cask_data **wbd, int n)
@@ -210,6 +213,11 @@ static void finish_one(worker *w, cask_task *t, inflight *f)
         uint64_t t0 = gpu_time(w, f->ev_start);
         w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, gpu_time(w, f->ev_end));
     }
+    if (w->live && f) {   /* host-side times: issue of its group, completion seen */
+        uint64_t now = sched_now_ns();
+        dash_task(w->live, w->id, t->kernel->id, dash_lane_gpu(w->live, w->device, f->stream),
+                  f->t_issue, dash_viewed(w->live, now) ? now : 0, 0);
+    }
     w->run_count++;
     sched_complete(w->sched, w, t, 1);
 }
@@ -223,6 +231,8 @@ static void learn_cost(worker *w, inflight *f)
     uint64_t from = f->t_issue > gw->stream_done_ns[f->stream] ? f->t_issue : gw->stream_done_ns[f->stream];
     gw->stream_done_ns[f->stream] = now;
     gw->tasks_inflight -= f->ntasks;
+    if (w->live && gw->tasks_inflight == 0)
+        dash_running(w->live, w->id, -1);
     gw->est_inflight_ns -= f->est_ns < gw->est_inflight_ns ? f->est_ns : gw->est_inflight_ns;
     if (f->ntasks == 0 || now <= from)
         return;
@@ -324,13 +334,20 @@ static int start_task(worker *w, cask_task *t, int retry)
     if (rt->sim) {
         uint64_t t0 = sched_now_ns();
         ctx.stream = NULL;
+        if (w->live)
+            dash_running(w->live, w->id, (int32_t)t->kernel->id);
         st = t->kernel->cpu(&ctx);
+        if (w->live)
+            dash_running(w->live, w->id, -1);
         if (st)
             task_ctx_report(&ctx, st);
         if (WORKER_TRACE(w)) {
             w->last_track = trace_track_gpu(w->trace, w->device, si);
             w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
         }
+        if (w->live)
+            dash_task(w->live, w->id, t->kernel->id, dash_lane_gpu(w->live, w->device, si), t0,
+                      dash_viewed(w->live, t0) ? sched_now_ns() : 0, st != CASK_OK);
         if (!st && ctx.async)
             w->async_pending++;   /* finished when it ends (finish_async) */
         else
@@ -346,6 +363,8 @@ static int start_task(worker *w, cask_task *t, int retry)
         f->open = 1;
         f->stream = si;
         f->t_issue = sched_now_ns();
+        if (w->live)
+            dash_running(w->live, w->id, (int32_t)t->kernel->id);
         f->est_ns = 0;
         gw->open_slot[si] = k;
         if (WORKER_TRACE(w) && f->ev_start)

@@ -557,9 +557,14 @@ cask_status xport_ucx_destroy(xport_ucx *x, char *err, size_t errlen)
         pthread_mutex_lock(&x->mu);
         for (;;) {
             int waiting = 0;
-            for (int r = 0; r < x->size; r++)
-                if (!x->peers[r].bye && atomic_load(&x->peers[r].state) == PEER_ALIVE)
-                    waiting++;
+            for (int r = 0; r < x->size; r++) {
+                ucx_peer *p = &x->peers[r];
+                int state = atomic_load(&p->state);
+                if (!p->bye && state == PEER_ALIVE)
+                    waiting++;   /* for its goodbye */
+                else if (!atomic_load(&p->bye_done) && state != PEER_DEAD)
+                    waiting++;   /* for ours to leave: stopping would cancel it */
+            }
             if (!waiting || rc)
                 break;
             rc = pthread_cond_timedwait(&x->cv, &x->mu, &dl);

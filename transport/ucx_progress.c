@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -195,14 +196,34 @@ static void add_credits(xport_ucx *x, ucx_peer *p, uint32_t n)
     drain_queue(x, p);
 }
 
+/* Our goodbye to a peer completed (or failed): xport_ucx_destroy waits for this, so
+ * that it does not cancel a goodbye still in flight (the peer would then wait for it
+ * until its own deadline). */
+static void bye_done_cb(void *arg, cask_status st, const char *why)
+{
+    ucx_peer *p = arg;
+    (void)st; (void)why;
+    atomic_store(&p->bye_done, 1);
+    pthread_mutex_lock(&p->x->mu);
+    pthread_cond_broadcast(&p->x->cv);
+    pthread_mutex_unlock(&p->x->mu);
+}
+
 static void send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type)
 {
-    if (!p->ep || atomic_load(&p->state) == PEER_DEAD)
+    if (!p->ep || atomic_load(&p->state) == PEER_DEAD) {
+        if (type == CTRL_BYE)
+            bye_done_cb(p, CASK_OK, NULL);   /* nothing to wait for */
         return;
+    }
     ucx_op *op = calloc(1, sizeof *op);
     if (!op) {
         ucx_record_error(x, "rank %d: out of memory for a control message", x->rank);
         return;
+    }
+    if (type == CTRL_BYE) {
+        op->done = bye_done_cb;
+        op->arg = p;
     }
     op->peer = p->rank;
     op->kind = OP_CTRL;
@@ -594,8 +615,14 @@ void *ucx_progress_main(void *arg)
         if (now < spin_until || byes_pending)
             continue;
         ucs_status_t s = ucp_worker_arm(x->worker);
-        if (s == UCS_ERR_BUSY)
+        if (s == UCS_ERR_BUSY) {
+            /* UCX has events that progress did not take (seen while a peer's endpoint
+             * closes): let a thread waiting for the lock have it between tries */
+            pthread_mutex_unlock(&x->lock);
+            sched_yield();
+            pthread_mutex_lock(&x->lock);
             continue;
+        }
         int timeout_ms = (int)((x->next_tick_ns - now) / 1000000ull) + 1;
         if (s != UCS_OK) {
             ucx_record_error(x, "ucp_worker_arm on rank %d: %s (polling instead)", x->rank,

@@ -111,10 +111,13 @@ cask_status cask_dist_graph_add_task(cask_dist_graph *g, const cask_task_desc *d
                                      size_t *index);
 
 /* After each compute, dest (on rank root, bytes of d long, the caller's) holds d's final
- * content; other ranks pass NULL. Every rank calls it alike (root and d the same). At
- * most one gather per datum and graph. Errors: CASK_ERR_INVALID (root out of range,
- * dest NULL on root, d gathered already), CASK_ERR_NOT_FOUND (d not declared),
- * CASK_ERR_STATE (graph planned already). */
+ * content; other ranks pass NULL. Every rank calls it alike (root and d the same). A
+ * datum may be gathered to several roots, and to one root into several destinations:
+ * each root receives it once per compute and fills all of its destinations. dest may
+ * be the buffer d was registered over on its owner (then it is already there).
+ * Between computes the caller may read and write dest; during one, only cask writes
+ * it. Errors: CASK_ERR_INVALID (root out of range, dest NULL on root),
+ * CASK_ERR_NOT_FOUND (d not declared), CASK_ERR_STATE (graph planned already). */
 cask_status cask_dist_graph_gather(cask_dist_graph *g, cask_data *d, int root, void *dest);
 
 /* Runs the graph on all ranks and waits. Collective. The first compute places the

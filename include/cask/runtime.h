@@ -40,7 +40,8 @@ enum cask_config_field {
     CASK_CONFIG_GPU_STREAMS   = 1u << 7,
     CASK_CONFIG_TRACE_PATH    = 1u << 8,
     CASK_CONFIG_STATS         = 1u << 9,
-    CASK_CONFIG_PROGRESS      = 1u << 10
+    CASK_CONFIG_PROGRESS      = 1u << 10,
+    CASK_CONFIG_DASHBOARD     = 1u << 11
 };
 
 /* Runtime configuration. For each field: the value given here if its bit is set in
@@ -67,6 +68,12 @@ typedef struct cask_config {
     int progress;             /* progress bar on stderr while cask_graph_wait waits more
                                  than a second: 1 on, 0 off, -1 when stderr is a
                                  terminal. CASK_PROGRESS=1|0|auto. Default -1. */
+    const char *dashboard;    /* serve the live dashboard (docs/observability.md) on
+                                 "HOST:PORT" or "PORT" (HOST: an IPv4 address,
+                                 127.0.0.1 unless told; PORT 0: any free port; a
+                                 taken port: the next free one). CASK_DASHBOARD.
+                                 Default: none. Copied. Ignored, with a warning, by a
+                                 build without libmicrohttpd. */
 } cask_config;
 
 /* Describes a started runtime. */
@@ -90,6 +97,11 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out);
  * registered are flushed back to their host memory and freed). rt may be NULL. Must not
  * be called from a task. */
 cask_status cask_shutdown(cask_runtime *rt);
+
+/* Copies the URL of the runtime's live dashboard ("http://127.0.0.1:8787/") into buf
+ * (NUL-terminated, truncated to len). Errors: CASK_ERR_NOT_FOUND (no dashboard: none
+ * asked for, or cask built without it), CASK_ERR_INVALID (NULL argument). Thread safe. */
+cask_status cask_dashboard_url(const cask_runtime *rt, char *buf, size_t len);
 
 /* Fills *info. Thread safe. */
 cask_status cask_runtime_query(const cask_runtime *rt, cask_runtime_info *info);
