@@ -168,7 +168,8 @@ echo "ok: cask-jacobi: $nh hosts wrote the $(wc -c < "$tmp/one.grid") bytes of o
 # ---- a rank dies on another host: found by the transport, not by its pid ----
 if [ -n "$graph" ]; then
   mkdir "$tmp/ok"
-  export CASK_TEST_DIR="$tmp/ok"
+  # placement by data only: the dying task stays on rank 1, the owner of its chunk
+  export CASK_TEST_DIR="$tmp/ok" CASK_DIST_STEAL=0
   t0=$(date +%s)
   run kill "$graph" kill
   got=$(ls "$tmp/ok" | grep -c '^ok\.')
