@@ -197,6 +197,7 @@ if [ -n "$graph" ]; then
   stop_launch "$victim"
   pids=""
   unset CASK_TEST_FREEZE
+  rm -f "$tmp/okf/ok.1"   # the stopped rank itself (see below) is not judged
   got=$(ls "$tmp/okf" | grep -c '^ok\.')
   if [ "$got" -ne $((nh - 1)) ]; then
     echo "FAIL: test_dist_graph kill, rank 1 stopped: $got of $((nh - 1)) other hosts reported success"
@@ -204,8 +205,8 @@ if [ -n "$graph" ]; then
     exit 1
   fi
   # a survivor that returned the loss must have found it by the silence (rank 1's own
-  # output is not judged: ended by SIGKILL, it may first have been woken by the SIGCONT
-  # the kernel sends to a process group that its launcher's end left orphaned)
+  # output is not judged: it may be woken by a SIGCONT, as seen under meson, once the
+  # others are gone, and finish on its own before it is killed)
   rm -f "$tmp/freeze.1.out"
   if grep -h "kill: " "$tmp"/freeze.*.out | grep -v "kill: ok" | grep -v "nothing heard"; then
     echo "FAIL: a stopped rank on another host was not found by the peer timeout"; exit 1
