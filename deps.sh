@@ -5,7 +5,8 @@
 #
 #   sh deps.sh            build and tests, CPU only: compiler, Meson, hwloc, Criterion,
 #                         libmicrohttpd (the live dashboard), Python
-#   sh deps.sh --dist     also UCX, PMIx and Open MPI's mpirun (several processes)
+#   sh deps.sh --dist     also UCX, PMIx and Open MPI's mpirun (several processes), and
+#                         iproute2 (the network-namespace hosts test)
 #   sh deps.sh --ci       all of the above, plus debootstrap (CI's bare-machine check)
 #                         and Chromium (the dashboard's browser test)
 #   sh deps.sh --list     prints the packages it would install and exits
@@ -15,7 +16,7 @@
 set -eu
 
 BASE="meson ninja-build pkg-config gcc libc6-dev libhwloc-dev libcriterion-dev libmicrohttpd-dev python3"
-DIST="libucx-dev libpmix-dev openmpi-bin"
+DIST="libucx-dev libpmix-dev openmpi-bin iproute2"
 CI="debootstrap chromium fonts-dejavu-core"
 
 want=$BASE

@@ -30,6 +30,7 @@ Options:
   FILE...           input files ("-" or none: stdin)
   --out DIR         where to write the PNGs (default: plots)
   --metric FIELD    y field of the scaling charts (default: tasks_per_s)
+  --x FIELD         x field of the scaling charts (default: workers)
   --bars BENCH      also draw BENCH as a bar chart of seconds (repeatable)
   --title TEXT      prefix of every chart title (e.g. the machine)
   --baseline NAME   the impl speed-ups are measured against (default: "baseline", else
@@ -148,7 +149,7 @@ def by_key(records, keyfn):
     return groups
 
 
-def plot_scaling(plt, bench, recs, metric, out_dir, title, baseline):
+def plot_scaling(plt, bench, recs, metric, out_dir, title, baseline, xf="workers"):
     groups = by_key(recs, lambda r: r["case"])
     cases = [(c, groups[c]) for c in ordered_cases(recs)]
     n = len(cases)
@@ -159,7 +160,7 @@ def plot_scaling(plt, bench, recs, metric, out_dir, title, baseline):
     for idx, (case, crecs) in enumerate(cases):
         ax = axes[idx // cols][idx % cols]
         for impl in impl_order({r["impl"] for r in crecs}, baseline):
-            pts = by_key([r for r in crecs if r["impl"] == impl], lambda r: number(r, "workers"))
+            pts = by_key([r for r in crecs if r["impl"] == impl], lambda r: number(r, xf))
             xs, med, lo, hi = [], [], [], []
             for w in sorted(k for k in pts if k is not None):
                 vals = [v for v in (metric_value(r, metric) for r in pts[w]) if v is not None]
@@ -180,9 +181,9 @@ def plot_scaling(plt, bench, recs, metric, out_dir, title, baseline):
                 ax.plot(xs, ideal, ":", color=st["color"], alpha=0.5, linewidth=1,
                         label="cask ideal")
         ax.set_title(case, fontsize=10)
-        ax.set_xlabel("workers")
+        ax.set_xlabel(xf)
         ax.set_ylabel(metric.replace("_per_", "/").replace("_", " "))
-        workers = sorted({w for w in (number(r, "workers") for r in crecs) if w})
+        workers = sorted({w for w in (number(r, xf) for r in crecs) if w})
         if workers and workers[-1] / workers[0] >= 8:
             ax.set_xscale("log", base=2)
         if workers:
@@ -199,7 +200,7 @@ def plot_scaling(plt, bench, recs, metric, out_dir, title, baseline):
         ax.legend(fontsize=8)
     for idx in range(n, rows * cols):
         axes[idx // cols][idx % cols].set_visible(False)
-    fig.suptitle(f"{title}{bench}: {metric.replace('_', ' ')} vs workers")
+    fig.suptitle(f"{title}{bench}: {metric.replace('_', ' ')} vs {xf}")
     fig.tight_layout()
     path = os.path.join(out_dir, f"{safe_name(bench)}_scaling.png")
     fig.savefig(path, dpi=120)
@@ -269,6 +270,8 @@ def main(argv=None):
     ap.add_argument("--bars", action="append", default=[],
                     help="also draw this bench as a bar chart of seconds (repeatable)")
     ap.add_argument("--title", default="", help="prefix of every chart title")
+    ap.add_argument("--x", default="workers",
+                    help="x field of the scaling charts (default: workers; e.g. ranks)")
     ap.add_argument("--baseline", default=None,
                     help='impl to compare with (default: "baseline", else "pthreads")')
     args = ap.parse_args(argv)
@@ -297,14 +300,14 @@ def main(argv=None):
 
     written = []
     for bench, recs in sorted(by_key(records, lambda r: r["bench"]).items()):
-        workers = {w for w in (number(r, "workers") for r in recs) if w is not None}
+        workers = {w for w in (number(r, args.x) for r in recs) if w is not None}
         has_metric = any(metric_value(r, args.metric) is not None for r in recs)
         has_seconds = any(number(r, "seconds") is not None for r in recs)
         baseline = find_baseline({r["impl"] for r in recs}, args.baseline)
         drew = False
         if len(workers) >= 2 and has_metric:
             written.append(plot_scaling(plt, bench, recs, args.metric, args.out, title,
-                                        baseline))
+                                        baseline, args.x))
             drew = True
         if has_seconds and ("knn" in bench.lower() or bench in args.bars or len(workers) < 2):
             path = plot_times(plt, bench, recs, args.out, title, baseline)

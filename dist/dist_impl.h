@@ -72,6 +72,8 @@ struct cask_dist {
     int *left;                /* per rank: 1 once it left the job (dist_leave.c) */
     int nleft;
     char left_why[256];       /* the failure a rank that left had seen, if any */
+    char lost_heard[256];     /* a lost rank first heard of in another rank's ABORT,
+                                 not by this rank's transport: its LEAVE repeats it */
     int left_by;
     dist_early *early;        /* control messages for graphs not computing yet */
     cask_kernel *k_send, *k_recv, *k_deliver, *k_copy;   /* dist_xfer.c's tasks */

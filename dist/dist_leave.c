@@ -56,11 +56,18 @@ cask_status dist_left_broken(cask_dist_graph *g)
 
 void dist_leave_announce(cask_dist *dist)
 {
-    /* a rank that saw a rank fail says so: the others may not have noticed yet */
+    /* a rank that saw a rank fail says so: the others may not have noticed yet. It may
+     * have learnt it from another rank's ABORT or LEAVE rather than by its own transport
+     * (at 32 ranks a survivor then named the first rank to leave instead of the lost
+     * one): those messages name the lost rank too. */
     pthread_mutex_lock(&dist->mu);
     char why[sizeof dist->left_why] = "";
     if (dist->nlost)
         snprintf(why, sizeof why, "%.250s", dist->err);   /* a control message: 255 B */
+    else if (dist->lost_heard[0])
+        snprintf(why, sizeof why, "%.250s", dist->lost_heard);
+    else if (dist->left_why[0])
+        snprintf(why, sizeof why, "%.250s", dist->left_why);
     pthread_mutex_unlock(&dist->mu);
     dist_ctrl_all(dist, 0, 0, CTRL_LEAVE, why[0] ? CASK_ERR_PEER : 0, 0, why);
 }

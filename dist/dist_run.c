@@ -70,6 +70,8 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
             tok = dist_xfer_take_waiting(g, &ntok);
             if (g->abort_status)
                 why = g->abort_status;
+            if (why == CASK_ERR_PEER && !dist->lost_heard[0])
+                snprintf(dist->lost_heard, sizeof dist->lost_heard, "%.250s", g->abort_msg);
             snprintf(abort_msg, sizeof abort_msg, "%s", g->abort_msg);
         }
     } else if (h->graph > dist->next_graph) {   /* a graph this rank has yet to make */

@@ -76,43 +76,6 @@ static cask_status setup_fail(char *err, size_t errlen, cask_status st, const ch
     return st;
 }
 
-static int env_int(const char *name, int dflt, int lo, int hi)
-{
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
-    char *end;
-    long x = strtol(v, &end, 10);
-    return (*end || x < lo || x > hi) ? dflt : (int)x;
-}
-
-static void read_config(xport_ucx *x, const xport_ucx_config *c)
-{
-    uint64_t m = c ? c->field_mask : 0;
-    x->credits = (m & XPORT_UCX_CREDITS) ? c->credits : env_int("CASK_UCX_CREDITS", 64, 1, 1 << 20);
-    x->rndv_thresh = (m & XPORT_UCX_RNDV_THRESH) ? c->rndv_thresh
-                     : (size_t)env_int("CASK_UCX_RNDV_THRESH", 16384, 0, 1 << 30);
-    x->heartbeat_ms = (m & XPORT_UCX_HEARTBEAT_MS) ? c->heartbeat_ms
-                      : env_int("CASK_UCX_HEARTBEAT_MS", 1000, 10, 3600000);
-    x->timeout_ms = (m & XPORT_UCX_TIMEOUT_MS) ? c->peer_timeout_ms
-                    : env_int("CASK_PEER_TIMEOUT_MS", 30000, 0, 1 << 30);
-    /* Busy-polling a little after activity saves the wake-up of a sleeping thread (8 us
-     * against 1.5 us a message measured on 32 cores), but on a machine of few cores the
-     * spinning thread takes the core the others need: spin only where there are many. */
-    long ncores = sysconf(_SC_NPROCESSORS_ONLN);
-    int spin_default = ncores >= 8 ? 50 : 0;
-    x->spin_us = (m & XPORT_UCX_SPIN_US) ? c->spin_us
-                 : env_int("CASK_UCX_SPIN_US", spin_default, 0, 1000000);
-    if (m & XPORT_UCX_ON_PEER) {
-        x->on_peer = c->on_peer_failure;
-        x->on_peer_arg = c->on_peer_arg;
-    }
-    if (x->credits < 1) x->credits = 1;
-    if (x->heartbeat_ms < 10) x->heartbeat_ms = 10;
-    if (x->timeout_ms > 0 && x->timeout_ms < 2 * x->heartbeat_ms)
-        x->timeout_ms = 2 * x->heartbeat_ms;   /* a live peer must be able to say so */
-}
-
 cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
                              xport_ucx **out, char *err, size_t errlen)
 {
@@ -131,7 +94,7 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
     pthread_mutex_init(&x->hmu, NULL);
     pthread_mutex_init(&x->lock, NULL);
     pthread_cond_init(&x->cv, NULL);
-    read_config(x, cfg);
+    ucx_read_config(x, cfg);
     cask_status st = CASK_OK;
 
     x->peers = calloc((size_t)x->size, sizeof *x->peers);
@@ -312,7 +275,7 @@ static cask_status exchange_and_connect(xport_ucx *x)
         ucx_record_error(x, "exchanging UCX addresses: %s", xport_boot_error(x->boot));
         return st;
     }
-    uint64_t now = ucx_now_ns();
+    uint64_t now = x->connect_ns[1] = ucx_now_ns();
     for (int r = 0; r < x->size && !st; r++) {
         ucx_peer *p = &x->peers[r];
         ucx_ident id;
@@ -353,6 +316,7 @@ static cask_status exchange_and_connect(xport_ucx *x)
         }
     }
     xport_boot_free_blobs(x->boot, blobs, lens);
+    x->connect_ns[2] = ucx_now_ns();
     return st;
 }
 
@@ -379,9 +343,11 @@ cask_status xport_ucx_connect(xport_ucx *x)
         return CASK_ERR_INVALID;
     if (x->thread_started)
         return CASK_ERR_STATE;
+    x->connect_ns[0] = ucx_now_ns();
     cask_status st = exchange_and_connect(x);
     if (st)
         return st;
+    ucx_heartbeat_scale(x);
     x->next_tick_ns = ucx_now_ns();
     /* Peers may send as soon as they are connected, before our handshake ends: from
      * now on sends are taken (handlers may answer at once). */
@@ -413,6 +379,10 @@ cask_status xport_ucx_connect(xport_ucx *x)
                          x->rank, missing, handshake_ms(x));
         return CASK_ERR_PEER;
     }
+    x->connect_ns[3] = ucx_now_ns();
+    const char *info = getenv("CASK_UCX_EP_INFO");
+    if (info && *info && strcmp(info, "0"))
+        ucx_print_ep_info(x, stderr, !strcmp(info, "2"));
     return CASK_OK;
 }
 

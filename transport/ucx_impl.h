@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/types.h>
 #include <ucp/api/ucp.h>
 
@@ -91,6 +92,7 @@ struct xport_ucx {
     int credits;
     size_t rndv_thresh;
     int heartbeat_ms, timeout_ms, spin_us;
+    int heartbeat_asked_ms;         /* before ucx_heartbeat_scale raised heartbeat_ms */
     xport_ucx_peer_fn on_peer;
     void *on_peer_arg;
 
@@ -126,6 +128,8 @@ struct xport_ucx {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int hellos, byes, dead;         /* under mu */
+    uint64_t connect_ns[4];         /* xport_ucx_connect began, addresses exchanged,
+                                       endpoints created, every HELLO in */
     char err[512];                  /* first failure, under mu */
 };
 
@@ -146,5 +150,18 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t header_length,
                             void *data, size_t length, const ucp_am_recv_param_t *param);
 void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
 void ucx_cancel_all(xport_ucx *x);
+
+/* ucx_config.c: the settings of cfg (may be NULL), else of the environment. */
+void ucx_read_config(xport_ucx *x, const xport_ucx_config *cfg);
+/* ucx_config.c: raises heartbeat_ms so that the ranks of this host send at most
+ * CASK_UCX_HEARTBEAT_BUDGET heartbeats a second together (never beyond a third of the
+ * peer timeout). Once the peers are known (their `local`), before the progress thread. */
+void ucx_heartbeat_scale(xport_ucx *x);
+
+/* ucx_info.c: one line per live peer on f, "cask ucx: rank R -> rank P (same host|other
+ * host): tcp/eth0 ..." (the transports of its endpoint's lanes), after UCX's own report
+ * of the endpoint if raw; then one line with the phases of xport_ucx_connect (address
+ * exchange, endpoint creation, handshakes). Takes x->lock. */
+void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw);
 
 #endif

@@ -15,7 +15,7 @@
  * b * P / blocks (contiguous), each sweep task runs where its block lives, and the
  * distributed layer moves the halo rows between neighbouring ranks. Every rank receives
  * every block's residual (gathered to each rank) so that all decide alike when to stop;
- * --verify gathers the grid on rank 0. Only rank 0 prints. Without a launcher the job has
+ * --verify and --out gather the grid on rank 0. Only rank 0 prints. Without a launcher the job has
  * one process and the local graphs are used, as before. */
 #include <getopt.h>
 #include <math.h>
@@ -30,13 +30,14 @@ typedef struct opts {
     int64_t n, iters, check;
     double tol;
     int gpus, cpu_only, blocks, verify;
+    const char *out;
 } opts;
 
 static void usage(const char *p)
 {
     fprintf(stderr,
             "usage: %s [--n N] [--iters MAX] [--tol T] [--gpus G] [--cpu-only] [--blocks B]\n"
-            "          [--check K] [--verify]\n"
+            "          [--check K] [--verify] [--out FILE]\n"
             "  --n N        grid size N x N including the boundary (default 4096)\n"
             "  --iters MAX  at most this many sweeps (default 1000)\n"
             "  --tol T      stop once the residual of a sweep is below T (default 1e-6)\n"
@@ -44,16 +45,17 @@ static void usage(const char *p)
             "  --cpu-only   run every task on CPU workers\n"
             "  --blocks B   row blocks (default 2 per GPU, or 2 per CPU worker)\n"
             "  --check K    sweeps per graph, residual checked after each (default 50)\n"
-            "  --verify     compare with a serial solver at the end (small N)\n", p);
+            "  --verify     compare with a serial solver at the end (small N)\n"
+            "  --out FILE   write the final interior rows, (N-2) x N float32 (raw, row-major)\n", p);
 }
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){4096, 1000, 50, 1e-6, -1, 0, 0, 0};
+    *o = (opts){4096, 1000, 50, 1e-6, -1, 0, 0, 0, NULL};
     static const struct option lo[] = {
         {"n", 1, 0, 'n'}, {"iters", 1, 0, 'i'}, {"tol", 1, 0, 't'}, {"gpus", 1, 0, 'g'},
         {"cpu-only", 0, 0, 'c'}, {"blocks", 1, 0, 'b'}, {"check", 1, 0, 'k'},
-        {"verify", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"verify", 0, 0, 'v'}, {"out", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -65,6 +67,7 @@ static int parse(int argc, char **argv, opts *o)
         case 'b': o->blocks = atoi(optarg); break;
         case 'k': o->check = atoll(optarg); break;
         case 'v': o->verify = 1; break;
+        case 'o': o->out = optarg; break;
         default: usage(argv[0]); return -1;
         }
     }
@@ -294,13 +297,13 @@ int main(int argc, char **argv)
     if (P > 1) {
         /* Every rank needs every residual to decide alike: each block's is gathered
          * to every other rank (one datum, several roots; its owner reads its own
-         * handle). --verify: the grid gathered on rank 0. */
+         * handle). --verify, --out: the grid gathered on rank 0. */
         for (int b = 0; b < nb; b++)
             for (int r = 0; r < P; r++)
                 if (r != bl[b].owner)
                     TRY(cask_dist_graph_gather(g.dg, bl[b].res, r,
                                                r == me ? bl[b].res_copy : NULL));
-        if (o.verify) {
+        if (o.verify || o.out) {
             if (me == 0 && !(grid = malloc(row * (size_t)o.n))) {
                 fprintf(stderr, "cask-jacobi: out of memory\n");
                 goto fail;
@@ -368,6 +371,28 @@ int main(int argc, char **argv)
         printf("verify: max |cask - serial| = %.3g %s\n", maxd, maxd == 0 ? "(identical)" : "");
         free(ref);
         if (maxd > 1e-5) goto fail;
+    }
+    if (o.out && me == 0) {   /* the interior rows, block after block */
+        FILE *f = fopen(o.out, "wb");
+        int ok = f != NULL;
+        for (int b = 0; ok && b < nb; b++) {
+            int mine = !grid || bl[b].owner == 0;   /* else gathered into grid */
+            void *ptr = grid ? grid + bl[b].row0 * o.n : NULL;
+            if (mine && cask_data_acquire(bl[b].u[0], CASK_READ, &ptr) != CASK_OK) {
+                ok = 0;
+                break;
+            }
+            size_t cnt = (size_t)(bl[b].rows * o.n);
+            ok = fwrite(ptr, sizeof(float), cnt, f) == cnt;
+            if (mine)
+                cask_data_release(bl[b].u[0]);
+        }
+        if (f && fclose(f))
+            ok = 0;
+        if (!ok) {
+            fprintf(stderr, "cask-jacobi: cannot write %s\n", o.out);
+            goto fail;
+        }
     }
     rc = 0;
 fail:

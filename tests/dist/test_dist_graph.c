@@ -8,11 +8,13 @@
  *                              computed twice
  *   test_dist_graph balance    every chunk owned by rank 0: the balancer spreads the
  *                              independent tasks over all ranks, results still right
- *   test_dist_graph taskfail   a task fails on the last rank: every rank returns the
+ *   test_dist_graph taskfail   a task fails on the last rank (on the owner of chunk N-1
+ *                              beyond N ranks): every rank returns the
  *                              failure naming it; the job then runs a new graph fine
  *   test_dist_graph mismatch   the last rank adds one task more: every rank refuses
- *   test_dist_graph kill       rank 1 dies inside a task: the survivors return
- *                              CASK_ERR_PEER naming it, within the peer timeout
+ *   test_dist_graph kill       rank 1 dies inside a task (CASK_TEST_FREEZE=1: it stops
+ *                              by SIGSTOP, found by the peer timeout): the survivors
+ *                              return CASK_ERR_PEER naming it, within the peer timeout
  *   test_dist_graph overlap    rank 1 naps in one task while another of its tasks
  *                              makes a chunk rank 0 needs: rank 0 runs its task as
  *                              soon as that chunk comes, not after the nap (no
@@ -108,7 +110,7 @@ static cask_status k_stamp(cask_task_ctx *ctx)
 static cask_status k_die(cask_task_ctx *ctx)
 {
     (void)ctx;
-    raise(SIGKILL);
+    raise(getenv("CASK_TEST_FREEZE") ? SIGSTOP : SIGKILL);
     return CASK_OK;
 }
 
@@ -381,7 +383,7 @@ static void test_taskfail(void)
 {
     env e;
     setup(&e, 10000);
-    int victim = e.size - 1;
+    int victim = e.size - 1 < N ? e.size - 1 : N - 1;   /* beyond N ranks: chunk N-1's */
     cask_data *x[N];
     for (int i = 0; i < N; i++)
         CHECK_OK(cask_dist_data_create(e.dist, LEN * sizeof(double), i % e.size, NULL, &x[i]),

@@ -1,0 +1,75 @@
+/* transport/ucx_config.c: the transport's settings: from the caller's config, else the
+ * environment (CASK_UCX_*, CASK_PEER_TIMEOUT_MS), and the heartbeat interval as the
+ * job grows.
+ *
+ * Heartbeats. A rank sends a heartbeat to each peer it has sent nothing to for a
+ * heartbeat interval, and checks its same-host peers' processes every half interval.
+ * So when idle the ranks of one host send (and receive) local_ranks x (P - 1)
+ * heartbeats per interval, each worth ~18 us of a core (bench-dist-scale: 0.11% of a
+ * core per rank at 32 ranks and 1 s). Many ranks on a host with a short interval make
+ * that a storm: 32 ranks on 2 cores at 10 ms took 3.8% of a core each, their computes
+ * ran 150 times slower and, with other load on the machine, stopped progressing. Hence
+ * the interval a rank uses is raised until the ranks of its host send at most
+ * CASK_UCX_HEARTBEAT_BUDGET heartbeats a second together (2000, ~4% of one core; 0
+ * keeps the interval asked for), but never beyond a third of the peer timeout, so that
+ * a live peer is always heard in time. */
+#include <math.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "transport/ucx_impl.h"
+
+static int env_int(const char *name, int dflt, int lo, int hi)
+{
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    long x = strtol(v, &end, 10);
+    return (*end || x < lo || x > hi) ? dflt : (int)x;
+}
+
+void ucx_read_config(xport_ucx *x, const xport_ucx_config *c)
+{
+    uint64_t m = c ? c->field_mask : 0;
+    x->credits = (m & XPORT_UCX_CREDITS) ? c->credits : env_int("CASK_UCX_CREDITS", 64, 1, 1 << 20);
+    x->rndv_thresh = (m & XPORT_UCX_RNDV_THRESH) ? c->rndv_thresh
+                     : (size_t)env_int("CASK_UCX_RNDV_THRESH", 16384, 0, 1 << 30);
+    x->heartbeat_ms = (m & XPORT_UCX_HEARTBEAT_MS) ? c->heartbeat_ms
+                      : env_int("CASK_UCX_HEARTBEAT_MS", 1000, 10, 3600000);
+    x->timeout_ms = (m & XPORT_UCX_TIMEOUT_MS) ? c->peer_timeout_ms
+                    : env_int("CASK_PEER_TIMEOUT_MS", 30000, 0, 1 << 30);
+    /* Busy-polling a little after activity saves the wake-up of a sleeping thread (8 us
+     * against 1.5 us a message measured on 32 cores), but on a machine of few cores the
+     * spinning thread takes the core the others need: spin only where there are many. */
+    long ncores = sysconf(_SC_NPROCESSORS_ONLN);
+    int spin_default = ncores >= 8 ? 50 : 0;
+    x->spin_us = (m & XPORT_UCX_SPIN_US) ? c->spin_us
+                 : env_int("CASK_UCX_SPIN_US", spin_default, 0, 1000000);
+    if (m & XPORT_UCX_ON_PEER) {
+        x->on_peer = c->on_peer_failure;
+        x->on_peer_arg = c->on_peer_arg;
+    }
+    if (x->credits < 1) x->credits = 1;
+    if (x->heartbeat_ms < 10) x->heartbeat_ms = 10;
+    x->heartbeat_asked_ms = x->heartbeat_ms;
+    if (x->timeout_ms > 0 && x->timeout_ms < 2 * x->heartbeat_ms)
+        x->timeout_ms = 2 * x->heartbeat_ms;   /* a live peer must be able to say so */
+}
+
+void ucx_heartbeat_scale(xport_ucx *x)
+{
+    int budget = env_int("CASK_UCX_HEARTBEAT_BUDGET", 2000, 0, 1 << 30);   /* a second, a host */
+    if (budget <= 0 || x->size < 2)
+        return;
+    int local = 1;   /* this rank, and the peers on its host */
+    for (int r = 0; r < x->size; r++)
+        local += x->peers[r].local;
+    double floor_ms = ceil(1000.0 * (double)local * (double)(x->size - 1) / (double)budget);
+    if (floor_ms <= (double)x->heartbeat_ms)
+        return;
+    int hb = floor_ms > 3600000.0 ? 3600000 : (int)floor_ms;
+    if (x->timeout_ms > 0 && hb > x->timeout_ms / 3)
+        hb = x->timeout_ms / 3 > x->heartbeat_ms ? x->timeout_ms / 3 : x->heartbeat_ms;
+    x->heartbeat_ms = hb;
+}
