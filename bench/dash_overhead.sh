@@ -1,6 +1,6 @@
 #!/bin/sh
 # bench/dash_overhead.sh [BUILD] [WORKERS]: what the live dashboard costs the scheduler
-# (TASKS=N per graph, default 1000000).
+# (TASKS=N per graph, default 1000000; ROUNDS=R, default 5).
 # Runs bench-sched (same binary, same shapes) three ways, interleaved, 5 rounds:
 #   off      no dashboard
 #   idle     CASK_DASHBOARD set, nobody connected (the per-kernel counts only)
@@ -32,7 +32,7 @@ while True:   # every 10 ms until the runtime answers (so the run is watched fro
 EOF
 }
 
-for round in 1 2 3 4 5; do
+for round in $(seq "${ROUNDS:-5}"); do
   for mode in off idle viewed; do
     for wn in 0 1000; do
       poller=""
@@ -50,7 +50,7 @@ for round in 1 2 3 4 5; do
   done
 done
 unset CASK_DASHBOARD
-python3 - "$out/all.txt" "$W" <<'EOF'
+python3 - "$out/all.txt" "$W" "${ROUNDS:-5}" <<'EOF'
 import json, statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
@@ -58,7 +58,7 @@ for line in open(sys.argv[1]):
     r = json.loads(js)
     rows.setdefault((r["case"], int(wn), mode), []).append(r["ns_per_task"])
 cases = sorted({(c, w) for c, w, _ in rows})
-print("dashboard overhead, bench-sched, %s workers, medians of 5 rounds x 3 reps (ns/task)" % sys.argv[2])
+print("dashboard overhead, bench-sched, %s workers, medians of %s rounds x 3 reps (ns/task)" % (sys.argv[2], sys.argv[3]))
 print("%-12s %8s %10s %10s %10s %8s %8s" % ("case", "work_ns", "off", "idle", "viewed", "idle/off", "view/off"))
 for c, w in cases:
     m = {k: statistics.median(rows[(c, w, k)]) for k in ("off", "idle", "viewed") if (c, w, k) in rows}
