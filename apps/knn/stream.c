@@ -1,0 +1,234 @@
+/* stream.c: see stream.h. Two slots of window buffers alternate: while the graph of
+ * window w runs on slot w%2, one I/O thread appends the results of window w-1 to the
+ * output and then reads window w+1, both from/into the other slot. The graph of a slot
+ * is built once per window size (every window but maybe the last has the same) and run
+ * again after its observations are replaced; knn_job_make_cold drops device copies of
+ * the old observations. */
+#include "stream.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "knn_chunks.h"
+#include "write_par.h"
+
+typedef struct slot {
+    knn_points obs;      /* room for `window` rows */
+    int32_t *index;
+    float *dist;
+    knn_job *job;
+    int64_t job_rows;    /* rows the job was built for (0: none) */
+} slot;
+
+typedef struct io_work {
+    cask_runtime *rt;
+    const knn_stream_cfg *cfg;
+    slot *sl;
+    int64_t write_first, write_rows;   /* results to append (rows 0: none) */
+    int64_t read_first, read_rows;     /* observations to read (rows 0: none) */
+    cask_status st;
+    char err[KNN_ERRLEN];
+} io_work;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static cask_status write_results(cask_runtime *rt, const knn_stream_cfg *c, const slot *sl,
+                                 int64_t first, int64_t rows, char *err, size_t errlen)
+{
+    if (!c->out)
+        return CASK_OK;
+    if (c->out_npy)
+        return knn_npy_write_rows(c->out, c->out_name, sl->index, sl->dist, rows, err, errlen);
+    return knn_csv_write_tasks_at(rt, c->out, c->out_name, sl->index, sl->dist, first, rows,
+                                  0, c->nworkers, err, errlen);
+}
+
+static void *io_main(void *arg)
+{
+    io_work *w = arg;
+    w->st = CASK_OK;
+    if (w->write_rows)
+        w->st = write_results(w->rt, w->cfg, w->sl, w->write_first, w->write_rows, w->err,
+                              sizeof w->err);
+    if (!w->st && w->read_rows)
+        w->st = knn_npy_source_read(w->cfg->obs, w->read_first, w->read_rows, &w->sl->obs,
+                                    w->err, sizeof w->err);
+    return NULL;
+}
+
+/* Row of sample s of k among n, as knn_check picks them. */
+static int64_t sample_row(int64_t s, int64_t k, int64_t n)
+{
+    return k == 1 ? 0 : (int64_t)((double)s * (double)(n - 1) / (double)(k - 1) + 0.5);
+}
+
+static cask_status samples_init(const knn_stream_cfg *c, knn_stream_result *r)
+{
+    int64_t n = c->obs->h.n, k = c->check < n ? c->check : n;
+    if (k <= 0)
+        return CASK_OK;
+    if (knn_points_alloc(k, c->obs->h.item == 8, c->obs->opts.degrees, NULL, &r->sample_obs))
+        return CASK_ERR_NOMEM;
+    r->sample_index = malloc((size_t)k * sizeof *r->sample_index);
+    r->sample_dist = malloc((size_t)k * sizeof *r->sample_dist);
+    r->sample_rows = malloc((size_t)k * sizeof *r->sample_rows);
+    if (!r->sample_index || !r->sample_dist || !r->sample_rows)
+        return CASK_ERR_NOMEM;
+    for (int64_t s = 0; s < k; s++)
+        r->sample_rows[s] = sample_row(s, k, n);
+    r->nsamples = k;
+    return CASK_OK;
+}
+
+/* Copies the samples that fall in rows [first, first + rows) out of the slot. */
+static void samples_take(knn_stream_result *r, const slot *sl, int64_t first, int64_t rows,
+                         int64_t *next)
+{
+    size_t row = 2 * knn_elem_bytes(&sl->obs);
+    for (; *next < r->nsamples && r->sample_rows[*next] < first + rows; (*next)++) {
+        int64_t i = r->sample_rows[*next] - first, s = *next;
+        memcpy((char *)r->sample_obs.data + (size_t)s * row,
+               (const char *)sl->obs.data + (size_t)i * row, row);
+        r->sample_index[s] = sl->index[i];
+        r->sample_dist[s] = sl->dist[i];
+    }
+}
+
+static void slot_free(slot *sl, const knn_alloc *a)
+{
+    knn_job_destroy(sl->job);
+    sl->job = NULL;
+    knn_points_free(&sl->obs);
+    if (a) {
+        a->free(a->ctx, sl->index);
+        a->free(a->ctx, sl->dist);
+    } else {
+        free(sl->index);
+        free(sl->dist);
+    }
+}
+
+static void *alloc_bytes(const knn_alloc *a, size_t n)
+{
+    return a ? a->alloc(a->ctx, n) : malloc(n);
+}
+
+cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
+                           const knn_stream_cfg *c, knn_stream_result *res, char *err,
+                           size_t errlen)
+{
+    slot sl[2];
+    cask_status st = CASK_OK;
+    int64_t n = c->obs->h.n, W = c->window < n ? c->window : n;
+    int f64 = c->obs->h.item == 8;
+    double t_start = now_s();
+
+    memset(res, 0, sizeof *res);
+    memset(sl, 0, sizeof sl);
+    if (W <= 0)
+        return knn_errorf(CASK_ERR_INVALID, err, errlen, "stream: bad window");
+    res->windows = (n + W - 1) / W;
+    for (int s = 0; s < 2 && s < res->windows; s++) {
+        if (knn_points_alloc(W, f64, c->obs->opts.degrees, c->alloc, &sl[s].obs) ||
+            !(sl[s].index = alloc_bytes(c->alloc, (size_t)W * sizeof(int32_t))) ||
+            !(sl[s].dist = alloc_bytes(c->alloc, (size_t)W * sizeof(float)))) {
+            st = knn_errorf(CASK_ERR_NOMEM, err, errlen,
+                            "%s: out of memory for two windows of %lld rows", c->obs->name,
+                            (long long)W);
+            goto done;
+        }
+    }
+    if (samples_init(c, res)) {
+        st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "--check: out of memory");
+        goto done;
+    }
+    if (c->out && c->out_npy && (st = knn_npy_write_header(c->out, c->out_name, n, err, errlen)))
+        goto done;
+    if (c->out && !c->out_npy && fputs(KNN_CSV_HEADER, c->out) == EOF) {
+        st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed", c->out_name);
+        goto done;
+    }
+    double t = now_s();
+    if ((st = knn_npy_source_read(c->obs, 0, W, &sl[0].obs, err, errlen)))
+        goto done;
+    res->t_first_load = now_s() - t;
+
+    int64_t next_sample = 0;
+    for (int64_t w = 0; w < res->windows; w++) {
+        slot *cur = &sl[w & 1], *other = &sl[(w + 1) & 1];
+        int64_t first = w * W, rows = knn_rows_of(n, W, w);
+        if (cur->job && cur->job_rows != rows) {
+            knn_job_destroy(cur->job);
+            cur->job = NULL;
+        }
+        if (!cur->job) {
+            knn_points view = cur->obs;
+            view.n = rows;
+            view.alloc = NULL;
+            if ((st = knn_job_create(rt, k, &view, c->ref, cur->index, cur->dist, &c->plan,
+                                     &cur->job, err, errlen)))
+                goto done;
+            cur->job_rows = rows;
+            if (w == 0)
+                knn_job_shape(cur->job, &res->obs_chunks, &res->ref_chunks, &res->ntasks);
+        } else if ((st = knn_job_make_cold(cur->job, err, errlen))) {
+            goto done;   /* the device copies of the previous window must go */
+        }
+        io_work io = {rt, c, other, 0, 0, 0, 0, CASK_OK, {0}};
+        if (w > 0) {
+            io.write_first = first - W;
+            io.write_rows = W;
+        }
+        if (w + 1 < res->windows) {
+            io.read_first = first + rows;
+            io.read_rows = knn_rows_of(n, W, w + 1);
+        }
+        pthread_t th;
+        int threaded = (io.write_rows || io.read_rows) && pthread_create(&th, NULL, io_main, &io) == 0;
+        if (!threaded && (io.write_rows || io.read_rows))
+            io_main(&io);   /* no thread to be had: do it here, serially */
+        t = now_s();
+        st = knn_job_run(cur->job, 0, err, errlen);
+        res->t_compute += now_s() - t;
+        t = now_s();
+        if (threaded)
+            pthread_join(th, NULL);
+        res->t_wait_io += now_s() - t;
+        if (st)
+            goto done;
+        if (io.st) {
+            st = io.st;
+            knn_errorf(st, err, errlen, "%s", io.err);
+            goto done;
+        }
+        samples_take(res, cur, first, rows, &next_sample);
+    }
+    t = now_s();
+    {
+        int64_t w = res->windows - 1;
+        st = write_results(rt, c, &sl[w & 1], w * W, knn_rows_of(n, W, w), err, errlen);
+    }
+    res->t_wait_io += now_s() - t;
+
+done:
+    for (int s = 0; s < 2; s++)
+        slot_free(&sl[s], c->alloc);
+    res->t_total = now_s() - t_start;
+    return st;
+}
+
+void knn_stream_result_free(knn_stream_result *res)
+{
+    knn_points_free(&res->sample_obs);
+    free(res->sample_index);
+    free(res->sample_dist);
+    free(res->sample_rows);
+    memset(res, 0, sizeof *res);
+}
