@@ -7,6 +7,7 @@
 #include "runtime/device.h"
 #include "runtime/log.h"
 #include "runtime/memory.h"
+#include "runtime/spill.h"
 #include "runtime/trace_task.h"
 #include "runtime/stats_print.h"
 #include "scheduler/sched.h"
@@ -91,6 +92,8 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         snprintf(err, sizeof err, "GPU memory pools");
         goto fail;
     }
+    if ((st = spill_create(rt, err, sizeof err)))
+        goto fail;
     if (rt->ncpu + rt->ngpu == 0) {
         snprintf(err, sizeof err, "no workers: ncpu=0 and no GPU");
         st = CASK_ERR_INVALID;
@@ -121,6 +124,7 @@ fail:
     fprintf(stderr, "cask_init: %s: %s\n", cask_status_string(st), err);
     sched_destroy(rt->sched);
     rt->sched = NULL;
+    spill_destroy(rt);
     mem_destroy(rt);
     if (rt->dev)
         device_close(rt->dev);
@@ -147,7 +151,9 @@ cask_status cask_shutdown(cask_runtime *rt)
         cask_runtime_stats(rt, stats, nw);
     sched_destroy(rt->sched);
     rt->sched = NULL;
+    spill_stop(rt);          /* no I/O thread touches a handle from here on */
     data_destroy_all(rt);
+    spill_destroy(rt);       /* the files and the run's folder */
     cask_status st = trace_task_close(rt, 1);
     if (stats) {
         struct timespec now;

@@ -17,6 +17,7 @@ struct sched;
 struct device_set;
 struct mem_manager;
 struct trace_state;
+struct spill_state;
 
 struct cask_kernel {
     struct cask_kernel *next;   /* runtime's list, freed at shutdown */
@@ -40,6 +41,7 @@ struct cask_runtime {
     struct sched *sched;
     struct trace_state *trace;      /* NULL unless tracing */
     struct mem_manager *mem;        /* GPU memory pools; NULL without GPUs */
+    struct spill_state *spill;      /* host memory limit and spill files; NULL: no limit */
 
     pthread_mutex_t lock;           /* kernels, data list, graph list */
     cask_kernel *kernels;

@@ -40,7 +40,9 @@ enum cask_config_field {
     CASK_CONFIG_GPU_STREAMS   = 1u << 7,
     CASK_CONFIG_TRACE_PATH    = 1u << 8,
     CASK_CONFIG_STATS         = 1u << 9,
-    CASK_CONFIG_PROGRESS      = 1u << 10
+    CASK_CONFIG_PROGRESS      = 1u << 10,
+    CASK_CONFIG_HOST_MEM_LIMIT = 1u << 11,
+    CASK_CONFIG_SPILL_DIR     = 1u << 12
 };
 
 /* Runtime configuration. For each field: the value given here if its bit is set in
@@ -67,6 +69,17 @@ typedef struct cask_config {
     int progress;             /* progress bar on stderr while cask_graph_wait waits more
                                  than a second: 1 on, 0 off, -1 when stderr is a
                                  terminal. CASK_PROGRESS=1|0|auto. Default -1. */
+    size_t host_mem_limit;    /* bytes of host memory the runtime's own chunk buffers
+                                 (handles from cask_data_create) may hold; past it, the
+                                 least recently used ones that no running task or acquire
+                                 holds are written to files in spill_dir by I/O threads
+                                 and read back when needed. Registered user memory is
+                                 never spilled and not counted. 0 = no limit, no
+                                 spilling. CASK_HOST_MEM_LIMIT (suffixes K, M, G, T). */
+    const char *spill_dir;    /* where spill files go: a per-run folder
+                                 cask-spill-PID-XXXXXX is made in it, removed at shutdown
+                                 (leftovers of dead runs are removed at start). Copied.
+                                 CASK_SPILL_DIR. Default: $TMPDIR, else /tmp. */
 } cask_config;
 
 /* Describes a started runtime. */
