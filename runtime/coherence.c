@@ -19,7 +19,7 @@ static cask_status host_ensure(cask_runtime *rt, cask_data *d)
     if (h->ptr)
         return CASK_OK;
     if (rt->spill)   /* counted against the host limit, spillable */
-        return spill_host_alloc(rt, d);
+        return spill_host_alloc(rt, d, 1);
     cask_status st = cask_host_alloc(rt, d->bytes, &h->ptr);
     if (st)
         return st;
@@ -433,4 +433,25 @@ cask_status coh_evict_locked(cask_runtime *rt, cask_data *d, int node, int *spil
     SET_VALID(&d->rep[0], 1);
     *spilled = 1;
     return CASK_OK;
+}
+
+cask_status coh_load_host(cask_runtime *rt, cask_data *d)
+{
+    replica *h = &d->rep[0];
+    cask_status st = CASK_OK;
+    pthread_mutex_lock(&d->lock);
+    if (d->on_disk && !h->valid && pick_source(rt, d, 0) < 0) {
+        if (!h->ptr)
+            st = spill_host_alloc(rt, d, 0);
+        if (st == CASK_OK && (st = spill_read(rt, d)) == CASK_OK)
+            SET_VALID(h, 1);
+    }
+    if (st == CASK_OK && h->ptr && h->valid) {
+        h->busy++;
+        spill_touch(rt, d);
+    } else if (st == CASK_OK) {
+        st = CASK_ERR_STATE;   /* nothing to pin: the task reads it itself */
+    }
+    pthread_mutex_unlock(&d->lock);
+    return st;
 }

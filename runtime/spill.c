@@ -11,11 +11,22 @@
 #include <time.h>
 #include <unistd.h>
 #include "runtime/spill.h"
+#include "runtime/graph.h"
 #include "runtime/log.h"
+#include "scheduler/sched.h"
 
 #define SPILL_THREADS 2
 #define SPILL_PREFIX "cask-spill-"
 #define ROOM_WAIT_MAX_NS (10ull * 1000000000ull)   /* an allocation waits at most this */
+
+/* A task that waits for inputs to be read back (spill_defer), then for its first
+ * preparation (spill_undefer), with the inputs read for it pinned meanwhile. */
+typedef struct spill_load {
+    struct spill_load *next;
+    cask_task *task;
+    int npinned;
+    cask_data *pinned[];
+} spill_load;
 
 struct spill_state {
     cask_runtime *rt;
@@ -28,6 +39,9 @@ struct spill_state {
     uint64_t writes, reads, drops;
     int stop, failed, warned;
     char fail_msg[CASK_ERRMSG_LEN];
+    spill_load *load_head, *load_tail;   /* tasks whose inputs the I/O threads read */
+    spill_load *loaded;                  /* tasks re-queued, inputs pinned */
+    uint64_t deferred;
     pthread_t th[SPILL_THREADS];
     int nth;
     char dir[600];
@@ -115,16 +129,41 @@ static void *io_main(void *arg)
     cask_runtime *rt = s->rt;
     pthread_mutex_lock(&s->lock);
     while (!s->stop) {
+        /* a task waits for its inputs: read them and re-queue it; while over the limit,
+         * one read-ahead at a time (a task re-queued with pinned inputs not yet run
+         * holds back the next), so read-backs cannot push memory far past the limit */
+        if (s->load_head && (s->used <= s->limit || !s->loaded)) {
+            spill_load *e = s->load_head;
+            s->load_head = e->next;
+            if (!s->load_head)
+                s->load_tail = NULL;
+            pthread_mutex_unlock(&s->lock);
+            cask_task *t = e->task;
+            e->npinned = 0;
+            for (int i = 0; i < t->naccess; i++)
+                if ((t->access[i].mode & CASK_READ) && coh_load_host(rt, t->access[i].data) == CASK_OK)
+                    e->pinned[e->npinned++] = t->access[i].data;
+            pthread_mutex_lock(&s->lock);
+            e->next = s->loaded;
+            s->loaded = e;
+            pthread_mutex_unlock(&s->lock);
+            sched_ready(rt->sched, NULL, t);   /* t is not ours from here on */
+            pthread_mutex_lock(&s->lock);
+            continue;
+        }
         if (s->used <= s->limit || s->failed) {
             pthread_cond_wait(&s->work, &s->lock);
             continue;
         }
         cask_data *d = NULL;
+        int saw_locked = 0;
         for (replica *r = s->head; r; r = r->lru_next) {
             if (__atomic_load_n(&r->busy, __ATOMIC_RELAXED))
                 continue;
-            if (pthread_mutex_trylock(&r->data->lock) != 0)
+            if (pthread_mutex_trylock(&r->data->lock) != 0) {
+                saw_locked = 1;   /* in use for a moment (or being written): look again */
                 continue;
+            }
             if (r->busy || !r->ptr) {
                 pthread_mutex_unlock(&r->data->lock);
                 continue;
@@ -133,12 +172,17 @@ static void *io_main(void *arg)
             lru_unlink(s, r);
             break;
         }
-        if (!d) {   /* everything is in use or locked now: let allocators go on, retry */
-            s->empty_scans++;
-            pthread_cond_broadcast(&s->room);
+        if (!d) {
+            /* everything is held by running tasks: let allocators go past the limit
+             * rather than wait (a task needs its buffers), and look again soon; a data
+             * lock held for a moment only delays the next look */
+            if (!saw_locked) {
+                s->empty_scans++;
+                pthread_cond_broadcast(&s->room);
+            }
             struct timespec ts;
             clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 5000000;
+            ts.tv_nsec += saw_locked ? 200000 : 5000000;
             if (ts.tv_nsec >= 1000000000) {
                 ts.tv_sec++;
                 ts.tv_nsec -= 1000000000;
@@ -212,6 +256,14 @@ void spill_stop(cask_runtime *rt)
     for (int i = 0; i < s->nth; i++)
         pthread_join(s->th[i], NULL);
     s->nth = 0;
+    /* none are left once graphs have ended; free any all the same */
+    for (spill_load *lists[2] = {s->load_head, s->loaded}, **l = lists; l < lists + 2; l++)
+        while (*l) {
+            spill_load *e = *l;
+            *l = e->next;
+            free(e);
+        }
+    s->load_head = s->load_tail = s->loaded = NULL;
 }
 
 void spill_destroy(cask_runtime *rt)
@@ -220,6 +272,10 @@ void spill_destroy(cask_runtime *rt)
     if (!s)
         return;
     spill_stop(rt);
+    log_msg(rt, CASK_LOG_INFO, "spill: %llu chunks written, %llu read back, %llu dropped "
+            "clean, %llu tasks waited for read-backs off their worker; peak %zu of %zu "
+            "bytes", (unsigned long long)s->writes, (unsigned long long)s->reads,
+            (unsigned long long)s->drops, (unsigned long long)s->deferred, s->peak, s->limit);
     remove_dir(s->dir);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->work);
@@ -230,7 +286,7 @@ void spill_destroy(cask_runtime *rt)
 
 /* ---- host replicas ---- */
 
-cask_status spill_host_alloc(cask_runtime *rt, cask_data *d)
+cask_status spill_host_alloc(cask_runtime *rt, cask_data *d, int may_wait)
 {
     struct spill_state *s = rt->spill;
     replica *h = &d->rep[0];
@@ -242,8 +298,9 @@ cask_status spill_host_alloc(cask_runtime *rt, cask_data *d)
     s->used += d->bytes;
     if (s->used > s->peak)
         s->peak = s->used;
-    lru_append(s, h);
-    if (s->used > s->limit && !s->failed && !s->stop) {
+    if (s->used > s->limit && !s->failed && !s->stop && !may_wait)
+        pthread_cond_signal(&s->work);
+    if (s->used > s->limit && !s->failed && !s->stop && may_wait) {
         /* over the limit: the I/O threads make room; wait for them (bounded) unless
          * nothing can be spilled now, so that producers cannot outrun the disk */
         pthread_cond_signal(&s->work);
@@ -270,6 +327,7 @@ cask_status spill_host_alloc(cask_runtime *rt, cask_data *d)
             }
         }
     }
+    lru_append(s, h);   /* only now: the I/O threads must not wait for our lock */
     pthread_mutex_unlock(&s->lock);
     return CASK_OK;
 }
@@ -416,6 +474,86 @@ void spill_get_stats(cask_runtime *rt, spill_stats *out)
     out->writes = s->writes;
     out->reads = s->reads;
     out->drops = s->drops;
+    out->deferred = s->deferred;
     snprintf(out->dir, sizeof out->dir, "%s", s->dir);
     pthread_mutex_unlock(&s->lock);
+}
+
+/* ---- tasks waiting for read-backs ---- */
+
+int spill_defer(cask_runtime *rt, cask_task *t)
+{
+    struct spill_state *s = rt->spill;
+    if (rt->ngpu > 0 && t->kernel->cuda)
+        return 0;   /* may come back on a GPU worker, which reads inline */
+    int need = 0;
+    for (int i = 0; i < t->naccess && !need; i++) {
+        cask_data *d = t->access[i].data;
+        need = (t->access[i].mode & CASK_READ) && __atomic_load_n(&d->on_disk, __ATOMIC_RELAXED) &&
+               !__atomic_load_n(&d->rep[0].valid, __ATOMIC_RELAXED);
+    }
+    if (!need)
+        return 0;
+    pthread_mutex_lock(&s->lock);
+    for (spill_load *e = s->loaded; e; e = e->next)
+        if (e->task == t) {   /* back from a read already: run it (reads left are done inline) */
+            pthread_mutex_unlock(&s->lock);
+            return 0;
+        }
+    spill_load *e = s->stop ? NULL : malloc(sizeof *e + (size_t)t->naccess * sizeof(cask_data *));
+    if (e) {
+        e->next = NULL;
+        e->task = t;
+        e->npinned = 0;
+        if (s->load_tail) s->load_tail->next = e;
+        else s->load_head = e;
+        s->load_tail = e;
+        s->deferred++;
+        pthread_cond_signal(&s->work);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return e != NULL;
+}
+
+void spill_undefer(cask_runtime *rt, cask_task *t)
+{
+    struct spill_state *s = rt->spill;
+    if (!__atomic_load_n(&s->loaded, __ATOMIC_RELAXED))
+        return;
+    pthread_mutex_lock(&s->lock);
+    spill_load **p = &s->loaded;
+    while (*p && (*p)->task != t)
+        p = &(*p)->next;
+    spill_load *e = *p;
+    if (e)
+        *p = e->next;
+    if (e && s->load_head)
+        pthread_cond_signal(&s->work);   /* the next read-back may go */
+    pthread_mutex_unlock(&s->lock);
+    if (!e)
+        return;
+    for (int i = 0; i < e->npinned; i++) {
+        cask_data *d = e->pinned[i];
+        pthread_mutex_lock(&d->lock);
+        d->rep[0].busy--;
+        pthread_mutex_unlock(&d->lock);
+    }
+    free(e);
+}
+
+cask_status cask_runtime_host_mem(cask_runtime *rt, cask_host_mem_stats *out)
+{
+    if (!rt || !out)
+        return CASK_ERR_INVALID;
+    spill_stats st;
+    spill_get_stats(rt, &st);
+    memset(out, 0, sizeof *out);
+    out->limit = st.limit;
+    out->used = st.used;
+    out->peak = st.peak;
+    out->spill_writes = st.writes;
+    out->spill_reads = st.reads;
+    out->spill_drops = st.drops;
+    out->tasks_deferred = st.deferred;
+    return CASK_OK;
 }

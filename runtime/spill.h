@@ -27,9 +27,10 @@ void spill_destroy(cask_runtime *rt);
 /* Stops the I/O threads only (before handles are freed at shutdown). */
 void spill_stop(cask_runtime *rt);
 
-/* Host memory for d's replica 0 (d locked): allocated, counted, put in the LRU. May wait
- * a bounded time for the I/O threads when far over the limit. */
-cask_status spill_host_alloc(cask_runtime *rt, cask_data *d);
+/* Host memory for d's replica 0 (d locked): allocated, counted, put in the LRU. With
+ * may_wait, waits a bounded time for the I/O threads while over the limit (not from an
+ * I/O thread). */
+cask_status spill_host_alloc(cask_runtime *rt, cask_data *d, int may_wait);
 /* Frees d's host replica (d locked): out of the LRU and the count. */
 void spill_host_free(cask_runtime *rt, cask_data *d);
 /* d's host replica was used: most recently used now (d locked). */
@@ -41,10 +42,22 @@ void spill_forget(cask_runtime *rt, cask_data *d);
 /* If a spill write failed: copies its message to msg and returns CASK_ERR_IO. */
 cask_status spill_failed(cask_runtime *rt, char *msg, size_t msglen);
 
+/* A CPU worker about to run t: if an input of t is only on disk, t is handed to the
+ * I/O threads, which read its inputs back, pin them and make t ready again (the
+ * worker runs other tasks meanwhile). Returns 1 if t was taken (the caller must not
+ * touch it), 0 to run it now. */
+int spill_defer(cask_runtime *rt, struct cask_task *t);
+/* After t's inputs were prepared (or t was skipped): unpins what was read for it. */
+void spill_undefer(cask_runtime *rt, struct cask_task *t);
+/* Reads d back into host memory if its only copy is on disk, and pins the host replica
+ * (busy). For the I/O threads. In coherence.c. */
+cask_status coh_load_host(cask_runtime *rt, cask_data *d);
+
 /* Counters for tests and statistics. */
 typedef struct spill_stats {
     size_t used, limit, peak;        /* counted host bytes now, the limit, the most seen */
     uint64_t writes, reads, drops;   /* files written, read back; clean replicas dropped */
+    uint64_t deferred;               /* tasks that waited for read-backs off their worker */
     char dir[600];                   /* the run's folder */
 } spill_stats;
 void spill_get_stats(cask_runtime *rt, spill_stats *out);

@@ -150,6 +150,20 @@ static void compare_with_in_memory(int sim_gpus, size_t gpu_limit)
     /* 3 MiB persisted under a 1 MiB limit: most chunks went to files */
     cr_assert_geq(files, (int)(N * 8 / CHUNK / 8 / 2), "only %d spill files", files);
     cr_assert_eq(count_files(dir), 0, "files left after their chunks were freed");
+    cask_host_mem_stats hm;
+    cr_assert_eq(cask_runtime_host_mem(rt, &hm), CASK_OK);
+    fprintf(stderr, "spill (%d simulated GPUs): %llu written, %llu read back, %llu dropped, "
+            "%llu tasks deferred; peak %zu of %zu bytes\n", sim_gpus,
+            (unsigned long long)hm.spill_writes, (unsigned long long)hm.spill_reads,
+            (unsigned long long)hm.spill_drops, (unsigned long long)hm.tasks_deferred, hm.peak,
+            hm.limit);
+    cr_assert_gt(hm.spill_writes, 0);
+    cr_assert_gt(hm.spill_reads, 0, "nothing was read back");
+    cr_assert_eq(hm.used, 0, "all chunks were freed: %zu bytes still counted", hm.used);
+    /* at most the chunks the two workers hold at once beyond the limit */
+    cr_assert_leq(hm.peak, LIMIT + 8 * CHUNK * sizeof(double), "peak %zu over a limit of %zu",
+                  hm.peak, LIMIT);
+    cr_assert_gt(hm.tasks_deferred, 0, "no task waited off its worker for a read-back");
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
     cr_assert_eq(access(dir, F_OK), -1, "the run's folder outlived the runtime");
 
@@ -164,10 +178,92 @@ Test(spill, array_pipeline_3x_limit_matches_in_memory)
     compare_with_in_memory(0, 0);
 }
 
+Test(spill, array_pipeline_with_simulated_gpus)
+{
+    compare_with_in_memory(2, (size_t)256 << 10);
+}
+
+/* ---- simulated GPUs: GPU eviction -> host -> disk ---- */
+
+#define GCHUNKS 32
+#define GWORDS 8192                       /* 64 KiB chunks: 2 MiB in all */
+
+static cask_status fill_k(cask_task_ctx *ctx)
+{
+    size_t n;
+    int c = *(const int *)cask_task_args(ctx, &n);
+    int64_t *w = cask_task_buffer(ctx, 0);
+    for (int i = 0; i < GWORDS; i++)
+        w[i] = (int64_t)c * 1000000 + i;
+    return CASK_OK;
+}
+
+static cask_status inc_k(cask_task_ctx *ctx)
+{
+    int64_t *w = cask_task_buffer(ctx, 0);
+    for (int i = 0; i < GWORDS; i++)
+        w[i] += 1;
+    return CASK_OK;
+}
+
+static cask_status no_real_gpu(cask_task_ctx *ctx)
+{
+    return cask_task_fail(ctx, "only simulated GPUs here");
+}
+
 Test(spill, gpu_eviction_cascades_to_disk)
 {
-    /* two simulated GPUs of 256 KiB each: evicted chunks go to host, then to disk */
-    compare_with_in_memory(2, (size_t)256 << 10);
+    /* 2 simulated GPUs of 128 KiB, a host limit of 512 KiB, 2 MiB of created chunks
+     * written and updated on the GPUs: dirty GPU replicas go to host, host to disk */
+    cask_runtime *rt = start((size_t)512 << 10, 2, (size_t)128 << 10);
+    cask_kernel_desc kf = {.name = "fill", .cpu = fill_k, .cuda = no_real_gpu};
+    cask_kernel_desc ki = {.name = "inc", .cpu = inc_k, .cuda = no_real_gpu};
+    cask_kernel *fk, *ik;
+    cr_assert_eq(cask_kernel_register(rt, &kf, &fk), CASK_OK);
+    cr_assert_eq(cask_kernel_register(rt, &ki, &ik), CASK_OK);
+    cask_data *d[GCHUNKS];
+    for (int c = 0; c < GCHUNKS; c++)
+        cr_assert_eq(cask_data_create(rt, GWORDS * sizeof(int64_t), &d[c]), CASK_OK);
+    cask_graph *g;
+    cr_assert_eq(cask_graph_create(rt, &g), CASK_OK);
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < GCHUNKS; c++) {
+            cask_access acc = {d[c], r ? CASK_RW : CASK_WRITE};
+            cask_task_desc td = {.field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE | CASK_TASK_DEVICE,
+                                 .kernel = r ? ik : fk, .access = &acc, .naccess = 1,
+                                 .args = &c, .args_size = sizeof c, .where = CASK_WHERE_GPU,
+                                 .device = (c + r) % 2};
+            cr_assert_eq(cask_graph_add_task(g, &td, NULL), CASK_OK);
+        }
+    cr_assert_eq(cask_graph_compute(g), CASK_OK, "%s", cask_graph_error(g));
+    int nw;
+    cask_worker_stats ws[8];
+    cr_assert_eq(cask_runtime_nworkers(rt, &nw), CASK_OK);
+    cr_assert_eq(cask_runtime_stats(rt, ws, nw), CASK_OK);
+    uint64_t gpu_spills = 0;
+    for (int i = 0; i < nw; i++)
+        gpu_spills += ws[i].spills;
+    cask_host_mem_stats hm;
+    cr_assert_eq(cask_runtime_host_mem(rt, &hm), CASK_OK);
+    cr_assert_gt(gpu_spills, 0, "no dirty GPU replica went to host");
+    cr_assert_gt(hm.spill_writes, 0, "nothing went from host to disk");
+    for (int c = 0; c < GCHUNKS; c++) {
+        int64_t *w;
+        cr_assert_eq(cask_data_acquire(d[c], CASK_READ, (void **)&w), CASK_OK);
+        for (int i = 0; i < GWORDS; i += 97)
+            cr_assert_eq(w[i], (int64_t)c * 1000000 + i + 2, "chunk %d word %d", c, i);
+        cr_assert_eq(cask_data_release(d[c]), CASK_OK);
+    }
+    cr_assert_eq(cask_runtime_host_mem(rt, &hm), CASK_OK);
+    fprintf(stderr, "cascade: %llu GPU spills to host; host: %llu written, %llu read back; "
+            "peak %zu of %zu\n", (unsigned long long)gpu_spills,
+            (unsigned long long)hm.spill_writes, (unsigned long long)hm.spill_reads, hm.peak,
+            hm.limit);
+    cr_assert_gt(hm.spill_reads, 0, "nothing was read back from disk");
+    cask_graph_destroy(g);
+    for (int c = 0; c < GCHUNKS; c++)
+        cr_assert_eq(cask_data_destroy(d[c]), CASK_OK);
+    cr_assert_eq(cask_shutdown(rt), CASK_OK);
 }
 
 Test(spill, full_file_system_fails_clean)

@@ -129,6 +129,19 @@ cask_status cask_runtime_stats(const cask_runtime *rt, cask_worker_stats *stats,
 /* Zeroes all counters. Call only while no graph runs. */
 cask_status cask_runtime_stats_reset(cask_runtime *rt);
 
+/* Host memory of the runtime's own chunk buffers and spilling (config host_mem_limit). */
+typedef struct cask_host_mem_stats {
+    size_t limit;              /* 0: no limit (the rest is then 0) */
+    size_t used, peak;         /* counted bytes now, the most at any time */
+    uint64_t spill_writes;     /* chunks written to spill files */
+    uint64_t spill_reads;      /* chunks read back */
+    uint64_t spill_drops;      /* chunks dropped without a write (a copy was elsewhere) */
+    uint64_t tasks_deferred;   /* CPU tasks that waited for read-backs off their worker */
+} cask_host_mem_stats;
+
+/* Fills *out. Exact once no graph runs. Thread safe. */
+cask_status cask_runtime_host_mem(cask_runtime *rt, cask_host_mem_stats *out);
+
 /* Allocates host memory suited for fast, asynchronous copies to and from GPUs (pinned
  * when GPUs are in use, plain aligned memory otherwise). Free with cask_host_free.
  * Errors: CASK_ERR_INVALID, CASK_ERR_NOMEM. Thread safe. */
