@@ -6,8 +6,10 @@
  * the old observations. */
 #include "stream.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <time.h>
 
@@ -22,9 +24,14 @@ typedef struct slot {
     int64_t job_rows;    /* rows the job was built for (0: none) */
 } slot;
 
+/* A window's reading and .npy writing are cut in IO_PARTS row ranges done by as many
+ * threads (pread/pwrite at offsets); CSV text is appended in order by one. */
+enum { IO_PARTS = 4, NPY_BLOCK = 1 << 13 };
+
 typedef struct io_work {
     cask_runtime *rt;
     const knn_stream_cfg *cfg;
+    int64_t npy_data_off;              /* .npy output: where row 0 goes; -1 if not by offset */
     slot *sl;
     int64_t write_first, write_rows;   /* results to append (rows 0: none) */
     int64_t read_first, read_rows;     /* observations to read (rows 0: none) */
@@ -50,16 +57,108 @@ static cask_status write_results(cask_runtime *rt, const knn_stream_cfg *c, cons
                                   0, c->nworkers, err, errlen);
 }
 
+/* Rows [r0, r0 + n) of the slot's results written at their place in the .npy output,
+ * as knn_npy_write_rows writes them (little-endian hosts only: see io_main). */
+static cask_status npy_pwrite_rows(const io_work *w, int64_t r0, int64_t n, char *err,
+                                   size_t errlen)
+{
+    double *buf = malloc(2 * NPY_BLOCK * sizeof *buf);
+    if (!buf)
+        return knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", w->cfg->out_name);
+    int fd = fileno(w->cfg->out);
+    cask_status st = CASK_OK;
+    for (int64_t i = r0; i < r0 + n && !st; i += NPY_BLOCK) {
+        int64_t k = r0 + n - i < NPY_BLOCK ? r0 + n - i : NPY_BLOCK;
+        for (int64_t j = 0; j < k; j++) {
+            buf[2 * j] = (double)w->sl->index[i + j];
+            buf[2 * j + 1] = (double)w->sl->dist[i + j];
+        }
+        size_t len = (size_t)k * 2 * sizeof *buf, done = 0;
+        off_t off = (off_t)(w->npy_data_off + (w->write_first + i) * 2 * (int64_t)sizeof *buf);
+        while (done < len) {
+            ssize_t put = pwrite(fd, (char *)buf + done, len - done, off + (off_t)done);
+            if (put < 0 && errno == EINTR)
+                continue;
+            if (put <= 0) {
+                st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s",
+                                w->cfg->out_name, strerror(put < 0 ? errno : EIO));
+                break;
+            }
+            done += (size_t)put;
+        }
+    }
+    free(buf);
+    return st;
+}
+
+typedef struct io_part {
+    io_work *w;
+    int part;
+    cask_status st;
+    char err[KNN_ERRLEN];
+} io_part;
+
+/* Part p of [first, first + n): its start and length. */
+static void part_range(int64_t n, int p, int64_t *r0, int64_t *rn)
+{
+    int64_t q = (n + IO_PARTS - 1) / IO_PARTS;
+    *r0 = p * q < n ? p * q : n;
+    *rn = *r0 + q < n ? q : n - *r0;
+}
+
+static void *io_part_main(void *arg)
+{
+    io_part *pt = arg;
+    io_work *w = pt->w;
+    int64_t r0, rn;
+    pt->st = CASK_OK;
+    part_range(w->write_rows, pt->part, &r0, &rn);
+    if (rn > 0)
+        pt->st = npy_pwrite_rows(w, r0, rn, pt->err, sizeof pt->err);
+    part_range(w->read_rows, pt->part, &r0, &rn);
+    if (!pt->st && rn > 0) {
+        size_t row = 2 * knn_elem_bytes(&w->sl->obs);
+        knn_points view = w->sl->obs;
+        view.data = (char *)w->sl->obs.data + (size_t)r0 * row;
+        view.alloc = NULL;
+        pt->st = knn_npy_source_read(w->cfg->obs, w->read_first + r0, rn, &view, pt->err,
+                                     sizeof pt->err);
+    }
+    return NULL;
+}
+
 static void *io_main(void *arg)
 {
     io_work *w = arg;
     w->st = CASK_OK;
-    if (w->write_rows)
-        w->st = write_results(w->rt, w->cfg, w->sl, w->write_first, w->write_rows, w->err,
-                              sizeof w->err);
+    if (w->npy_data_off < 0 || !w->cfg->out) {   /* CSV (in order), or no output */
+        if (w->write_rows &&
+            (w->st = write_results(w->rt, w->cfg, w->sl, w->write_first, w->write_rows,
+                                   w->err, sizeof w->err)))
+            return NULL;
+        w->write_rows = 0;   /* done: the parts only read */
+    }
+    io_part parts[IO_PARTS];
+    pthread_t th[IO_PARTS];
+    int started[IO_PARTS] = {0};
+    for (int p = 0; p < IO_PARTS; p++) {
+        parts[p] = (io_part){w, p, CASK_OK, {0}};
+        started[p] = p > 0 && pthread_create(&th[p], NULL, io_part_main, &parts[p]) == 0;
+        if (p > 0 && !started[p])
+            io_part_main(&parts[p]);
+    }
+    io_part_main(&parts[0]);
+    for (int p = 0; p < IO_PARTS; p++) {
+        if (started[p])
+            pthread_join(th[p], NULL);
+    }
+    for (int p = 0; p < IO_PARTS && !w->st; p++)   /* the lowest rows' failure is told */
+        if (parts[p].st) {
+            w->st = parts[p].st;
+            snprintf(w->err, sizeof w->err, "%s", parts[p].err);
+        }
     if (!w->st && w->read_rows)
-        w->st = knn_npy_source_read(w->cfg->obs, w->read_first, w->read_rows, &w->sl->obs,
-                                    w->err, sizeof w->err);
+        w->sl->obs.n = w->read_rows;
     return NULL;
 }
 
@@ -149,8 +248,20 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
         st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "--check: out of memory");
         goto done;
     }
-    if (c->out && c->out_npy && (st = knn_npy_write_header(c->out, c->out_name, n, err, errlen)))
-        goto done;
+    int64_t npy_off = -1;
+    if (c->out && c->out_npy) {
+        if ((st = knn_npy_write_header(c->out, c->out_name, n, err, errlen)))
+            goto done;
+        long pos = ftell(c->out);
+        if (fflush(c->out) != 0 || pos < 0) {
+            st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", c->out_name,
+                            strerror(errno));
+            goto done;
+        }
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+        npy_off = pos;   /* rows go to their offsets, in parallel */
+#endif
+    }
     if (c->out && !c->out_npy && fputs(KNN_CSV_HEADER, c->out) == EOF) {
         st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed", c->out_name);
         goto done;
@@ -181,7 +292,7 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
         } else if ((st = knn_job_make_cold(cur->job, err, errlen))) {
             goto done;   /* the device copies of the previous window must go */
         }
-        io_work io = {rt, c, other, 0, 0, 0, 0, CASK_OK, {0}};
+        io_work io = {rt, c, npy_off, other, 0, 0, 0, 0, CASK_OK, {0}};
         if (w > 0) {
             io.write_first = first - W;
             io.write_rows = W;
@@ -213,7 +324,11 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
     t = now_s();
     {
         int64_t w = res->windows - 1;
-        st = write_results(rt, c, &sl[w & 1], w * W, knn_rows_of(n, W, w), err, errlen);
+        io_work io = {rt, c, npy_off, &sl[w & 1], w * W, knn_rows_of(n, W, w), 0, 0,
+                      CASK_OK, {0}};
+        io_main(&io);
+        if ((st = io.st))
+            knn_errorf(st, err, errlen, "%s", io.err);
     }
     res->t_wait_io += now_s() - t;
 
