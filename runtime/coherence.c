@@ -104,8 +104,8 @@ static cask_status make_valid(cask_runtime *rt, cask_data *d, int node, cask_acc
             return st;
         SET_VALID(&d->rep[0], 1);
     }
-    if (mode & CASK_WRITE)
-        d->on_disk = 0;          /* the file is stale from now on */
+    if ((mode & CASK_WRITE) && d->on_disk)   /* the file is stale from now on */
+        __atomic_store_n(&d->on_disk, 0, __ATOMIC_RELAXED);   /* (read unlocked as a hint) */
     if (!r->ptr) {
         if (node == 0) {
             st = host_ensure(rt, d);
@@ -403,7 +403,7 @@ int coh_spill_host_locked(cask_runtime *rt, cask_data *d, int *wrote)
     if (h->valid && !elsewhere) {          /* the only copy: to the file first */
         if (spill_write(rt, d) != CASK_OK)
             return -(int)CASK_ERR_IO;
-        d->on_disk = 1;
+        __atomic_store_n(&d->on_disk, 1, __ATOMIC_RELAXED);
         *wrote = 1;
     }
     cask_host_free(rt, h->ptr);

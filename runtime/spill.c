@@ -145,7 +145,7 @@ static void *io_main(void *arg)
                     e->pinned[e->npinned++] = t->access[i].data;
             pthread_mutex_lock(&s->lock);
             e->next = s->loaded;
-            s->loaded = e;
+            __atomic_store_n(&s->loaded, e, __ATOMIC_RELAXED);   /* read unlocked as a hint */
             pthread_mutex_unlock(&s->lock);
             sched_ready(rt->sched, NULL, t);   /* t is not ours from here on */
             pthread_mutex_lock(&s->lock);
@@ -158,8 +158,6 @@ static void *io_main(void *arg)
         cask_data *d = NULL;
         int saw_locked = 0;
         for (replica *r = s->head; r; r = r->lru_next) {
-            if (__atomic_load_n(&r->busy, __ATOMIC_RELAXED))
-                continue;
             if (pthread_mutex_trylock(&r->data->lock) != 0) {
                 saw_locked = 1;   /* in use for a moment (or being written): look again */
                 continue;
@@ -446,7 +444,7 @@ void spill_forget(cask_runtime *rt, cask_data *d)
         unlink(path);
     }
     d->has_file = 0;
-    d->on_disk = 0;
+    __atomic_store_n(&d->on_disk, 0, __ATOMIC_RELAXED);
 }
 
 cask_status spill_failed(cask_runtime *rt, char *msg, size_t msglen)
@@ -526,7 +524,7 @@ void spill_undefer(cask_runtime *rt, cask_task *t)
         p = &(*p)->next;
     spill_load *e = *p;
     if (e)
-        *p = e->next;
+        __atomic_store_n(p, e->next, __ATOMIC_RELAXED);
     if (e && s->load_head)
         pthread_cond_signal(&s->work);   /* the next read-back may go */
     pthread_mutex_unlock(&s->lock);
