@@ -5,6 +5,7 @@
  * doubles (2^22 -> 2^23), where the in-memory path's grows. */
 #include <criterion/criterion.h>
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,6 +111,74 @@ Test(knn_stream, output_identical_to_in_memory)
     /* several reference chunks (partial searches and merges) per window */
     cr_assert_eq(knn("obs.npy", "s.npy", "--window", "30000", "--ref-chunk=64", NULL), 0);
     cr_assert(same_file("mem.npy", "s.npy"), ".npy output differs with --ref-chunk 64");
+}
+
+/* A CSV file of n rows with the awkward parts: CRLF, a BOM, blank lines, quoted fields
+ * with commas, doubled quotes and newlines, extra columns; row bad_row (1-based, 0:
+ * none) gets latitude 95. */
+static void write_csv(const char *name, int n, int bad_row)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    fputs("\xEF\xBB\xBFid,\"Lat\",name,lon\r\n", f);
+    uint64_t x = 12345;
+    for (int i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double lat = (double)(x >> 11) / 9007199254740992.0 * 180.0 - 90.0;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double lon = (double)(x >> 11) / 9007199254740992.0 * 360.0 - 180.0;
+        if (i % 1000 == 7)
+            fputs("\r\n", f);
+        if (i + 1 == bad_row)
+            lat = 95;
+        if (i % 777 == 0)
+            fprintf(f, "%d,%.17g,\"multi\nline, \"\"q\"\"\",%.17g\r\n", i, lat, lon);
+        else
+            fprintf(f, "%d,%.17g,x%d,%.17g\r\n", i, lat, i, lon);
+    }
+    fclose(f);
+}
+
+static char *read_log(void)
+{
+    static char buf[8192];
+    char log[128];
+    snprintf(log, sizeof log, "%s/log", dir);
+    FILE *f = fopen(log, "r");
+    cr_assert(f);
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    unlink(log);
+    return buf;
+}
+
+Test(knn_stream, csv_input_scanned_once_identical_output)
+{
+    write_csv("obs.csv", 30011, 0);
+    gen("ref", "200", "ref.npy");
+    cr_assert_eq(knn("obs.csv", "mem.npy", "--no-stream", NULL, NULL, NULL), 0);
+    cr_assert_eq(knn("obs.csv", "mem.csv", "--no-stream", NULL, NULL, NULL), 0);
+    const char *windows[] = {"1000", "7777", "30011", "65536"};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(knn("obs.csv", "s.npy", "--stream", "--window", windows[i], NULL), 0,
+                     "%s", read_log());
+        cr_assert(same_file("mem.npy", "s.npy"), ".npy output differs, window %s", windows[i]);
+        cr_assert_eq(knn("obs.csv", "s.csv", "--stream", "--window", windows[i], NULL), 0);
+        cr_assert(same_file("mem.csv", "s.csv"), "CSV output differs, window %s", windows[i]);
+    }
+    /* a bad value is reported by the scan as the in-memory reader reports it */
+    write_csv("bad.csv", 30011, 20001);
+    read_log();
+    cr_assert_eq(knn("bad.csv", "m.npy", "--no-stream", NULL, NULL, NULL), 1);
+    char mem_msg[1024];
+    snprintf(mem_msg, sizeof mem_msg, "%s", read_log());
+    cr_assert_eq(knn("bad.csv", "s.npy", "--stream", "--window", "1000", NULL), 1);
+    const char *s_msg = read_log();
+    cr_assert(strstr(mem_msg, "data row 20001 (line "), "in memory: %s", mem_msg);
+    cr_assert_str_eq(s_msg, mem_msg);
 }
 
 Test(knn_stream, bad_row_named_by_file_row)

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cask/cask.h"
@@ -36,6 +37,9 @@
 
 enum { EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_CHECK = 3 };
 enum { CASK_MAX_GPUS_APP = 64 };
+/* A CSV observation file larger than this is streamed unless --no-stream (it is scanned
+ * anyway to count its rows, so it is not read twice for nothing). */
+#define KNN_CSV_STREAM_BYTES ((long long)256 << 20)
 
 typedef struct options {
     const char *obs_path, *ref_path, *out_path, *dot_path;
@@ -87,7 +91,7 @@ static void usage(FILE *f)
 "                          the relative error passes 1e-6 (chosen reference) or 1e-5\n"
 "                          (reported distance)\n"
 "  --dot FILE              write the task graph in Graphviz dot\n"
-"  --stream, --no-stream   read .npy observations and write results window by window\n"
+"  --stream, --no-stream   read observations and write results window by window\n"
 "                          (default: when the file has more rows than a window)\n"
 "  --window ROWS           observation rows per streamed window (default 2^24)\n"
 "  -h, --help, --version\n"
@@ -418,29 +422,29 @@ int main(int argc, char **argv)
             arm_cleanup(out.tmp_path);
     }
 
-    /* ---- streamed: .npy observations with more rows than a window, one process ---- */
+    /* ---- streamed: observations with more rows than a window, one process (a CSV
+     * file is streamed when it is larger than KNN_CSV_STREAM_BYTES, or with --stream) */
     knn_read_opts ro = {o.lat_col, o.lon_col, !o.radians, o.wrap};
     if (!failed && !o.generate && nranks == 1 && o.stream != 0 && o.repeat == 1 &&
         !o.dot_path) {
-        knn_npy_source src;
-        if (knn_file_is_npy(o.obs_path)) {
-            if (knn_npy_source_open(o.obs_path, &ro, &src, err, sizeof err)) {
-                failed = 1;
-            } else if (o.stream == 1 || src.h.n > o.window) {
-                knn_stream_main_args sa = {
-                    prog, rt, &info, &kernels, &alloc, &src, o.ref_path, ro, &ref, &out,
-                    o.window, o.chunk, o.ref_chunk, scale, o.quiet, o.check};
-                rc = knn_stream_main(&sa);
-                knn_npy_source_close(&src);
-                tmp_armed = 0;
-                goto done;
-            } else {
-                knn_npy_source_close(&src);
-            }
-        } else if (o.stream == 1) {
-            snprintf(err, sizeof err, "--stream: %s is not a .npy file (CSV input is read "
-                     "whole)", o.obs_path);
+        int npy = knn_file_has_npy_magic(o.obs_path), try_it = o.stream == 1 || npy;
+        struct stat sb;
+        if (!npy && !try_it && stat(o.obs_path, &sb) == 0 && sb.st_size > KNN_CSV_STREAM_BYTES)
+            try_it = 1;
+        knn_obs_source src;
+        if (!try_it) {
+        } else if (knn_obs_source_open(o.obs_path, &ro, o.window, &src, err, sizeof err)) {
             failed = 1;
+        } else if (o.stream == 1 || src.n > o.window || !npy) {
+            knn_stream_main_args sa = {
+                prog, rt, &info, &kernels, &alloc, &src, o.ref_path, ro, &ref, &out,
+                o.window, o.chunk, o.ref_chunk, scale, o.quiet, o.check};
+            rc = knn_stream_main(&sa);
+            knn_obs_source_close(&src);
+            tmp_armed = 0;
+            goto done;
+        } else {
+            knn_obs_source_close(&src);
         }
     }
 

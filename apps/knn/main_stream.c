@@ -9,18 +9,6 @@
 #include "check.h"
 #include "knn_chunks.h"
 
-int knn_file_is_npy(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return 0;
-    char magic[6];
-    int yes = fread(magic, 1, sizeof magic, f) == sizeof magic &&
-              memcmp(magic, "\x93NUMPY", 6) == 0;
-    fclose(f);
-    return yes;
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -51,10 +39,10 @@ int knn_stream_main(const knn_stream_main_args *a)
     c.window = a->window;
     c.plan.ref_chunk = a->ref_chunk ? a->ref_chunk : a->ref->n;
     {
-        int64_t W = a->window < a->obs->h.n ? a->window : a->obs->h.n;
+        int64_t W = a->window < a->obs->n ? a->window : a->obs->n;
         int64_t nrefc = (a->ref->n + c.plan.ref_chunk - 1) / c.plan.ref_chunk;
         c.plan.chunk = a->chunk ? a->chunk
-                                : knn_default_chunk(W, nrefc, a->obs->h.item == 8, a->info);
+                                : knn_default_chunk(W, nrefc, a->obs->f64, a->info);
     }
     c.plan.scale = a->scale;
     c.plan.where = a->info->ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
@@ -95,7 +83,7 @@ int knn_stream_main(const knn_stream_main_args *a)
         goto done;
     }
     t_commit = now_s() - t_commit;
-    int64_t n = a->obs->h.n, m = a->ref->n;
+    int64_t n = a->obs->n, m = a->ref->n;
     if (!a->quiet) {
         const cask_runtime_info *in = a->info;
         double pairs = (double)n * (double)m;

@@ -13,7 +13,7 @@ typedef struct knn_stream_main_args {
     const cask_runtime_info *info;
     const cask_knn_kernels *kernels;
     const knn_alloc *alloc;
-    knn_npy_source *obs;       /* open */
+    knn_obs_source *obs;       /* open */
     const char *ref_path;
     knn_read_opts ro;
     knn_points *ref;           /* filled here; the caller frees it */
@@ -23,10 +23,6 @@ typedef struct knn_stream_main_args {
     int quiet;
     int64_t check;
 } knn_stream_main_args;
-
-/* 1 if the file at path starts with the .npy magic (0 if not, or if it cannot be read:
- * the ordinary reader then reports why). */
-int knn_file_is_npy(const char *path);
 
 /* Returns cask-knn's exit status (0, 1 data or run error, 3 check failed); messages on
  * stderr. */

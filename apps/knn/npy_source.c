@@ -11,6 +11,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+int knn_file_has_npy_magic(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return 0;
+    char magic[6];
+    int yes = fread(magic, 1, sizeof magic, f) == sizeof magic &&
+              memcmp(magic, "\x93NUMPY", 6) == 0;
+    fclose(f);
+    return yes;
+}
+
 cask_status knn_npy_source_open(const char *name, const knn_read_opts *opts,
                                 knn_npy_source *s, char *err, size_t errlen)
 {

@@ -57,6 +57,28 @@ cask_status knn_points_read(const char *name, const knn_read_opts *opts,
 cask_status knn_csv_read(FILE *f, const char *name, const char *prefix, size_t nprefix,
                          const knn_read_opts *opts, const knn_alloc *alloc,
                          knn_points *out, char *err, size_t errlen);
+/* Where the windows of a CSV point file start, from one scan (knn_csv_scan). */
+typedef struct knn_csv_index {
+    int64_t n;                /* data rows */
+    int64_t every;            /* rows per window */
+    int64_t nwin;             /* windows: window w holds rows w * every .. */
+    long long *off, *line;    /* per window: file offset and line of its first row */
+    int ncols, lat_col, lon_col;
+    char *lat_name, *lon_name;
+} knn_csv_index;
+
+/* Reads the CSV file f from its start once, checking every row as knn_csv_read does
+ * (same messages) without keeping the values: counts the rows and notes where each
+ * window of `every` rows starts. Free idx with knn_csv_index_free. */
+cask_status knn_csv_scan(FILE *f, const char *name, const knn_read_opts *opts, int64_t every,
+                         knn_csv_index *idx, char *err, size_t errlen);
+/* Reads the `rows` rows of window win (rows <= every; the last may be shorter) into dst
+ * (rows x 2 doubles, latitude and longitude), seeking f to where the window starts. */
+cask_status knn_csv_read_window(FILE *f, const char *name, const knn_read_opts *opts,
+                                const knn_csv_index *idx, int64_t win, int64_t rows,
+                                double *dst, char *err, size_t errlen);
+void knn_csv_index_free(knn_csv_index *idx);
+
 cask_status knn_npy_read(FILE *f, const char *name, const char *prefix, size_t nprefix,
                          const knn_read_opts *opts, const knn_alloc *alloc,
                          knn_points *out, char *err, size_t errlen);

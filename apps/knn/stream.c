@@ -7,6 +7,7 @@
 #include "stream.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -116,12 +117,16 @@ static void *io_part_main(void *arg)
     if (rn > 0)
         pt->st = npy_pwrite_rows(w, r0, rn, pt->err, sizeof pt->err);
     part_range(w->read_rows, pt->part, &r0, &rn);
+    if (!w->cfg->obs->by_range) {   /* CSV: the whole window, by part 0 */
+        r0 = 0;
+        rn = pt->part == 0 ? w->read_rows : 0;
+    }
     if (!pt->st && rn > 0) {
         size_t row = 2 * knn_elem_bytes(&w->sl->obs);
         knn_points view = w->sl->obs;
         view.data = (char *)w->sl->obs.data + (size_t)r0 * row;
         view.alloc = NULL;
-        pt->st = knn_npy_source_read(w->cfg->obs, w->read_first + r0, rn, &view, pt->err,
+        pt->st = knn_obs_source_read(w->cfg->obs, w->read_first + r0, rn, &view, pt->err,
                                      sizeof pt->err);
     }
     return NULL;
@@ -170,10 +175,10 @@ static int64_t sample_row(int64_t s, int64_t k, int64_t n)
 
 static cask_status samples_init(const knn_stream_cfg *c, knn_stream_result *r)
 {
-    int64_t n = c->obs->h.n, k = c->check < n ? c->check : n;
+    int64_t n = c->obs->n, k = c->check < n ? c->check : n;
     if (k <= 0)
         return CASK_OK;
-    if (knn_points_alloc(k, c->obs->h.item == 8, c->obs->opts.degrees, NULL, &r->sample_obs))
+    if (knn_points_alloc(k, c->obs->f64, c->obs->degrees, NULL, &r->sample_obs))
         return CASK_ERR_NOMEM;
     r->sample_index = malloc((size_t)k * sizeof *r->sample_index);
     r->sample_dist = malloc((size_t)k * sizeof *r->sample_dist);
@@ -225,8 +230,8 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
 {
     slot sl[2];
     cask_status st = CASK_OK;
-    int64_t n = c->obs->h.n, W = c->window < n ? c->window : n;
-    int f64 = c->obs->h.item == 8;
+    int64_t n = c->obs->n, W = c->window < n ? c->window : n;
+    int f64 = c->obs->f64;
     double t_start = now_s();
 
     memset(res, 0, sizeof *res);
@@ -235,7 +240,7 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
         return knn_errorf(CASK_ERR_INVALID, err, errlen, "stream: bad window");
     res->windows = (n + W - 1) / W;
     for (int s = 0; s < 2 && s < res->windows; s++) {
-        if (knn_points_alloc(W, f64, c->obs->opts.degrees, c->alloc, &sl[s].obs) ||
+        if (knn_points_alloc(W, f64, c->obs->degrees, c->alloc, &sl[s].obs) ||
             !(sl[s].index = alloc_bytes(c->alloc, (size_t)W * sizeof(int32_t))) ||
             !(sl[s].dist = alloc_bytes(c->alloc, (size_t)W * sizeof(float)))) {
             st = knn_errorf(CASK_ERR_NOMEM, err, errlen,
@@ -267,7 +272,12 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
         goto done;
     }
     double t = now_s();
-    if ((st = knn_npy_source_read(c->obs, 0, W, &sl[0].obs, err, errlen)))
+    if (!c->obs->by_range && c->obs->window != W && c->obs->window < n) {
+        st = knn_errorf(CASK_ERR_INVALID, err, errlen, "%s: scanned for windows of %lld rows, "
+                        "not %lld", c->obs->name, (long long)c->obs->window, (long long)W);
+        goto done;
+    }
+    if ((st = knn_obs_source_read(c->obs, 0, W, &sl[0].obs, err, errlen)))
         goto done;
     res->t_first_load = now_s() - t;
 
@@ -346,4 +356,66 @@ void knn_stream_result_free(knn_stream_result *res)
     free(res->sample_dist);
     free(res->sample_rows);
     memset(res, 0, sizeof *res);
+}
+
+/* ---- observation sources ---- */
+
+cask_status knn_obs_source_open(const char *name, const knn_read_opts *opts, int64_t window,
+                                knn_obs_source *s, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->npy.fd = -1;
+    s->name = name;
+    s->opts = *opts;
+    cask_status st;
+    if (knn_file_has_npy_magic(name)) {
+        if ((st = knn_npy_source_open(name, opts, &s->npy, err, errlen)))
+            return st;
+        s->n = s->npy.h.n;
+        s->f64 = s->npy.h.item == 8;
+        s->by_range = 1;
+    } else {
+        if (knn_path_is_npy(name))
+            return knn_errorf(CASK_ERR_FORMAT, err, errlen, "%s: not a .npy file (it does "
+                              "not start with the \\x93NUMPY magic)", name);
+        s->csv = fopen(name, "rb");
+        if (!s->csv)
+            return knn_errorf(CASK_ERR_IO, err, errlen, "%s: cannot open: %s", name,
+                              strerror(errno));
+        if ((st = knn_csv_scan(s->csv, name, opts, window, &s->idx, err, errlen))) {
+            fclose(s->csv);
+            s->csv = NULL;
+            return st;
+        }
+        s->n = s->idx.n;
+        s->f64 = 1;
+        s->window = window;
+    }
+    s->degrees = opts->degrees;
+    return CASK_OK;
+}
+
+cask_status knn_obs_source_read(knn_obs_source *s, int64_t first, int64_t n,
+                                knn_points *dst, char *err, size_t errlen)
+{
+    if (s->by_range)
+        return knn_npy_source_read(&s->npy, first, n, dst, err, errlen);
+    if (first % s->window != 0 || !dst->f64)
+        return knn_errorf(CASK_ERR_INVALID, err, errlen, "%s: not a window start", s->name);
+    cask_status st = knn_csv_read_window(s->csv, s->name, &s->opts, &s->idx,
+                                         first / s->window, n, dst->data, err, errlen);
+    if (!st) {
+        dst->n = n;
+        dst->degrees = s->degrees;
+    }
+    return st;
+}
+
+void knn_obs_source_close(knn_obs_source *s)
+{
+    knn_npy_source_close(&s->npy);
+    if (s->csv)
+        fclose(s->csv);
+    s->csv = NULL;
+    knn_csv_index_free(&s->idx);
 }

@@ -21,6 +21,10 @@ typedef struct knn_npy_source {
     knn_read_opts opts;
 } knn_npy_source;
 
+/* 1 if the file at path starts with the .npy magic (0 if not, or if it cannot be read:
+ * the ordinary reader then reports why). */
+int knn_file_has_npy_magic(const char *path);
+
 /* Opens name, parses and checks its header and that the file holds all the rows it
  * announces. CASK_ERR_IO, CASK_ERR_FORMAT (messages as knn_npy_read), CASK_ERR_NOMEM. */
 cask_status knn_npy_source_open(const char *name, const knn_read_opts *opts,
@@ -33,8 +37,33 @@ cask_status knn_npy_source_read(knn_npy_source *s, int64_t first, int64_t n,
                                 knn_points *dst, char *err, size_t errlen);
 void knn_npy_source_close(knn_npy_source *s);
 
+/* Observations to stream: a .npy file (read by any row range, from several threads at
+ * once) or a CSV file (scanned once at open for where each window starts, then read a
+ * whole window at a time, in order). */
+typedef struct knn_obs_source {
+    const char *name;          /* not copied */
+    int64_t n;
+    int f64, degrees;
+    int by_range;              /* 1: .npy, any range; 0: CSV, whole windows */
+    int64_t window;            /* CSV: rows per window (reads start at multiples) */
+    knn_npy_source npy;
+    FILE *csv;
+    knn_csv_index idx;
+    knn_read_opts opts;
+} knn_obs_source;
+
+/* Opens name (.npy by its magic, else CSV: scanned and checked whole now, keeping only
+ * where windows of `window` rows start). Errors as knn_points_read's. */
+cask_status knn_obs_source_open(const char *name, const knn_read_opts *opts, int64_t window,
+                                knn_obs_source *s, char *err, size_t errlen);
+/* Rows first .. first+n-1 into dst (room for n rows; f64 as the source's). For a CSV
+ * source first is a multiple of the window and n the window's rows. */
+cask_status knn_obs_source_read(knn_obs_source *s, int64_t first, int64_t n,
+                                knn_points *dst, char *err, size_t errlen);
+void knn_obs_source_close(knn_obs_source *s);
+
 typedef struct knn_stream_cfg {
-    knn_npy_source *obs;       /* open */
+    knn_obs_source *obs;       /* open */
     const knn_points *ref;     /* loaded */
     int64_t window;            /* observation rows per window (> 0) */
     knn_plan plan;             /* chunk sizes for a full window */
