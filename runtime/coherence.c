@@ -7,6 +7,7 @@
 #include "runtime/coherence.h"
 #include "runtime/device.h"
 #include "runtime/memory.h"
+#include "runtime/spill.h"
 #include "runtime/log.h"
 
 #define SET_VALID(r, v) __atomic_store_n(&(r)->valid, (uint8_t)(v), __ATOMIC_RELAXED)
@@ -17,6 +18,8 @@ static cask_status host_ensure(cask_runtime *rt, cask_data *d)
     replica *h = &d->rep[0];
     if (h->ptr)
         return CASK_OK;
+    if (rt->spill)   /* counted against the host limit, spillable */
+        return spill_host_alloc(rt, d, 1);
     cask_status st = cask_host_alloc(rt, d->bytes, &h->ptr);
     if (st)
         return st;
@@ -95,6 +98,14 @@ static cask_status make_valid(cask_runtime *rt, cask_data *d, int node, cask_acc
 {
     replica *r = &d->rep[node];
     cask_status st;
+    if ((mode & CASK_READ) && !r->valid && d->on_disk && pick_source(rt, d, node) < 0) {
+        /* the only copy is in the spill file: back to host memory first */
+        if ((st = host_ensure(rt, d)) || (st = spill_read(rt, d)))
+            return st;
+        SET_VALID(&d->rep[0], 1);
+    }
+    if ((mode & CASK_WRITE) && d->on_disk)   /* the file is stale from now on */
+        __atomic_store_n(&d->on_disk, 0, __ATOMIC_RELAXED);   /* (read unlocked as a hint) */
     if (!r->ptr) {
         if (node == 0) {
             st = host_ensure(rt, d);
@@ -174,7 +185,7 @@ cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, void **bufs, size_t
     for (int i = 0; i < t->naccess; i++) {
         cask_data *d = t->access[i].data;
         sizes[i] = d->bytes;
-        if (rt->ngpu == 0) {          /* host is the only node: always valid */
+        if (rt->ngpu == 0 && !rt->spill) {   /* host is the only node: always valid */
             bufs[i] = d->rep[0].ptr;
             continue;
         }
@@ -183,8 +194,22 @@ cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, void **bufs, size_t
         if (st == CASK_OK) {
             d->rep[0].busy++;
             bufs[i] = d->rep[0].ptr;
+            if (rt->spill)
+                spill_touch(rt, d);
         }
         pthread_mutex_unlock(&d->lock);
+        if (st == CASK_OK && rt->spill && spill_failed(rt, NULL, 0)) {
+            /* a chunk could not be written out (disk full): the graph fails */
+            i++;
+            for (int j = 0; j < i; j++) {
+                cask_data *e = t->access[j].data;
+                pthread_mutex_lock(&e->lock);
+                e->rep[0].busy--;
+                pthread_mutex_unlock(&e->lock);
+            }
+            st = spill_failed(rt, msg, msglen);
+            return st;
+        }
         if (st) {
             for (int j = 0; j < i; j++) {
                 cask_data *e = t->access[j].data;
@@ -201,7 +226,7 @@ cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, void **bufs, size_t
 
 void coh_finish_host(cask_runtime *rt, cask_task *t)
 {
-    if (rt->ngpu == 0)
+    if (rt->ngpu == 0 && !rt->spill)
         return;
     for (int i = 0; i < t->naccess; i++) {
         cask_data *d = t->access[i].data;
@@ -218,6 +243,8 @@ cask_status coh_prepare_gpu(cask_runtime *rt, cask_task *t, int gpu, void *compu
     int node = 1 + gpu;
     /* a simulated GPU has no streams: copy synchronously */
     void *stream = rt->sim ? NULL : compute_stream;
+    if (rt->spill && spill_failed(rt, msg, msglen))
+        return CASK_ERR_IO;   /* a chunk could not be written out (disk full) */
     for (int i = 0; i < t->naccess; i++) {
         cask_data *d = t->access[i].data;
         sizes[i] = d->bytes;
@@ -299,15 +326,28 @@ int coh_writeback_done(cask_runtime *rt, cask_data *d)
 cask_status coh_acquire_host(cask_data *d, cask_access_mode mode, void **ptr)
 {
     cask_runtime *rt = d->rt;
-    if (rt->ngpu == 0) {
+    if (rt->ngpu == 0 && !rt->spill) {
         *ptr = d->rep[0].ptr;
         return CASK_OK;
     }
     pthread_mutex_lock(&d->lock);
     cask_status st = make_valid(rt, d, 0, mode, NULL, NULL, NULL);
     *ptr = d->rep[0].ptr;
+    if (st == CASK_OK && rt->spill && d->acquired)
+        d->rep[0].busy++;     /* not spilled while the user holds the pointer */
     pthread_mutex_unlock(&d->lock);
     return st;
+}
+
+void coh_release_host(cask_data *d)
+{
+    cask_runtime *rt = d->rt;
+    if (!rt->spill)
+        return;
+    pthread_mutex_lock(&d->lock);
+    if (d->rep[0].busy > 0)
+        d->rep[0].busy--;
+    pthread_mutex_unlock(&d->lock);
 }
 
 cask_status coh_flush_user(cask_data *d)
@@ -335,9 +375,41 @@ void coh_free_all(cask_data *d)
             r->ptr = NULL;
     }
     replica *h = &d->rep[0];
-    if (h->owned && h->ptr)
+    if (rt->spill) {
+        pthread_mutex_lock(&d->lock);   /* an I/O thread may be writing it out */
+        if (h->owned && h->ptr)
+            spill_host_free(rt, d);
+        spill_forget(rt, d);
+        pthread_mutex_unlock(&d->lock);
+    } else if (h->owned && h->ptr) {
         cask_host_free(rt, h->ptr);
+    }
     h->ptr = NULL;
+}
+
+int coh_spill_host_locked(cask_runtime *rt, cask_data *d, int *wrote)
+{
+    replica *h = &d->rep[0];
+    *wrote = 0;
+    if (h->busy || !h->ptr || !h->owned)
+        return 0;
+    /* copies from or to it that are still in flight end first */
+    for (int k = 0; k <= rt->ngpu; k++)
+        if (settle(rt, &d->rep[k]) != CASK_OK)
+            return 0;
+    int elsewhere = d->on_disk;
+    for (int g = 1; g <= rt->ngpu; g++)
+        elsewhere |= d->rep[g].valid;
+    if (h->valid && !elsewhere) {          /* the only copy: to the file first */
+        if (spill_write(rt, d) != CASK_OK)
+            return -(int)CASK_ERR_IO;
+        __atomic_store_n(&d->on_disk, 1, __ATOMIC_RELAXED);
+        *wrote = 1;
+    }
+    cask_host_free(rt, h->ptr);
+    h->ptr = NULL;
+    SET_VALID(h, 0);
+    return 1;
 }
 
 cask_status coh_evict_locked(cask_runtime *rt, cask_data *d, int node, int *spilled)
@@ -361,4 +433,25 @@ cask_status coh_evict_locked(cask_runtime *rt, cask_data *d, int node, int *spil
     SET_VALID(&d->rep[0], 1);
     *spilled = 1;
     return CASK_OK;
+}
+
+cask_status coh_load_host(cask_runtime *rt, cask_data *d)
+{
+    replica *h = &d->rep[0];
+    cask_status st = CASK_OK;
+    pthread_mutex_lock(&d->lock);
+    if (d->on_disk && !h->valid && pick_source(rt, d, 0) < 0) {
+        if (!h->ptr)
+            st = spill_host_alloc(rt, d, 0);
+        if (st == CASK_OK && (st = spill_read(rt, d)) == CASK_OK)
+            SET_VALID(h, 1);
+    }
+    if (st == CASK_OK && h->ptr && h->valid) {
+        h->busy++;
+        spill_touch(rt, d);
+    } else if (st == CASK_OK) {
+        st = CASK_ERR_STATE;   /* nothing to pin: the task reads it itself */
+    }
+    pthread_mutex_unlock(&d->lock);
+    return st;
 }

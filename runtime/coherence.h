@@ -37,6 +37,8 @@ int coh_writeback_done(cask_runtime *rt, cask_data *d);
 /* User access (acquire) and flush at destroy: synchronous. */
 cask_status coh_acquire_host(cask_data *d, cask_access_mode mode, void **ptr);
 cask_status coh_flush_user(cask_data *d);
+/* Ends a user acquire (unpins the host replica from spilling). */
+void coh_release_host(cask_data *d);
 /* Frees every replica the runtime allocated. */
 void coh_free_all(cask_data *d);
 

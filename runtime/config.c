@@ -160,5 +160,20 @@ cask_status config_resolve(const cask_config *cfg, config_resolved *out, char *e
         if (!strcasecmp(v, "auto")) out->progress = -1;
         else if (parse_int(v, 0, 1, &out->progress)) BAD_ENV("CASK_PROGRESS", v, "expected 0, 1 or auto");
     }
+    if (mask & CASK_CONFIG_HOST_MEM_LIMIT) out->host_mem_limit = cfg->host_mem_limit;
+    else if ((v = getenv("CASK_HOST_MEM_LIMIT"))) {
+        if (config_parse_size(v, &out->host_mem_limit))
+            BAD_ENV("CASK_HOST_MEM_LIMIT", v, "expected bytes with optional K/M/G/T suffix");
+    }
+    const char *sd = NULL;
+    if (mask & CASK_CONFIG_SPILL_DIR) sd = cfg->spill_dir;
+    else if ((v = getenv("CASK_SPILL_DIR")) && *v) sd = v;
+    if (!sd || !*sd)
+        sd = (v = getenv("TMPDIR")) && *v ? v : "/tmp";
+    if (strlen(sd) >= sizeof out->spill_dir - 64) {
+        snprintf(err, errlen, "spill folder name too long: %.100s...", sd);
+        return CASK_ERR_INVALID;
+    }
+    strcpy(out->spill_dir, sd);
     return CASK_OK;
 }

@@ -18,6 +18,8 @@ typedef struct config_resolved {
     char dashboard[128];   /* "" none, else HOST:PORT or PORT */
     int stats;
     int progress;          /* 1, 0, or -1: when stderr is a terminal */
+    size_t host_mem_limit; /* 0: none (no spilling) */
+    char spill_dir[512];   /* base folder of spill files */
 } config_resolved;
 
 /* Fills *out from cfg (may be NULL), then CASK_* environment variables, then defaults.

@@ -65,7 +65,7 @@ cask_status cask_data_create(cask_runtime *rt, size_t bytes, cask_data **out)
     cask_status st = data_new(rt, bytes, &d);
     if (st)
         return st;
-    if (rt->ngpu == 0) {   /* only the host can hold it: allocate now */
+    if (rt->ngpu == 0 && !rt->spill) {   /* only the host can hold it: allocate now */
         st = cask_host_alloc(rt, bytes, &d->rep[0].ptr);
         if (st) {
             pthread_mutex_destroy(&d->lock);
@@ -141,8 +141,11 @@ cask_status cask_data_release(cask_data *d)
     cask_status st = CASK_OK;
     if (!d->acquired)
         st = log_error(rt, CASK_ERR_STATE, "cask_data_release(%s): not acquired", d->name);
+    int was = d->acquired;
     d->acquired = 0;
     pthread_mutex_unlock(&rt->lock);
+    if (was)
+        coh_release_host(d);
     return st;
 }
 

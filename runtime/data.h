@@ -39,6 +39,8 @@ struct cask_data {
     _Atomic int running;         /* running graphs that use it */
     pthread_mutex_t lock;        /* replica states */
     replica rep[CASK_MAX_NODES];
+    uint8_t on_disk;             /* the spill file holds the latest content (spill.h) */
+    uint8_t has_file;            /* a spill file exists (removed when d is freed) */
     uint32_t id;
     /* dependency derivation while a graph is built (owned by that graph's builder) */
     uint32_t stf_graph;          /* id of the graph being built that set the fields below */

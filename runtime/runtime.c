@@ -7,6 +7,7 @@
 #include "runtime/device.h"
 #include "runtime/log.h"
 #include "runtime/memory.h"
+#include "runtime/spill.h"
 #include "runtime/trace_task.h"
 #include "runtime/stats_print.h"
 #include "scheduler/sched.h"
@@ -95,6 +96,8 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         snprintf(err, sizeof err, "GPU memory pools");
         goto fail;
     }
+    if ((st = spill_create(rt, err, sizeof err)))
+        goto fail;
     if (rt->ncpu + rt->ngpu == 0) {
         snprintf(err, sizeof err, "no workers: ncpu=0 and no GPU");
         st = CASK_ERR_INVALID;
@@ -143,6 +146,7 @@ fail:
     fprintf(stderr, "cask_init: %s: %s\n", cask_status_string(st), err);
     sched_destroy(rt->sched);
     rt->sched = NULL;
+    spill_destroy(rt);
 #ifdef CASK_HAVE_DASHBOARD
     dash_live_destroy(rt->live);
 #endif
@@ -176,11 +180,13 @@ cask_status cask_shutdown(cask_runtime *rt)
         cask_runtime_stats(rt, stats, nw);
     sched_destroy(rt->sched);
     rt->sched = NULL;
+    spill_stop(rt);          /* no I/O thread touches a handle from here on */
 #ifdef CASK_HAVE_DASHBOARD
     dash_live_destroy(rt->live);
     rt->live = NULL;
 #endif
     data_destroy_all(rt);
+    spill_destroy(rt);       /* the files and the run's folder */
     cask_status st = trace_task_close(rt, 1);
     if (stats) {
         struct timespec now;

@@ -19,6 +19,7 @@ struct mem_manager;
 struct trace_state;
 struct dash_live;
 struct dashboard;
+struct spill_state;
 
 struct cask_kernel {
     struct cask_kernel *next;   /* runtime's list, freed at shutdown */
@@ -44,6 +45,7 @@ struct cask_runtime {
     struct mem_manager *mem;        /* GPU memory pools; NULL without GPUs */
     struct dash_live *live;         /* the dashboard's counters; NULL without one */
     struct dashboard *dash;         /* its server (runtime/dashboard.c) */
+    struct spill_state *spill;      /* host memory limit and spill files; NULL: no limit */
 
     pthread_mutex_t lock;           /* kernels, data list, graph list */
     cask_kernel *kernels;

@@ -8,12 +8,16 @@
 #include "runtime/log.h"
 #include "runtime/trace_task.h"
 #include "runtime/dash_live.h"
+#include "runtime/spill.h"
 
 #define SPIN_ROUNDS 64
 
 static void run_task(worker *w, cask_task *t)
 {
     cask_graph *g = t->graph;
+    cask_runtime *rt = g->rt;
+    if (rt->spill && spill_defer(rt, t))
+        return;   /* an input is on disk: read back off this worker, t comes back ready */
     t->last_worker = w->id;
     int ran = 0;
     if (!atomic_load_explicit(&g->failed, memory_order_relaxed)) {
@@ -27,6 +31,8 @@ static void run_task(worker *w, cask_task *t)
         ctx.async = 0;
         uint64_t t0 = WORKER_TRACE(w) || w->live ? sched_now_ns() : 0;
         cask_status st = coh_prepare_host(g->rt, t, ctx.buf, ctx.size, ctx.msg, sizeof ctx.msg);
+        if (rt->spill)
+            spill_undefer(rt, t);
         if (st) {
             ctx.has_msg = 1;
         } else {
@@ -52,6 +58,8 @@ static void run_task(worker *w, cask_task *t)
             return;
         }
     }
+    if (!ran && rt->spill)
+        spill_undefer(rt, t);
     w->run_count++;
     sched_complete(w->sched, w, t, ran);
 }

@@ -36,6 +36,8 @@ typedef struct csv_reader {
     int eof, read_errno;
     long long line;         /* physical line of the next byte, 1-based */
     long long rec_line;     /* line where the current record started */
+    long long base;         /* file offset of buf[0] */
+    long long rec_off;      /* file offset where the current record started */
     /* header: every field; data rows: only the two kept, in slots 0 and 1 */
     csv_field *fields;
     int nfields_cap;
@@ -58,6 +60,7 @@ static int csv_refill(csv_reader *r)
     }
     if (r->eof)
         return 0;
+    r->base += (long long)r->len;
     r->len = fread(r->buf, 1, CSV_BUF, r->f);
     r->pos = 0;
     if (r->len == 0) {
@@ -180,6 +183,7 @@ static int csv_record(csv_reader *r)
     csv_field *fl;
 
     r->rec_line = r->line;
+    r->rec_off = r->base + (long long)r->pos;
     fl = csv_slot(r, 0);
     if (r->keep_all && !fl)
         goto nomem;
@@ -411,9 +415,46 @@ static cask_status csv_number(csv_reader *r, long long row, int col, const char 
     return CASK_OK;
 }
 
-cask_status knn_csv_read(FILE *f, const char *name, const char *prefix, size_t nprefix,
-                         const knn_read_opts *opts, const knn_alloc *alloc,
-                         knn_points *out, char *err, size_t errlen)
+/* What csv_read does: read every row into points (knn_csv_read), check every row and
+ * note where windows start (knn_csv_scan), or read the rows of one window. */
+enum { CSV_ALL, CSV_SCAN, CSV_WINDOW };
+
+typedef struct csv_job {
+    int mode;
+    const knn_alloc *alloc;
+    knn_points *out;          /* CSV_ALL */
+    knn_csv_index *idx;       /* CSV_SCAN fills it; CSV_WINDOW reads it */
+    int64_t win, rows;        /* CSV_WINDOW: the window and its rows */
+    double *dst;              /* CSV_WINDOW: rows x 2 values */
+} csv_job;
+
+/* Reads one data row's latitude and longitude (checked, longitude maybe wrapped); row is
+ * its 1-based number. */
+static cask_status csv_data_row(csv_reader *r, long long row, int ncols,
+                                const knn_read_opts *opts, double *lat, double *lon)
+{
+    cask_status st;
+    if (r->nfields != ncols)
+        return knn_errorf(CASK_ERR_FORMAT, r->err, r->errlen,
+                          "%s: data row %lld (line %lld): %d field%s, but the header has %d",
+                          r->name, row, r->rec_line, r->nfields, r->nfields == 1 ? "" : "s",
+                          ncols);
+    if ((st = csv_number(r, row, r->lat_col, "latitude", lat)) ||
+        (st = csv_number(r, row, r->lon_col, "longitude", lon)))
+        return st;
+    char why[160];
+    int bad = knn_point_check(*lat, lon, opts->degrees, 0, opts->wrap, why, sizeof why);
+    if (bad) {
+        int col = bad == 1 ? r->lat_col : r->lon_col;
+        return knn_errorf(CASK_ERR_FORMAT, r->err, r->errlen,
+                          "%s: data row %lld (line %lld), column %d '%s': %s", r->name, row,
+                          r->rec_line, col + 1, r->fields[bad == 1 ? 2 : 3].s, why);
+    }
+    return CASK_OK;
+}
+
+static cask_status csv_read(FILE *f, const char *name, const char *prefix, size_t nprefix,
+                            const knn_read_opts *opts, csv_job *job, char *err, size_t errlen)
 {
     csv_reader r = {0};
     double *vals = NULL;
@@ -422,7 +463,11 @@ cask_status knn_csv_read(FILE *f, const char *name, const char *prefix, size_t n
     cask_status st = CASK_OK;
     int rc;
 
-    memset(out, 0, sizeof *out);
+    knn_points *out = job->out;
+    knn_csv_index *idx = job->idx;
+    int64_t idx_cap = 0;
+    if (out)
+        memset(out, 0, sizeof *out);
     r.f = f;
     r.name = name;
     r.prefix = prefix;
@@ -434,6 +479,53 @@ cask_status knn_csv_read(FILE *f, const char *name, const char *prefix, size_t n
     r.buf = malloc(CSV_BUF);
     if (!r.buf) {
         st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", name);
+        goto done;
+    }
+    int ncols;
+    if (job->mode == CSV_WINDOW) {   /* the header is known: start at the window's row */
+        if (job->win < 0 || job->win >= idx->nwin) {
+            st = knn_errorf(CASK_ERR_INVALID, err, errlen, "%s: no window %lld", name,
+                            (long long)job->win);
+            goto done;
+        }
+        if (fseeko(f, (off_t)idx->off[job->win], SEEK_SET) != 0) {
+            st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: cannot seek: %s", name,
+                            strerror(errno));
+            goto done;
+        }
+        r.base = idx->off[job->win];
+        r.line = idx->line[job->win];
+        r.lat_col = idx->lat_col;
+        r.lon_col = idx->lon_col;
+        ncols = idx->ncols;
+        r.fields = calloc(4, sizeof *r.fields);
+        if (!r.fields || !(r.fields[2].s = strdup(idx->lat_name)) ||
+            !(r.fields[3].s = strdup(idx->lon_name))) {
+            st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", name);
+            goto done;
+        }
+        r.nfields_cap = 4;
+        r.keep_all = 0;
+        n = job->win * idx->every;
+        for (int64_t i = 0; i < job->rows; i++) {
+            rc = csv_record(&r);
+            if (rc < 0) {
+                st = r.read_errno ? CASK_ERR_IO : CASK_ERR_FORMAT;
+                goto done;
+            }
+            if (rc == 0) {
+                st = knn_errorf(CASK_ERR_FORMAT, err, errlen,
+                                "%s: ends before data row %lld (the file changed)", name,
+                                n + 1);
+                goto done;
+            }
+            n++;
+            double lat, lon;
+            if ((st = csv_data_row(&r, n, ncols, opts, &lat, &lon)))
+                goto done;
+            job->dst[2 * i] = lat;
+            job->dst[2 * i + 1] = lon;
+        }
         goto done;
     }
 
@@ -463,7 +555,7 @@ cask_status knn_csv_read(FILE *f, const char *name, const char *prefix, size_t n
     }
 
     /* From here on slots 0 and 1 hold the kept fields, 2 and 3 the column names. */
-    int ncols = r.nfields;
+    ncols = r.nfields;
     if (r.nfields_cap < 4) {
         st = knn_errorf(CASK_ERR_INTERNAL, err, errlen, "%s: internal error", name);
         goto done;
@@ -489,26 +581,29 @@ cask_status knn_csv_read(FILE *f, const char *name, const char *prefix, size_t n
         if (rc == 0)
             break;
         n++;
-        if (r.nfields != ncols) {
-            st = knn_errorf(CASK_ERR_FORMAT, err, errlen,
-                            "%s: data row %lld (line %lld): %d field%s, but the header has "
-                            "%d",
-                            name, n, r.rec_line, r.nfields, r.nfields == 1 ? "" : "s",
-                            ncols);
-            goto done;
-        }
         double lat, lon;
-        if ((st = csv_number(&r, n, r.lat_col, "latitude", &lat)) ||
-            (st = csv_number(&r, n, r.lon_col, "longitude", &lon)))
+        if ((st = csv_data_row(&r, n, ncols, opts, &lat, &lon)))
             goto done;
-        char why[160];
-        int bad = knn_point_check(lat, &lon, opts->degrees, 0, opts->wrap, why, sizeof why);
-        if (bad) {
-            int col = bad == 1 ? r.lat_col : r.lon_col;
-            st = knn_errorf(CASK_ERR_FORMAT, err, errlen,
-                            "%s: data row %lld (line %lld), column %d '%s': %s", name, n,
-                            r.rec_line, col + 1, r.fields[bad == 1 ? 2 : 3].s, why);
-            goto done;
+        if (job->mode == CSV_SCAN) {
+            if ((n - 1) % idx->every == 0) {   /* a window starts at this row */
+                if (idx->nwin == idx_cap) {
+                    int64_t nc = idx_cap ? 2 * idx_cap : 64;
+                    long long *o = realloc(idx->off, (size_t)nc * sizeof *o);
+                    if (o)
+                        idx->off = o;
+                    long long *l = o ? realloc(idx->line, (size_t)nc * sizeof *l) : NULL;
+                    if (!l) {
+                        st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", name);
+                        goto done;
+                    }
+                    idx->line = l;
+                    idx_cap = nc;
+                }
+                idx->off[idx->nwin] = r.rec_off;
+                idx->line[idx->nwin] = r.rec_line;
+                idx->nwin++;
+            }
+            continue;
         }
         if ((size_t)n * 2 > cap) {
             size_t ncap = cap ? 2 * cap : 4096;
@@ -530,7 +625,18 @@ cask_status knn_csv_read(FILE *f, const char *name, const char *prefix, size_t n
                         "%s: no data rows (only a header)", name);
         goto done;
     }
-    if ((st = knn_points_alloc(n, 1, opts->degrees, alloc, out))) {
+    if (job->mode == CSV_SCAN) {
+        idx->n = n;
+        idx->ncols = ncols;
+        idx->lat_col = r.lat_col;
+        idx->lon_col = r.lon_col;
+        idx->lat_name = strdup(r.fields[2].s ? r.fields[2].s : "");
+        idx->lon_name = strdup(r.fields[3].s ? r.fields[3].s : "");
+        if (!idx->lat_name || !idx->lon_name)
+            st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", name);
+        goto done;
+    }
+    if ((st = knn_points_alloc(n, 1, opts->degrees, job->alloc, out))) {
         knn_errorf(st, err, errlen, "%s: out of memory for %lld points", name, n);
         goto done;
     }
@@ -546,57 +652,42 @@ done:
     return st;
 }
 
-/* ---- results ---- */
 
-static char *put_int(char *p, long long v)
+cask_status knn_csv_read(FILE *f, const char *name, const char *prefix, size_t nprefix,
+                         const knn_read_opts *opts, const knn_alloc *alloc,
+                         knn_points *out, char *err, size_t errlen)
 {
-    char tmp[24];
-    int n = 0;
-    unsigned long long u = v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v;
-    if (v < 0)
-        *p++ = '-';
-    do {
-        tmp[n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    while (n)
-        *p++ = tmp[--n];
-    return p;
+    csv_job job = {CSV_ALL, alloc, out, NULL, 0, 0, NULL};
+    return csv_read(f, name, prefix, nprefix, opts, &job, err, errlen);
 }
 
-size_t knn_csv_format(char *buf, int64_t first, const int32_t *index, const float *dist,
-                      int64_t n)
+cask_status knn_csv_scan(FILE *f, const char *name, const knn_read_opts *opts, int64_t every,
+                         knn_csv_index *idx, char *err, size_t errlen)
 {
-    char *p = buf;
-    for (int64_t i = 0; i < n; i++) {
-        p = put_int(p, first + i);
-        *p++ = ',';
-        p = put_int(p, index[i]);
-        *p++ = ',';
-        /* 9 significant digits: the float reads back exactly. */
-        p += snprintf(p, 24, "%.9g", (double)dist[i]);
-        *p++ = '\n';
-    }
-    return (size_t)(p - buf);
+    memset(idx, 0, sizeof *idx);
+    if (every <= 0)
+        return knn_errorf(CASK_ERR_INVALID, err, errlen, "%s: bad window", name);
+    idx->every = every;
+    csv_job job = {CSV_SCAN, NULL, NULL, idx, 0, 0, NULL};
+    cask_status st = csv_read(f, name, NULL, 0, opts, &job, err, errlen);
+    if (st)
+        knn_csv_index_free(idx);
+    return st;
 }
 
-cask_status knn_csv_write(FILE *f, const char *name, const int32_t *index,
-                          const float *dist, int64_t n, char *err, size_t errlen)
+cask_status knn_csv_read_window(FILE *f, const char *name, const knn_read_opts *opts,
+                                const knn_csv_index *idx, int64_t win, int64_t rows,
+                                double *dst, char *err, size_t errlen)
 {
-    enum { ROWS = 1 << 14 };
-    char *buf = malloc((size_t)ROWS * KNN_CSV_ROW_MAX);
-    if (!buf)
-        return knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", name);
-    int bad = fputs(KNN_CSV_HEADER, f) == EOF;
-    for (int64_t i = 0; i < n && !bad; i += ROWS) {
-        int64_t k = n - i < ROWS ? n - i : ROWS;
-        size_t len = knn_csv_format(buf, i, index + i, dist + i, k);
-        bad = fwrite(buf, 1, len, f) != len;
-    }
-    int e = errno;
-    free(buf);
-    if (bad)
-        return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
-                          strerror(e));
-    return CASK_OK;
+    csv_job job = {CSV_WINDOW, NULL, NULL, (knn_csv_index *)idx, win, rows, dst};
+    return csv_read(f, name, NULL, 0, opts, &job, err, errlen);
+}
+
+void knn_csv_index_free(knn_csv_index *idx)
+{
+    free(idx->off);
+    free(idx->line);
+    free(idx->lat_name);
+    free(idx->lon_name);
+    memset(idx, 0, sizeof *idx);
 }

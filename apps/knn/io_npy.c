@@ -73,15 +73,15 @@ static void bswap_n(void *data, size_t count, size_t size)
         }
 }
 
-cask_status knn_npy_read(FILE *f, const char *name, const char *prefix, size_t nprefix,
-                         const knn_read_opts *opts, const knn_alloc *alloc,
-                         knn_points *out, char *err, size_t errlen)
+/* Parses the magic, version and header dict (see the top of this file) into h. */
+cask_status knn_npy_parse_header(FILE *f, const char *name, const char *prefix,
+                                 size_t nprefix, knn_npy_header *h, char *err, size_t errlen)
 {
     npy_reader r = {f, prefix, nprefix, 0, 0};
     unsigned char pre[12];
-    char *hdr = NULL, *tmp = NULL;
+    char *hdr = NULL;
     cask_status st = CASK_OK;
-    memset(out, 0, sizeof *out);
+    memset(h, 0, sizeof *h);
 
 #define FAIL(code, ...) do { st = knn_errorf(code, err, errlen, __VA_ARGS__); goto done; } while (0)
 #define SHORT_OR_IO(what) \
@@ -94,22 +94,25 @@ cask_status knn_npy_read(FILE *f, const char *name, const char *prefix, size_t n
     if (memcmp(pre, "\x93NUMPY", 6) != 0)
         FAIL(CASK_ERR_FORMAT, "%s: not a .npy file (bad magic)", name);
     unsigned major = pre[6];
-    size_t hlen;
+    size_t hlen, lenbytes;
     if (major == 1) {
         if (npy_read(&r, pre + 8, 2) != 2)
             SHORT_OR_IO("header length");
         hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
+        lenbytes = 2;
     } else if (major == 2 || major == 3) {
         if (npy_read(&r, pre + 8, 4) != 4)
             SHORT_OR_IO("header length");
         hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 |
                (size_t)pre[11] << 24;
+        lenbytes = 4;
     } else {
         FAIL(CASK_ERR_FORMAT, "%s: .npy format version %u.%u is not supported (1 to 3 are)",
              name, major, pre[7]);
     }
     if (hlen == 0 || hlen > NPY_HEADER_MAX)
         FAIL(CASK_ERR_FORMAT, "%s: .npy header length %zu is not plausible", name, hlen);
+    h->data_offset = (int64_t)(8 + lenbytes + hlen);
     hdr = malloc(hlen + 1);
     if (!hdr)
         FAIL(CASK_ERR_NOMEM, "%s: out of memory", name);
@@ -119,7 +122,6 @@ cask_status knn_npy_read(FILE *f, const char *name, const char *prefix, size_t n
     for (size_t i = 0; i < hlen; i++)
         if (hdr[i] == '\0' || hdr[i] == '\n')
             hdr[i] = ' ';
-
     /* dtype */
     const char *d = npy_key(hdr, "descr");
     if (!d)
@@ -136,7 +138,7 @@ cask_status knn_npy_read(FILE *f, const char *name, const char *prefix, size_t n
     char order = descr[0];
     const char *kind = (order == '<' || order == '>' || order == '=' || order == '|')
                            ? descr + 1 : descr;
-    size_t item;
+    size_t item = 0;
     if (strcmp(kind, "f8") == 0)
         item = 8;
     else if (strcmp(kind, "f4") == 0)
@@ -204,16 +206,85 @@ cask_status knn_npy_read(FILE *f, const char *name, const char *prefix, size_t n
              "%s: shape (%s%s) is not supported: need (N, 2), columns latitude and "
              "longitude", name, shape, ndim == 1 ? "," : "");
     }
-    long long n = dims[0];
-    if (n == 0)
+    h->n = dims[0];
+    h->item = item;
+    h->fortran = fortran;
+    h->swap = swap;
+    if (h->n == 0)
         FAIL(CASK_ERR_FORMAT, "%s: no data rows (shape (0, 2))", name);
+done:
+    free(hdr);
+    return st;
+#undef FAIL
+#undef SHORT_OR_IO
+}
+
+void knn_npy_fix_rows(void *dst, const void *tmp, int64_t rows, int64_t col_stride,
+                      size_t item, int swap, int fortran)
+{
+    size_t count = (size_t)rows * 2;
+    if (fortran) { /* columns (all latitudes, then all longitudes) -> interleaved rows */
+        for (int64_t i = 0; i < rows; i++) {
+            if (item == 8) {
+                ((double *)dst)[2 * i] = ((const double *)tmp)[i];
+                ((double *)dst)[2 * i + 1] = ((const double *)tmp)[col_stride + i];
+            } else {
+                ((float *)dst)[2 * i] = ((const float *)tmp)[i];
+                ((float *)dst)[2 * i + 1] = ((const float *)tmp)[col_stride + i];
+            }
+        }
+    }
+    if (swap)
+        bswap_n(dst, count, item);
+}
+
+cask_status knn_npy_check_rows(const char *name, knn_points *p, int64_t base,
+                               const knn_read_opts *opts, char *err, size_t errlen)
+{
+    for (int64_t i = 0; i < p->n; i++) {
+        double lat, lon, lon0;
+        char why[160];
+        knn_points_get(p, i, &lat, &lon);
+        lon0 = lon;
+        int bad = knn_point_check(lat, &lon, opts->degrees, !p->f64, opts->wrap, why,
+                                  sizeof why);
+        if (bad)
+            return knn_errorf(CASK_ERR_FORMAT, err, errlen,
+                              "%s: row %lld (index %lld), column %d '%s': %s", name,
+                              (long long)(base + i + 1), (long long)(base + i), bad,
+                              bad == 1 ? "lat" : "lon", why);
+        if (lon != lon0) {
+            if (p->f64)
+                ((double *)p->data)[2 * i + 1] = lon;
+            else
+                ((float *)p->data)[2 * i + 1] = (float)lon;
+        }
+    }
+    return CASK_OK;
+}
+
+cask_status knn_npy_read(FILE *f, const char *name, const char *prefix, size_t nprefix,
+                         const knn_read_opts *opts, const knn_alloc *alloc,
+                         knn_points *out, char *err, size_t errlen)
+{
+    knn_npy_header h;
+    char *tmp = NULL;
+    memset(out, 0, sizeof *out);
+    cask_status st = knn_npy_parse_header(f, name, prefix, nprefix, &h, err, errlen);
+    if (st)
+        return st;
+    /* the header parser consumed the prefix and the header; the data follow in f */
+    npy_reader r = {f, NULL, 0, 0, 0};
+    long long n = h.n;
+    size_t item = h.item;
+#define FAIL(code, ...) do { st = knn_errorf(code, err, errlen, __VA_ARGS__); goto done; } while (0)
     if ((st = knn_points_alloc(n, item == 8, opts->degrees, alloc, out)))
         FAIL(st, "%s: cannot allocate %lld points", name, n);
 
     /* data */
     size_t count = (size_t)n * 2, bytes = count * item;
     void *dst = out->data;
-    if (fortran) {
+    if (h.fortran) {
         tmp = malloc(bytes);
         if (!tmp)
             FAIL(CASK_ERR_NOMEM, "%s: out of memory", name);
@@ -227,50 +298,19 @@ cask_status knn_npy_read(FILE *f, const char *name, const char *prefix, size_t n
              "%s: truncated .npy file: the header says %lld rows (%zu bytes of data) but "
              "only %zu bytes follow", name, n, bytes, got);
     }
-    if (swap)
-        bswap_n(dst, count, item);
-    if (fortran) { /* columns (all latitudes, then all longitudes) -> interleaved rows */
-        for (size_t i = 0; i < (size_t)n; i++) {
-            if (item == 8) {
-                ((double *)out->data)[2 * i] = ((double *)tmp)[i];
-                ((double *)out->data)[2 * i + 1] = ((double *)tmp)[n + i];
-            } else {
-                ((float *)out->data)[2 * i] = ((float *)tmp)[i];
-                ((float *)out->data)[2 * i + 1] = ((float *)tmp)[n + i];
-            }
-        }
-    }
-
-    for (long long i = 0; i < n; i++) {
-        double lat, lon, lon0;
-        char why[160];
-        knn_points_get(out, i, &lat, &lon);
-        lon0 = lon;
-        int bad = knn_point_check(lat, &lon, opts->degrees, item == 4, opts->wrap, why,
-                                  sizeof why);
-        if (bad)
-            FAIL(CASK_ERR_FORMAT, "%s: row %lld (index %lld), column %d '%s': %s", name,
-                 i + 1, i, bad, bad == 1 ? "lat" : "lon", why);
-        if (lon != lon0) {
-            if (item == 8)
-                ((double *)out->data)[2 * i + 1] = lon;
-            else
-                ((float *)out->data)[2 * i + 1] = (float)lon;
-        }
-    }
+    knn_npy_fix_rows(out->data, tmp, n, n, item, h.swap, h.fortran);
+    st = knn_npy_check_rows(name, out, 0, opts, err, errlen);
 #undef FAIL
-#undef SHORT_OR_IO
 
 done:
     if (st)
         knn_points_free(out);
     free(tmp);
-    free(hdr);
     return st;
 }
 
-cask_status knn_npy_write(FILE *f, const char *name, const int32_t *index,
-                          const float *dist, int64_t n, char *err, size_t errlen)
+cask_status knn_npy_write_header(FILE *f, const char *name, int64_t n, char *err,
+                                 size_t errlen)
 {
     char hdr[128];
     int hl = snprintf(hdr + 10, sizeof hdr - 10,
@@ -284,8 +324,14 @@ cask_status knn_npy_write(FILE *f, const char *name, const int32_t *index,
     hdr[8] = (char)((padded - 10) & 0xff);
     hdr[9] = (char)((padded - 10) >> 8);
     if (fwrite(hdr, 1, padded, f) != padded)
-        goto fail;
+        return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
+                          strerror(errno));
+    return CASK_OK;
+}
 
+cask_status knn_npy_write_rows(FILE *f, const char *name, const int32_t *index,
+                               const float *dist, int64_t n, char *err, size_t errlen)
+{
     enum { ROWS = 1 << 13 };
     double buf[2 * ROWS];
     for (int64_t i = 0; i < n; i += ROWS) {
@@ -299,10 +345,15 @@ cask_status knn_npy_write(FILE *f, const char *name, const int32_t *index,
             buf[2 * j + 1] = v[1];
         }
         if (fwrite(buf, sizeof(double), (size_t)(2 * k), f) != (size_t)(2 * k))
-            goto fail;
+            return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
+                              strerror(errno));
     }
     return CASK_OK;
-fail:
-    return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
-                      strerror(errno));
+}
+
+cask_status knn_npy_write(FILE *f, const char *name, const int32_t *index,
+                          const float *dist, int64_t n, char *err, size_t errlen)
+{
+    cask_status st = knn_npy_write_header(f, name, n, err, errlen);
+    return st ? st : knn_npy_write_rows(f, name, index, dist, n, err, errlen);
 }

@@ -62,4 +62,25 @@ static inline cask_task_desc knn_task_desc(cask_kernel *kern, const cask_access 
     return d;
 }
 
+/* Observation rows per task when --chunk is not given: about 8 tasks per CPU worker, or
+ * 16 per GPU (4 streams x 2, so copies overlap compute), at least 1024 rows, a multiple
+ * of 256, and small enough that a chunk's buffers stay under 256 MiB. */
+static inline int64_t knn_default_chunk(int64_t n, int64_t ref_chunks, int obs_f64,
+                             const cask_runtime_info *info)
+{
+    int64_t tasks = info->ngpus > 0 ? 16 * (int64_t)info->ngpus
+                                    : 8 * (int64_t)(info->ncpu_workers > 0
+                                                        ? info->ncpu_workers : 1);
+    int64_t c = (n + tasks - 1) / tasks;
+    int64_t row_bytes = 2 * (obs_f64 ? 8 : 4) + 8 +
+                        (ref_chunks > 1 ? ref_chunks * (int64_t)sizeof(cask_knn_best) : 0);
+    int64_t cap = ((int64_t)256 << 20) / row_bytes;
+    if (c < 1024)
+        c = 1024;
+    if (c > cap)
+        c = cap;
+    c = (c + 255) / 256 * 256;
+    return c < n ? c : n;
+}
+
 #endif

@@ -22,18 +22,24 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cask/cask.h"
 #include "check.h"
 #include "generate.h"
+#include "knn_chunks.h"
 #include "knn_dist.h"
 #include "knn_graph.h"
+#include "main_stream.h"
 #include "points.h"
 #include "write_par.h"
 
 enum { EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_CHECK = 3 };
 enum { CASK_MAX_GPUS_APP = 64 };
+/* A CSV observation file larger than this is streamed unless --no-stream (it is scanned
+ * anyway to count its rows, so it is not read twice for nothing). */
+#define KNN_CSV_STREAM_BYTES ((long long)256 << 20)
 
 typedef struct options {
     const char *obs_path, *ref_path, *out_path, *dot_path;
@@ -48,6 +54,8 @@ typedef struct options {
     int km;
     int64_t check;
     int repeat;
+    int stream;        /* -1 auto, 0 off, 1 on */
+    int64_t window;    /* observation rows per streamed window */
 } options;
 
 static const char *prog = "cask-knn";
@@ -83,6 +91,9 @@ static void usage(FILE *f)
 "                          the relative error passes 1e-6 (chosen reference) or 1e-5\n"
 "                          (reported distance)\n"
 "  --dot FILE              write the task graph in Graphviz dot\n"
+"  --stream, --no-stream   read observations and write results window by window\n"
+"                          (default: when the file has more rows than a window)\n"
+"  --window ROWS           observation rows per streamed window (default 2^24)\n"
 "  -h, --help, --version\n"
 "Counts accept powers such as 2^24. Exit status: 0 ok, 1 data or run error,\n"
 "2 usage error, 3 check failed.\n",
@@ -145,7 +156,7 @@ static void parse_args(int argc, char **argv, options *o)
     enum {
         O_OBS = 256, O_REF, O_OUT, O_LATCOL, O_LONCOL, O_RADIANS, O_WRAP, O_GENERATE,
         O_SEED, O_UNITS, O_GPUS, O_CPU_ONLY, O_THREADS, O_CHUNK, O_REF_CHUNK, O_REPEAT,
-        O_CHECK, O_DOT, O_VERSION
+        O_CHECK, O_DOT, O_VERSION, O_STREAM, O_NO_STREAM, O_WINDOW
     };
     static const struct option longs[] = {
         {"obs", required_argument, 0, O_OBS},
@@ -166,6 +177,9 @@ static void parse_args(int argc, char **argv, options *o)
         {"repeat", required_argument, 0, O_REPEAT},
         {"check", required_argument, 0, O_CHECK},
         {"dot", required_argument, 0, O_DOT},
+        {"stream", no_argument, 0, O_STREAM},
+        {"no-stream", no_argument, 0, O_NO_STREAM},
+        {"window", required_argument, 0, O_WINDOW},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
@@ -176,6 +190,8 @@ static void parse_args(int argc, char **argv, options *o)
     o->gpus = -2;
     o->km = 1;
     o->repeat = 1;
+    o->stream = -1;
+    o->window = (int64_t)1 << 24;
     opterr = 0;
     for (;;) {
         int c = getopt_long(argc, argv, "+:qh", longs, NULL);
@@ -251,6 +267,9 @@ static void parse_args(int argc, char **argv, options *o)
             break;
         }
         case O_CHECK: o->check = need_count("--check", optarg, 1); break;
+        case O_STREAM: o->stream = 1; break;
+        case O_NO_STREAM: o->stream = 0; break;
+        case O_WINDOW: o->window = need_count("--window", optarg, 1); break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -278,6 +297,10 @@ static void parse_args(int argc, char **argv, options *o)
         if (!o->obs_path || !o->ref_path)
             usage_error("give --obs FILE and --ref FILE, or --generate N M");
     }
+    if (o->stream == 1 && o->generate)
+        usage_error("--stream reads an observation file: not with --generate");
+    if (o->stream == 1 && (o->repeat > 1 || o->dot_path))
+        usage_error("--repeat and --dot apply to the in-memory path, not to --stream");
     if (o->cpu_only && o->gpus != -2)
         usage_error("--cpu-only and --gpus exclude each other");
     if (o->cpu_only)
@@ -325,27 +348,6 @@ static void arm_cleanup(const char *tmp_path)
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGHUP, on_signal);
-}
-
-/* Observation rows per task when --chunk is not given: about 8 tasks per CPU worker, or
- * 16 per GPU (4 streams x 2, so copies overlap compute), at least 1024 rows, a multiple
- * of 256, and small enough that a chunk's buffers stay under 256 MiB. */
-static int64_t default_chunk(int64_t n, int64_t ref_chunks, int obs_f64,
-                             const cask_runtime_info *info)
-{
-    int64_t tasks = info->ngpus > 0 ? 16 * (int64_t)info->ngpus
-                                    : 8 * (int64_t)(info->ncpu_workers > 0
-                                                        ? info->ncpu_workers : 1);
-    int64_t c = (n + tasks - 1) / tasks;
-    int64_t row_bytes = 2 * (obs_f64 ? 8 : 4) + 8 +
-                        (ref_chunks > 1 ? ref_chunks * (int64_t)sizeof(cask_knn_best) : 0);
-    int64_t cap = ((int64_t)256 << 20) / row_bytes;
-    if (c < 1024)
-        c = 1024;
-    if (c > cap)
-        c = cap;
-    c = (c + 255) / 256 * 256;
-    return c < n ? c : n;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -420,6 +422,32 @@ int main(int argc, char **argv)
             arm_cleanup(out.tmp_path);
     }
 
+    /* ---- streamed: observations with more rows than a window, one process (a CSV
+     * file is streamed when it is larger than KNN_CSV_STREAM_BYTES, or with --stream) */
+    knn_read_opts ro = {o.lat_col, o.lon_col, !o.radians, o.wrap};
+    if (!failed && !o.generate && nranks == 1 && o.stream != 0 && o.repeat == 1 &&
+        !o.dot_path) {
+        int npy = knn_file_has_npy_magic(o.obs_path), try_it = o.stream == 1 || npy;
+        struct stat sb;
+        if (!npy && !try_it && stat(o.obs_path, &sb) == 0 && sb.st_size > KNN_CSV_STREAM_BYTES)
+            try_it = 1;
+        knn_obs_source src;
+        if (!try_it) {
+        } else if (knn_obs_source_open(o.obs_path, &ro, o.window, &src, err, sizeof err)) {
+            failed = 1;
+        } else if (o.stream == 1 || src.n > o.window || !npy) {
+            knn_stream_main_args sa = {
+                prog, rt, &info, &kernels, &alloc, &src, o.ref_path, ro, &ref, &out,
+                o.window, o.chunk, o.ref_chunk, scale, o.quiet, o.check};
+            rc = knn_stream_main(&sa);
+            knn_obs_source_close(&src);
+            tmp_armed = 0;
+            goto done;
+        } else {
+            knn_obs_source_close(&src);
+        }
+    }
+
     /* ---- load ---- */
     double t0 = now_s();
     if (failed) {
@@ -436,7 +464,6 @@ int main(int argc, char **argv)
             failed = knn_generate_tasks(rt, o.seed, &obs, &ref, gchunk, err, sizeof err) != 0;
         }
     } else {
-        knn_read_opts ro = {o.lat_col, o.lon_col, !o.radians, o.wrap};
         failed = knn_points_read(o.obs_path, &ro, &alloc, &obs, err, sizeof err) ||
                  knn_points_read(o.ref_path, &ro, &alloc, &ref, err, sizeof err);
     }
@@ -468,7 +495,7 @@ int main(int argc, char **argv)
         int64_t nrefc = (ref.n + plan.ref_chunk - 1) / plan.ref_chunk;
         /* with P ranks, each rank's share is cut as one process would cut its input */
         chunk = o.chunk ? o.chunk
-                        : default_chunk((obs.n + nranks - 1) / nranks, nrefc, obs.f64, &info);
+                        : knn_default_chunk((obs.n + nranks - 1) / nranks, nrefc, obs.f64, &info);
     }
     /* Every rank must build the same graph: the smallest proposed chunk wins. */
     int first_failed;

@@ -57,9 +57,55 @@ cask_status knn_points_read(const char *name, const knn_read_opts *opts,
 cask_status knn_csv_read(FILE *f, const char *name, const char *prefix, size_t nprefix,
                          const knn_read_opts *opts, const knn_alloc *alloc,
                          knn_points *out, char *err, size_t errlen);
+/* Where the windows of a CSV point file start, from one scan (knn_csv_scan). */
+typedef struct knn_csv_index {
+    int64_t n;                /* data rows */
+    int64_t every;            /* rows per window */
+    int64_t nwin;             /* windows: window w holds rows w * every .. */
+    long long *off, *line;    /* per window: file offset and line of its first row */
+    int ncols, lat_col, lon_col;
+    char *lat_name, *lon_name;
+} knn_csv_index;
+
+/* Reads the CSV file f from its start once, checking every row as knn_csv_read does
+ * (same messages) without keeping the values: counts the rows and notes where each
+ * window of `every` rows starts. Free idx with knn_csv_index_free. */
+cask_status knn_csv_scan(FILE *f, const char *name, const knn_read_opts *opts, int64_t every,
+                         knn_csv_index *idx, char *err, size_t errlen);
+/* Reads the `rows` rows of window win (rows <= every; the last may be shorter) into dst
+ * (rows x 2 doubles, latitude and longitude), seeking f to where the window starts. */
+cask_status knn_csv_read_window(FILE *f, const char *name, const knn_read_opts *opts,
+                                const knn_csv_index *idx, int64_t win, int64_t rows,
+                                double *dst, char *err, size_t errlen);
+void knn_csv_index_free(knn_csv_index *idx);
+
 cask_status knn_npy_read(FILE *f, const char *name, const char *prefix, size_t nprefix,
                          const knn_read_opts *opts, const knn_alloc *alloc,
                          knn_points *out, char *err, size_t errlen);
+
+/* The header of a .npy point file: rows, item size (4 or 8), layout, where data start. */
+typedef struct knn_npy_header {
+    int64_t n;
+    size_t item;
+    int fortran;          /* columns stored one after the other */
+    int swap;             /* byte order differs from this machine's */
+    int64_t data_offset;  /* bytes from the start of the file */
+} knn_npy_header;
+
+/* Reads and checks the magic and header of a .npy point file (prefix as above); f is
+ * left at the first data byte. The same messages as knn_npy_read. */
+cask_status knn_npy_parse_header(FILE *f, const char *name, const char *prefix,
+                                 size_t nprefix, knn_npy_header *h, char *err,
+                                 size_t errlen);
+/* Turns rows as read from the file into interleaved native values in dst: for a
+ * Fortran-order file, tmp holds `rows` latitudes then, col_stride items further, the
+ * longitudes; otherwise tmp is unused and dst holds the rows as read. */
+void knn_npy_fix_rows(void *dst, const void *tmp, int64_t rows, int64_t col_stride,
+                      size_t item, int swap, int fortran);
+/* Checks (and, with opts->wrap, wraps) the n points of p, which are rows base.. of file
+ * name: the messages of knn_npy_read name the row in the file. */
+cask_status knn_npy_check_rows(const char *name, knn_points *p, int64_t base,
+                               const knn_read_opts *opts, char *err, size_t errlen);
 
 /* Allocates an empty point set of n points (contents undefined). */
 cask_status knn_points_alloc(int64_t n, int f64, int degrees, const knn_alloc *alloc,
@@ -96,6 +142,13 @@ cask_status knn_csv_write(FILE *f, const char *name, const int32_t *index,
                           const float *dist, int64_t n, char *err, size_t errlen);
 cask_status knn_npy_write(FILE *f, const char *name, const int32_t *index,
                           const float *dist, int64_t n, char *err, size_t errlen);
+
+/* knn_npy_write in two pieces, for writers that stream: the header of an (n, 2) array,
+ * then rows (index[0], dist[0] first), appended; call rows until n rows are out. */
+cask_status knn_npy_write_header(FILE *f, const char *name, int64_t n, char *err,
+                                 size_t errlen);
+cask_status knn_npy_write_rows(FILE *f, const char *name, const int32_t *index,
+                               const float *dist, int64_t n, char *err, size_t errlen);
 
 /* The pieces of knn_csv_write, for writers that format in parallel: the header line,
  * and rows first .. first+n-1 (index[0] and dist[0] belong to row first) formatted into

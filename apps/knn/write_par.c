@@ -72,6 +72,14 @@ cask_status knn_csv_write_tasks(cask_runtime *rt, FILE *f, const char *name,
                                 const int32_t *index, const float *dist, int64_t n,
                                 int nworkers, char *err, size_t errlen)
 {
+    return knn_csv_write_tasks_at(rt, f, name, index, dist, 0, n, 1, nworkers, err, errlen);
+}
+
+cask_status knn_csv_write_tasks_at(cask_runtime *rt, FILE *f, const char *name,
+                                   const int32_t *index, const float *dist, int64_t first,
+                                   int64_t n, int header, int nworkers, char *err,
+                                   size_t errlen)
+{
     int T = 4 * (nworkers > 0 ? nworkers : 1);
     if (T > 128)
         T = 128;
@@ -104,7 +112,7 @@ cask_status knn_csv_write_tasks(cask_runtime *rt, FILE *f, const char *name,
     kd.cpu = fmt_cpu;
     if ((st = cask_kernel_register(rt, &kd, &kern)))
         goto done;
-    if (fputs(KNN_CSV_HEADER, f) == EOF) {
+    if (header && fputs(KNN_CSV_HEADER, f) == EOF) {
         io_error = 1;
         io_errno = errno;
         goto done;
@@ -118,7 +126,7 @@ cask_status knn_csv_write_tasks(cask_runtime *rt, FILE *f, const char *name,
             if ((st = cask_graph_create(rt, &now->g)))
                 goto done;
             for (int t = 0; t < T && row < n; t++, row += ROWS) {
-                fmt_args a = {row, n - row < ROWS ? n - row : ROWS};
+                fmt_args a = {first + row, n - row < ROWS ? n - row : ROWS};
                 cask_data **in = &now->in[2 * t];
                 now->ntasks = t + 1;
                 if ((st = cask_data_register(rt, (void *)(index + row),

@@ -16,4 +16,12 @@ cask_status knn_csv_write_tasks(cask_runtime *rt, FILE *f, const char *name,
                                 const int32_t *index, const float *dist, int64_t n,
                                 int nworkers, char *err, size_t errlen);
 
+/* The same for rows first .. first+n-1 (index[0] and dist[0] belong to row first),
+ * appended to f, with the header line only if header is set: a streamed result is
+ * written window by window with the bytes of one knn_csv_write_tasks call. */
+cask_status knn_csv_write_tasks_at(cask_runtime *rt, FILE *f, const char *name,
+                                   const int32_t *index, const float *dist, int64_t first,
+                                   int64_t n, int header, int nworkers, char *err,
+                                   size_t errlen);
+
 #endif

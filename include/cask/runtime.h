@@ -41,7 +41,9 @@ enum cask_config_field {
     CASK_CONFIG_TRACE_PATH    = 1u << 8,
     CASK_CONFIG_STATS         = 1u << 9,
     CASK_CONFIG_PROGRESS      = 1u << 10,
-    CASK_CONFIG_DASHBOARD     = 1u << 11
+    CASK_CONFIG_DASHBOARD     = 1u << 11,
+    CASK_CONFIG_HOST_MEM_LIMIT = 1u << 12,
+    CASK_CONFIG_SPILL_DIR     = 1u << 13
 };
 
 /* Runtime configuration. For each field: the value given here if its bit is set in
@@ -74,6 +76,17 @@ typedef struct cask_config {
                                  taken port: the next free one). CASK_DASHBOARD.
                                  Default: none. Copied. Ignored, with a warning, by a
                                  build without libmicrohttpd. */
+    size_t host_mem_limit;    /* bytes of host memory the runtime's own chunk buffers
+                                 (handles from cask_data_create) may hold; past it, the
+                                 least recently used ones that no running task or acquire
+                                 holds are written to files in spill_dir by I/O threads
+                                 and read back when needed. Registered user memory is
+                                 never spilled and not counted. 0 = no limit, no
+                                 spilling. CASK_HOST_MEM_LIMIT (suffixes K, M, G, T). */
+    const char *spill_dir;    /* where spill files go: a per-run folder
+                                 cask-spill-PID-XXXXXX is made in it, removed at shutdown
+                                 (leftovers of dead runs are removed at start). Copied.
+                                 CASK_SPILL_DIR. Default: $TMPDIR, else /tmp. */
 } cask_config;
 
 /* Describes a started runtime. */
@@ -127,6 +140,19 @@ cask_status cask_runtime_nworkers(const cask_runtime *rt, int *n);
 cask_status cask_runtime_stats(const cask_runtime *rt, cask_worker_stats *stats, int n);
 /* Zeroes all counters. Call only while no graph runs. */
 cask_status cask_runtime_stats_reset(cask_runtime *rt);
+
+/* Host memory of the runtime's own chunk buffers and spilling (config host_mem_limit). */
+typedef struct cask_host_mem_stats {
+    size_t limit;              /* 0: no limit (the rest is then 0) */
+    size_t used, peak;         /* counted bytes now, the most at any time */
+    uint64_t spill_writes;     /* chunks written to spill files */
+    uint64_t spill_reads;      /* chunks read back */
+    uint64_t spill_drops;      /* chunks dropped without a write (a copy was elsewhere) */
+    uint64_t tasks_deferred;   /* CPU tasks that waited for read-backs off their worker */
+} cask_host_mem_stats;
+
+/* Fills *out. Exact once no graph runs. Thread safe. */
+cask_status cask_runtime_host_mem(cask_runtime *rt, cask_host_mem_stats *out);
 
 /* Allocates host memory suited for fast, asynchronous copies to and from GPUs (pinned
  * when GPUs are in use, plain aligned memory otherwise). Free with cask_host_free.

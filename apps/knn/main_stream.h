@@ -1,0 +1,31 @@
+/* main_stream.h: the streamed path of cask-knn's main (one process, .npy observations
+ * larger than a window): load the references, run knn_stream_run, check the sampled
+ * rows, commit the output, print the summary. */
+#ifndef KNN_MAIN_STREAM_H
+#define KNN_MAIN_STREAM_H
+
+#include "cask/cask.h"
+#include "stream.h"
+
+typedef struct knn_stream_main_args {
+    const char *prog;
+    cask_runtime *rt;
+    const cask_runtime_info *info;
+    const cask_knn_kernels *kernels;
+    const knn_alloc *alloc;
+    knn_obs_source *obs;       /* open */
+    const char *ref_path;
+    knn_read_opts ro;
+    knn_points *ref;           /* filled here; the caller frees it */
+    knn_outfile *out;          /* out->f NULL: no output; committed here on success */
+    int64_t window, chunk, ref_chunk;   /* chunk, ref_chunk: 0 = default */
+    double scale;
+    int quiet;
+    int64_t check;
+} knn_stream_main_args;
+
+/* Returns cask-knn's exit status (0, 1 data or run error, 3 check failed); messages on
+ * stderr. */
+int knn_stream_main(const knn_stream_main_args *a);
+
+#endif

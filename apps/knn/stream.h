@@ -1,0 +1,104 @@
+/* stream.h: cask-knn over observation files larger than memory. The observations of a
+ * .npy file are read window by window by offset (npy_source.c), searched by the task
+ * graph of knn_graph.h built once per window size, and the results of each window are
+ * appended to the output file while the next window computes: two windows of buffers in
+ * all, so memory stays flat however many rows the file has. The output bytes are those
+ * of the in-memory path. */
+#ifndef KNN_STREAM_H
+#define KNN_STREAM_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "cask/cask.h"
+#include "knn_graph.h"
+#include "points.h"
+
+/* A .npy point file open for reading rows by offset. */
+typedef struct knn_npy_source {
+    int fd;
+    const char *name;       /* not copied */
+    knn_npy_header h;
+    knn_read_opts opts;
+} knn_npy_source;
+
+/* 1 if the file at path starts with the .npy magic (0 if not, or if it cannot be read:
+ * the ordinary reader then reports why). */
+int knn_file_has_npy_magic(const char *path);
+
+/* Opens name, parses and checks its header and that the file holds all the rows it
+ * announces. CASK_ERR_IO, CASK_ERR_FORMAT (messages as knn_npy_read), CASK_ERR_NOMEM. */
+cask_status knn_npy_source_open(const char *name, const knn_read_opts *opts,
+                                knn_npy_source *s, char *err, size_t errlen);
+/* Reads rows first .. first+n-1 into dst->data (room for n rows of the file's item
+ * size, dst->f64 matching it), converts byte order and layout, and checks every value
+ * (a bad one is named by its row in the file). Sets dst->n and dst->degrees. Thread
+ * safe for distinct dst (pread). */
+cask_status knn_npy_source_read(knn_npy_source *s, int64_t first, int64_t n,
+                                knn_points *dst, char *err, size_t errlen);
+void knn_npy_source_close(knn_npy_source *s);
+
+/* Observations to stream: a .npy file (read by any row range, from several threads at
+ * once) or a CSV file (scanned once at open for where each window starts, then read a
+ * whole window at a time, in order). */
+typedef struct knn_obs_source {
+    const char *name;          /* not copied */
+    int64_t n;
+    int f64, degrees;
+    int by_range;              /* 1: .npy, any range; 0: CSV, whole windows */
+    int64_t window;            /* CSV: rows per window (reads start at multiples) */
+    knn_npy_source npy;
+    FILE *csv;
+    knn_csv_index idx;
+    knn_read_opts opts;
+} knn_obs_source;
+
+/* Opens name (.npy by its magic, else CSV: scanned and checked whole now, keeping only
+ * where windows of `window` rows start). Errors as knn_points_read's. */
+cask_status knn_obs_source_open(const char *name, const knn_read_opts *opts, int64_t window,
+                                knn_obs_source *s, char *err, size_t errlen);
+/* Rows first .. first+n-1 into dst (room for n rows; f64 as the source's). For a CSV
+ * source first is a multiple of the window and n the window's rows. */
+cask_status knn_obs_source_read(knn_obs_source *s, int64_t first, int64_t n,
+                                knn_points *dst, char *err, size_t errlen);
+void knn_obs_source_close(knn_obs_source *s);
+
+typedef struct knn_stream_cfg {
+    knn_obs_source *obs;       /* open */
+    const knn_points *ref;     /* loaded */
+    int64_t window;            /* observation rows per window (> 0) */
+    knn_plan plan;             /* chunk sizes for a full window */
+    FILE *out;                 /* NULL: no output */
+    const char *out_name;
+    int out_npy;               /* 1: .npy rows, 0: CSV */
+    int nworkers;              /* CPU workers, sizes the CSV formatting waves */
+    int64_t check;             /* observations to sample for --check (0: none) */
+    const knn_alloc *alloc;    /* window buffers (pinned host memory) */
+} knn_stream_cfg;
+
+typedef struct knn_stream_result {
+    int64_t windows;
+    double t_first_load;       /* reading the first window */
+    double t_compute;          /* sum over windows of submit .. results in host memory */
+    double t_wait_io;          /* time the graph waited for reads/writes of other windows */
+    double t_total;
+    int64_t obs_chunks;        /* of a full window */
+    int64_t ref_chunks;
+    size_t ntasks;             /* of a full window's graph */
+    /* --check samples: observations chosen as knn_check chooses them among all rows,
+     * gathered while streaming (rows[s] is the file row of sample s) */
+    knn_points sample_obs;
+    int32_t *sample_index;
+    float *sample_dist;
+    int64_t *sample_rows;
+    int64_t nsamples;
+} knn_stream_result;
+
+/* Runs the search over every row of cfg->obs and appends the results to cfg->out (whose
+ * header this writes). On failure the message is in err; the output is then partial
+ * (the caller removes it). Free res with knn_stream_result_free. */
+cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
+                           const knn_stream_cfg *cfg, knn_stream_result *res, char *err,
+                           size_t errlen);
+void knn_stream_result_free(knn_stream_result *res);
+
+#endif

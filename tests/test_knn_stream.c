@@ -1,0 +1,229 @@
+/* test_knn_stream.c: cask-knn's streamed path (apps/knn/stream.c). Runs the built
+ * binaries (paths in $CASK_KNN and $CASK_KNN_GEN): the streamed output is byte for byte
+ * the in-memory one (.npy and CSV, several window sizes, a ragged last window), and the
+ * peak resident memory of a streamed run stays flat when the number of observations
+ * doubles (2^22 -> 2^23), where the in-memory path's grows. */
+#include <criterion/criterion.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char dir[64];
+
+static const char *env_path(const char *var)
+{
+    const char *p = getenv(var);
+    cr_assert(p && *p, "set %s", var);
+    return p;
+}
+
+static void setup(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/knn_stream_XXXXXX");
+    cr_assert(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd)) {
+    }
+}
+
+/* Runs argv (NULL-terminated), stdout/stderr to dir/log; returns the exit status and
+ * the child's peak resident set in KiB (ru_maxrss of wait4, the VmHWM of the child). */
+static int run(char *const argv[], long *maxrss_kib)
+{
+    char log[128];
+    snprintf(log, sizeof log, "%s/log", dir);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        if (!freopen(log, "a", stderr) || !freopen(log, "a", stdout))
+            _exit(126);
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    int status;
+    struct rusage ru;
+    cr_assert(wait4(pid, &status, 0, &ru) == pid);
+    if (maxrss_kib)
+        *maxrss_kib = ru.ru_maxrss;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+static void gen(const char *set, const char *rows, const char *name)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    char *argv[] = {(char *)env_path("CASK_KNN_GEN"), "--rows", (char *)rows, "--seed", "7",
+                    "--set", (char *)set, path, NULL};
+    cr_assert_eq(run(argv, NULL), 0, "cask-knn-gen %s %s", set, rows);
+}
+
+/* cask-knn --obs OBS --ref ref.npy --out OUT --cpu-only -q MODE [extra...] */
+static int knn(const char *obs, const char *out, const char *mode, const char *x1,
+               const char *x2, long *rss)
+{
+    char o[128], r[128], w[128];
+    snprintf(o, sizeof o, "%s/%s", dir, obs);
+    snprintf(r, sizeof r, "%s/ref.npy", dir);
+    snprintf(w, sizeof w, "%s/%s", dir, out);
+    char *argv[16] = {(char *)env_path("CASK_KNN"), "--obs", o, "--ref", r, "--out", w,
+                      "--cpu-only", "-q", (char *)mode};
+    int k = 10;
+    if (x1)
+        argv[k++] = (char *)x1;
+    if (x2)
+        argv[k++] = (char *)x2;
+    argv[k] = NULL;
+    return run(argv, rss);
+}
+
+static int same_file(const char *a, const char *b)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "cmp -s %s/%s %s/%s", dir, a, dir, b);
+    return system(cmd) == 0;
+}
+
+TestSuite(knn_stream, .init = setup, .fini = teardown, .timeout = 600);
+
+Test(knn_stream, output_identical_to_in_memory)
+{
+    gen("obs", "100003", "obs.npy");
+    gen("ref", "300", "ref.npy");
+    cr_assert_eq(knn("obs.npy", "mem.npy", "--no-stream", NULL, NULL, NULL), 0);
+    cr_assert_eq(knn("obs.npy", "mem.csv", "--no-stream", NULL, NULL, NULL), 0);
+    const char *windows[] = {"1000", "65536", "100003", "200000"};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(knn("obs.npy", "s.npy", "--stream", "--window", windows[i], NULL), 0);
+        cr_assert(same_file("mem.npy", "s.npy"), ".npy output differs, window %s", windows[i]);
+        cr_assert_eq(knn("obs.npy", "s.csv", "--stream", "--window", windows[i], NULL), 0);
+        cr_assert(same_file("mem.csv", "s.csv"), "CSV output differs, window %s", windows[i]);
+    }
+    /* several reference chunks (partial searches and merges) per window */
+    cr_assert_eq(knn("obs.npy", "s.npy", "--window", "30000", "--ref-chunk=64", NULL), 0);
+    cr_assert(same_file("mem.npy", "s.npy"), ".npy output differs with --ref-chunk 64");
+}
+
+/* A CSV file of n rows with the awkward parts: CRLF, a BOM, blank lines, quoted fields
+ * with commas, doubled quotes and newlines, extra columns; row bad_row (1-based, 0:
+ * none) gets latitude 95. */
+static void write_csv(const char *name, int n, int bad_row)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    fputs("\xEF\xBB\xBFid,\"Lat\",name,lon\r\n", f);
+    uint64_t x = 12345;
+    for (int i = 0; i < n; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double lat = (double)(x >> 11) / 9007199254740992.0 * 180.0 - 90.0;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        double lon = (double)(x >> 11) / 9007199254740992.0 * 360.0 - 180.0;
+        if (i % 1000 == 7)
+            fputs("\r\n", f);
+        if (i + 1 == bad_row)
+            lat = 95;
+        if (i % 777 == 0)
+            fprintf(f, "%d,%.17g,\"multi\nline, \"\"q\"\"\",%.17g\r\n", i, lat, lon);
+        else
+            fprintf(f, "%d,%.17g,x%d,%.17g\r\n", i, lat, i, lon);
+    }
+    fclose(f);
+}
+
+static char *read_log(void)
+{
+    static char buf[8192];
+    char log[128];
+    snprintf(log, sizeof log, "%s/log", dir);
+    FILE *f = fopen(log, "r");
+    cr_assert(f);
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    unlink(log);
+    return buf;
+}
+
+Test(knn_stream, csv_input_scanned_once_identical_output)
+{
+    write_csv("obs.csv", 30011, 0);
+    gen("ref", "200", "ref.npy");
+    cr_assert_eq(knn("obs.csv", "mem.npy", "--no-stream", NULL, NULL, NULL), 0);
+    cr_assert_eq(knn("obs.csv", "mem.csv", "--no-stream", NULL, NULL, NULL), 0);
+    const char *windows[] = {"1000", "7777", "30011", "65536"};
+    for (int i = 0; i < 4; i++) {
+        cr_assert_eq(knn("obs.csv", "s.npy", "--stream", "--window", windows[i], NULL), 0,
+                     "%s", read_log());
+        cr_assert(same_file("mem.npy", "s.npy"), ".npy output differs, window %s", windows[i]);
+        cr_assert_eq(knn("obs.csv", "s.csv", "--stream", "--window", windows[i], NULL), 0);
+        cr_assert(same_file("mem.csv", "s.csv"), "CSV output differs, window %s", windows[i]);
+    }
+    /* a bad value is reported by the scan as the in-memory reader reports it */
+    write_csv("bad.csv", 30011, 20001);
+    read_log();
+    cr_assert_eq(knn("bad.csv", "m.npy", "--no-stream", NULL, NULL, NULL), 1);
+    char mem_msg[1024];
+    snprintf(mem_msg, sizeof mem_msg, "%s", read_log());
+    cr_assert_eq(knn("bad.csv", "s.npy", "--stream", "--window", "1000", NULL), 1);
+    const char *s_msg = read_log();
+    cr_assert(strstr(mem_msg, "data row 20001 (line "), "in memory: %s", mem_msg);
+    cr_assert_str_eq(s_msg, mem_msg);
+}
+
+Test(knn_stream, bad_row_named_by_file_row)
+{
+    /* a latitude of 95 in row 70001 (index 70000) of a streamed file */
+    gen("obs", "100000", "obs.npy");
+    gen("ref", "10", "ref.npy");
+    char path[128];
+    snprintf(path, sizeof path, "%s/obs.npy", dir);
+    FILE *f = fopen(path, "r+b");
+    cr_assert(f);
+    float v = 95.0f;
+    cr_assert_eq(fseek(f, 128 + 70000L * 8, SEEK_SET), 0);
+    cr_assert_eq(fwrite(&v, 4, 1, f), 1);
+    fclose(f);
+    cr_assert_eq(knn("obs.npy", "s.npy", "--stream", "--window", "4096", NULL), 1);
+    char log[128];
+    snprintf(log, sizeof log, "%s/log", dir);
+    f = fopen(log, "r");
+    char buf[4096] = {0};
+    size_t got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    cr_assert(strstr(buf, "row 70001 (index 70000), column 1 'lat'"), "log: %s", buf);
+    snprintf(path, sizeof path, "%s/s.npy", dir);
+    cr_assert(access(path, F_OK) != 0, "a failed run left its output");
+}
+
+Test(knn_stream, peak_memory_flat_when_n_doubles)
+{
+    gen("obs", "2^22", "obs22.npy");
+    gen("obs", "2^23", "obs23.npy");
+    gen("ref", "16", "ref.npy");
+    long s22, s23, m22, m23;
+    cr_assert_eq(knn("obs22.npy", "s22.npy", "--stream", "--window", "2^19", &s22), 0);
+    cr_assert_eq(knn("obs23.npy", "s23.npy", "--stream", "--window", "2^19", &s23), 0);
+    cr_assert_eq(knn("obs22.npy", "m22.npy", "--no-stream", NULL, NULL, &m22), 0);
+    cr_assert_eq(knn("obs23.npy", "m23.npy", "--no-stream", NULL, NULL, &m23), 0);
+    cr_assert(same_file("s23.npy", "m23.npy"), "streamed output differs at 2^23");
+    fprintf(stderr, "peak RSS KiB: streamed 2^22 %ld, 2^23 %ld; in memory 2^22 %ld, 2^23 %ld\n",
+            s22, s23, m22, m23);
+    /* in memory, 2^22 more rows cost 2^22 x (8 input + 8 result) bytes = 64 MiB more */
+    cr_assert_gt(m23 - m22, 48 * 1024, "the in-memory path should grow (it did not: %ld -> %ld)",
+                 m22, m23);
+    /* streamed: flat within 8 MiB of noise */
+    cr_assert_lt(s23 - s22, 8 * 1024, "streamed peak RSS grew from %ld to %ld KiB", s22, s23);
+    cr_assert_lt(s23, m23, "streaming should use less memory than the in-memory path");
+}
