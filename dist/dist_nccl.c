@@ -240,11 +240,13 @@ cask_status dist_nccl_init(cask_dist *dist)
     cask_status st = cask_runtime_query(dist->rt, &info);
     if (st)
         return st;
-    /* Opt-in for now (CASK_DIST_NCCL=1): measured on 2 H200s, cask-jacobi's halos took
-     * 4x longer by NCCL than through host memory by UCX, each transfer costing about
-     * 0.5 ms to issue on the nonblocking communicator (bench/RESULTS.md 6.5). */
+    /* On where every rank has a GPU, unless CASK_DIST_NCCL=0; whether a transfer takes
+     * it is dist_route.c's choice (a cost model: measured on 2 H200s, halos took 4x
+     * longer by NCCL than through host memory, each transfer costing about 0.5 ms to
+     * issue; bench/RESULTS.md 6.5), and dist_route_init turns it off where two ranks
+     * share a GPU. */
     const char *env = getenv("CASK_DIST_NCCL");
-    int want = info.ngpus > 0 && !info.simulated_gpus && env && !strcmp(env, "1");
+    int want = info.ngpus > 0 && !info.simulated_gpus && !(env && !strcmp(env, "0"));
     dist->nccl_device = want ? dist->local_rank % info.ngpus : -1;
     void **blobs = NULL;
     size_t *lens = NULL;
@@ -378,6 +380,7 @@ void dist_nccl_end_waiting(cask_dist_graph *g, cask_status st, const char *why)
 
 void dist_nccl_graph_free(cask_dist_graph *g)
 {
+    dist_gpux_graph_free(g);   /* before the plan's handles go */
     for (uint32_t i = 0; g->nccl_ops && i < g->nccl_here; i++)
         if (g->nccl_ops[i].ev)
             cudaEventDestroy((cudaEvent_t)g->nccl_ops[i].ev);
@@ -431,6 +434,7 @@ void dist_nccl_end_waiting(cask_dist_graph *g, cask_status st, const char *why)
 }
 void dist_nccl_graph_free(cask_dist_graph *g)
 {
+    dist_gpux_graph_free(g);
     free(g->nccl_ops);
     g->nccl_ops = NULL;
 }

@@ -103,6 +103,10 @@ static void read_config(xport_ucx *x, const xport_ucx_config *c)
     int spin_default = ncores >= 8 ? 50 : 0;
     x->spin_us = (m & XPORT_UCX_SPIN_US) ? c->spin_us
                  : env_int("CASK_UCX_SPIN_US", spin_default, 0, 1000000);
+    if (m & XPORT_UCX_THREAD_INIT) {
+        x->thread_init = c->thread_init;
+        x->thread_init_arg = c->thread_init_arg;
+    }
     if (m & XPORT_UCX_ON_PEER) {
         x->on_peer = c->on_peer_failure;
         x->on_peer_arg = c->on_peer_arg;
@@ -168,6 +172,8 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
                         ucs_status_string(s));
         goto fail;
     }
+
+    x->cuda_mem = ucx_context_cuda(x->ctx);
 
     /* SERIALIZED: never two threads in UCX at once (the progress thread while
      * connected, this thread before and after), so UCX needs no lock of its own. */
@@ -423,6 +429,21 @@ cask_status xport_ucx_am_send(xport_ucx *x, int peer, unsigned id, const void *h
                               size_t header_len, const void *data, size_t len,
                               xport_ucx_done_fn done, void *arg)
 {
+    return xport_ucx_am_send_mem(x, peer, id, header, header_len, data, len,
+                                 XPORT_UCX_MEM_HOST, done, arg);
+}
+
+int xport_ucx_cuda_memory(const xport_ucx *x)
+{
+    return x ? x->cuda_mem : 0;
+}
+
+cask_status xport_ucx_am_send_mem(xport_ucx *x, int peer, unsigned id, const void *header,
+                                  size_t header_len, const void *data, size_t len,
+                                  xport_ucx_mem mem, xport_ucx_done_fn done, void *arg)
+{
+    if (x && mem == XPORT_UCX_MEM_CUDA && !x->cuda_mem)
+        return CASK_ERR_UNSUPPORTED;
     if (!x || peer < 0 || peer >= x->size || id >= XPORT_UCX_MAX_AM ||
         header_len > XPORT_UCX_MAX_HEADER || (header_len && !header) || (len && !data))
         return CASK_ERR_INVALID;
@@ -443,6 +464,7 @@ cask_status xport_ucx_am_send(xport_ucx *x, int peer, unsigned id, const void *h
     op->arg = arg;
     op->data = data;
     op->len = len;
+    op->mem = mem;
     op->hdr_len = sizeof(ucx_wire) + header_len;
     op->hdr.w = (ucx_wire){ .src = (uint32_t)x->rank, .id = (uint16_t)id,
                             .hlen = (uint16_t)header_len };

@@ -44,7 +44,8 @@ static void usage(const char *p)
             "  --cpu-only   run every task on CPU workers\n"
             "  --blocks B   row blocks (default 2 per GPU, or 2 per CPU worker)\n"
             "  --check K    sweeps per graph, residual checked after each (default 50)\n"
-            "  --verify     compare with a serial solver at the end (small N)\n", p);
+            "  --verify     compare with a serial solver at the end (small N)\n"
+            "  --version    cask's version and the UCX it runs with\n", p);
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -53,7 +54,7 @@ static int parse(int argc, char **argv, opts *o)
     static const struct option lo[] = {
         {"n", 1, 0, 'n'}, {"iters", 1, 0, 'i'}, {"tol", 1, 0, 't'}, {"gpus", 1, 0, 'g'},
         {"cpu-only", 0, 0, 'c'}, {"blocks", 1, 0, 'b'}, {"check", 1, 0, 'k'},
-        {"verify", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"verify", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -65,6 +66,13 @@ static int parse(int argc, char **argv, opts *o)
         case 'b': o->blocks = atoi(optarg); break;
         case 'k': o->check = atoll(optarg); break;
         case 'v': o->verify = 1; break;
+        case 'V': {
+            char ucx[256];
+            cask_dist_transport_describe(ucx, sizeof ucx);
+            printf("cask-jacobi (cask %d.%d.%d)\nbetween processes: %s\n", CASK_VERSION_MAJOR,
+                   CASK_VERSION_MINOR, CASK_VERSION_PATCH, ucx);
+            exit(0);
+        }
         default: usage(argv[0]); return -1;
         }
     }

@@ -1,0 +1,162 @@
+/* dist/dist_gpux.c: chunks made on a GPU, read by a GPU task on another rank, go by UCX
+ * from GPU memory into GPU memory when every rank's UCX moves CUDA memory (the libucx
+ * wheel: cuda_ipc within a node, so NVLink between GPUs or a copy within one GPU):
+ *
+ *   gsend  a GPU task reading the chunk on this rank's GPU: once its stream has the
+ *          chunk there, posts a UCX active message from that device memory
+ *          (UCS_MEMORY_TYPE_CUDA, rendezvous) and ends when UCX is done with it;
+ *   grecv  a GPU task "writing" the slot's handle: its GPU replica was allocated and
+ *          pinned at planning (dist_gpux_pin) and is where UCX lands the chunk
+ *          (dist_on_data), so the task only waits for the landing and makes that
+ *          replica the valid one. The buffer is the same run after run: UCX's cuda_ipc
+ *          mapping cache (UCX_CUDA_IPC_CACHE) hits, and no transfer registers memory or
+ *          opens an IPC handle after the first.
+ *
+ * No byte of such a chunk passes through host memory in cask's code; where UCX itself
+ * stages (between nodes without GPUDirect), that is UCX's choice. */
+#include "dist/dist_impl.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/data_pin.h"
+#include "runtime/log.h"
+
+#if defined(CASK_HAVE_CUDA) && defined(CASK_HAVE_UCX)
+#include <cuda_runtime_api.h>
+
+static cask_status gsend_cuda(cask_task_ctx *ctx)
+{
+    dist_send *s = dist_xfer_arg_of(ctx);
+    cask_dist_graph *g = s->graph;
+    cask_dist *dist = g->dist;
+    void *buf = cask_task_buffer(ctx, 0);
+    /* the chunk is on this GPU once the task's stream got there (copies the runtime
+     * queued, the producer's event); UCX reads it from outside that stream */
+    cudaError_t e = cudaStreamSynchronize((cudaStream_t)cask_task_cuda_stream(ctx));
+    struct cudaPointerAttributes pa;
+    memset(&pa, 0, sizeof pa);
+    if (e == cudaSuccess)
+        e = cudaPointerGetAttributes(&pa, buf);
+    if (e != cudaSuccess)
+        return cask_task_fail(ctx, "sending chunk #%u from GPU %d to rank %d: %s", s->gid,
+                              cask_task_device(ctx), s->to, cudaGetErrorString(e)),
+               CASK_ERR_CUDA;
+    if (pa.type != cudaMemoryTypeDevice)
+        return cask_task_fail(ctx, "sending chunk #%u to rank %d: its buffer %p is not "
+                              "device memory", s->gid, s->to, buf), CASK_ERR_INTERNAL;
+    pthread_mutex_lock(&dist->mu);
+    cask_status st = dist_broken(g);
+    if (!st) {
+        g->sends_pending++;
+        s->tok = cask_task_async_begin(ctx);
+    }
+    pthread_mutex_unlock(&dist->mu);
+    if (st)
+        return cask_task_fail(ctx, "%s", g->error), st;
+    dist_data_hdr h = { g->id, g->run, s->gid, s->version };
+    st = xport_ucx_am_send_mem(dist->ucx, s->to, DIST_AM_DATA, &h, sizeof h, buf,
+                               dist->data[s->gid].bytes, XPORT_UCX_MEM_CUDA, dist_xfer_sent, s);
+    if (st) {
+        pthread_mutex_lock(&dist->mu);
+        g->sends_pending--;
+        s->tok = NULL;
+        pthread_mutex_unlock(&dist->mu);
+        cask_task_fail(ctx, "sending chunk #%u from GPU memory to rank %d: %s", s->gid, s->to,
+                       st == CASK_ERR_PEER ? dist->err : cask_status_string(st));
+        return st;
+    }
+    return CASK_OK;
+}
+
+static cask_status grecv_cuda(cask_task_ctx *ctx)
+{
+    dist_slot *s = dist_xfer_arg_of(ctx);
+    if (cask_task_buffer(ctx, 0) != s->gbuf)
+        return cask_task_fail(ctx, "receiving chunk #%u from rank %d: the landing buffer on "
+                              "GPU %d moved (%p, pinned %p)", s->gid, s->from,
+                              cask_task_device(ctx), cask_task_buffer(ctx, 0), s->gbuf),
+               CASK_ERR_INTERNAL;
+    return dist_xfer_recv_wait(ctx);
+}
+
+static void progress_thread_gpu(void *arg)
+{
+    cask_dist *dist = arg;
+    if (dist->gpu_device >= 0)
+        (void)cudaSetDevice(dist->gpu_device);   /* UCX's CUDA transports use it */
+}
+
+cask_status dist_gpux_register(cask_dist *dist)
+{
+    cask_kernel_desc ks = { .name = "dist_gpu_send", .cuda = gsend_cuda };
+    cask_kernel_desc kr = { .name = "dist_gpu_recv", .cuda = grecv_cuda };
+    cask_status st = cask_kernel_register(dist->rt, &ks, &dist->k_gsend);
+    if (!st)
+        st = cask_kernel_register(dist->rt, &kr, &dist->k_grecv);
+    return st;
+}
+
+void dist_gpux_thread_setup(cask_dist *dist, xport_ucx_config *uc)
+{
+    cask_runtime_info info;
+    dist->gpu_device = -1;
+    if (cask_runtime_query(dist->rt, &info) == CASK_OK && info.ngpus > 0 &&
+        !info.simulated_gpus)
+        dist->gpu_device = dist->local_rank % info.ngpus;
+    if (dist->gpu_device < 0)
+        return;
+    uc->field_mask |= XPORT_UCX_THREAD_INIT;
+    uc->thread_init = progress_thread_gpu;
+    uc->thread_init_arg = dist;
+}
+
+cask_status dist_gpux_pin(cask_dist_graph *g, dist_slot *s)
+{
+    cask_dist *dist = g->dist;
+    int gpu = dist->nccl_device >= 0 ? dist->nccl_device : dist->gpu_device;
+    cask_status st = data_pin_gpu(s->h, gpu, &s->gbuf);
+    if (st)
+        dist_graph_error(g, "rank %d: the GPU landing buffer of chunk #%u (%zu bytes) on GPU "
+                         "%d: %s", dist->rank, s->gid, dist->data[s->gid].bytes, gpu,
+                         cask_status_string(st));
+    return st;
+}
+
+void dist_gpux_graph_free(cask_dist_graph *g)
+{
+    cask_dist *dist = g->dist;
+    int gpu = dist->nccl_device >= 0 ? dist->nccl_device : dist->gpu_device;
+    for (size_t i = 0; i < g->nslots; i++)
+        if (g->slots[i]->gpu_ucx && g->slots[i]->gbuf) {
+            data_unpin_gpu(g->slots[i]->h, gpu);
+            g->slots[i]->gbuf = NULL;
+        }
+}
+
+#else   /* no CUDA or no UCX: chunks between ranks go through host memory */
+
+cask_status dist_gpux_register(cask_dist *dist)
+{
+    (void)dist;
+    return CASK_OK;
+}
+
+#ifdef CASK_HAVE_UCX
+void dist_gpux_thread_setup(cask_dist *dist, xport_ucx_config *uc)
+{
+    (void)uc;
+    dist->gpu_device = -1;
+}
+#endif
+
+cask_status dist_gpux_pin(cask_dist_graph *g, dist_slot *s)
+{
+    (void)s;
+    dist_graph_error(g, "a GPU-to-GPU transfer by UCX in a build without CUDA and UCX");
+    return CASK_ERR_UNSUPPORTED;
+}
+
+void dist_gpux_graph_free(cask_dist_graph *g) { (void)g; }
+
+#endif
