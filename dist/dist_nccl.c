@@ -156,7 +156,7 @@ static cask_status start_group(struct dist_nccl *n, dist_nccl_op **ops, int k, n
     f->ntok = k;
     for (int i = 0; i < k; i++)
         f->tok[i] = ops[i]->tok;
-    snprintf(f->what, sizeof f->what, "%s%s", op->what, k > 1 ? " (and its group)" : "");
+    snprintf(f->what, sizeof f->what, "%.78s%s", op->what, k > 1 ? " (and its group)" : "");
     return CASK_OK;
 }
 
