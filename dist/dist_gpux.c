@@ -2,9 +2,10 @@
  * from GPU memory into GPU memory when every rank's UCX moves CUDA memory (the libucx
  * wheel: cuda_ipc within a node, so NVLink between GPUs or a copy within one GPU):
  *
- *   gsend  a GPU task reading the chunk on this rank's GPU: once its stream has the
- *          chunk there, posts a UCX active message from that device memory
- *          (UCS_MEMORY_TYPE_CUDA, rendezvous) and ends when UCX is done with it;
+ *   gsend  a GPU task reading the chunk on this rank's GPU: a host function on its
+ *          stream posts, once the stream has the chunk there, a UCX active message
+ *          from that device memory (UCS_MEMORY_TYPE_CUDA, rendezvous) to the progress
+ *          thread; the task ends when UCX is done with it (the worker is not held);
  *   grecv  a GPU task "writing" the slot's handle: its GPU replica was allocated and
  *          pinned at planning (dist_gpux_pin) and is where UCX lands the chunk
  *          (dist_on_data), so the task only waits for the landing and makes that
@@ -25,46 +26,56 @@
 #if defined(CASK_HAVE_CUDA) && defined(CASK_HAVE_UCX)
 #include <cuda_runtime_api.h>
 
+/* On a CUDA driver thread, once the task's stream got past the chunk's producer and
+ * copies: hands the send to UCX's progress thread (no CUDA call may be made here, so
+ * nothing that could touch UCX's CUDA transports on this thread). */
+static void CUDART_CB gsend_post(void *arg)
+{
+    dist_send *s = arg;
+    cask_dist_graph *g = s->graph;
+    cask_dist *dist = g->dist;
+    dist_data_hdr h = { g->id, s->run, s->gid, s->version };
+    cask_status st = xport_ucx_am_post_mem(dist->ucx, s->to, DIST_AM_DATA, &h, sizeof h,
+                                           s->gptr, dist->data[s->gid].bytes,
+                                           XPORT_UCX_MEM_CUDA, dist_xfer_sent, s);
+    if (st)   /* only while the transport closes */
+        dist_xfer_sent(s, st, "posting a send from GPU memory: the transport is closing");
+}
+
 static cask_status gsend_cuda(cask_task_ctx *ctx)
 {
     dist_send *s = dist_xfer_arg_of(ctx);
     cask_dist_graph *g = s->graph;
     cask_dist *dist = g->dist;
     void *buf = cask_task_buffer(ctx, 0);
-    /* the chunk is on this GPU once the task's stream got there (copies the runtime
-     * queued, the producer's event); UCX reads it from outside that stream */
-    cudaError_t e = cudaStreamSynchronize((cudaStream_t)cask_task_cuda_stream(ctx));
     struct cudaPointerAttributes pa;
     memset(&pa, 0, sizeof pa);
-    if (e == cudaSuccess)
-        e = cudaPointerGetAttributes(&pa, buf);
-    if (e != cudaSuccess)
-        return cask_task_fail(ctx, "sending chunk #%u from GPU %d to rank %d: %s", s->gid,
-                              cask_task_device(ctx), s->to, cudaGetErrorString(e)),
-               CASK_ERR_CUDA;
-    if (pa.type != cudaMemoryTypeDevice)
-        return cask_task_fail(ctx, "sending chunk #%u to rank %d: its buffer %p is not "
-                              "device memory", s->gid, s->to, buf), CASK_ERR_INTERNAL;
+    cudaError_t e = cudaPointerGetAttributes(&pa, buf);
+    if (e != cudaSuccess || pa.type != cudaMemoryTypeDevice)
+        return cask_task_fail(ctx, "sending chunk #%u from GPU %d to rank %d: its buffer %p "
+                              "is not device memory (%s)", s->gid, cask_task_device(ctx), s->to,
+                              buf, cudaGetErrorString(e)), CASK_ERR_INTERNAL;
     pthread_mutex_lock(&dist->mu);
     cask_status st = dist_broken(g);
     if (!st) {
         g->sends_pending++;
         s->tok = cask_task_async_begin(ctx);
+        s->run = g->run;
+        s->gptr = buf;
     }
     pthread_mutex_unlock(&dist->mu);
     if (st)
         return cask_task_fail(ctx, "%s", g->error), st;
-    dist_data_hdr h = { g->id, g->run, s->gid, s->version };
-    st = xport_ucx_am_send_mem(dist->ucx, s->to, DIST_AM_DATA, &h, sizeof h, buf,
-                               dist->data[s->gid].bytes, XPORT_UCX_MEM_CUDA, dist_xfer_sent, s);
-    if (st) {
+    /* UCX reads the chunk from outside the task's stream: post it when the stream has
+     * it, without holding this worker (no cudaStreamSynchronize) */
+    e = cudaLaunchHostFunc((cudaStream_t)cask_task_cuda_stream(ctx), gsend_post, s);
+    if (e != cudaSuccess) {
         pthread_mutex_lock(&dist->mu);
         g->sends_pending--;
         s->tok = NULL;
         pthread_mutex_unlock(&dist->mu);
-        cask_task_fail(ctx, "sending chunk #%u from GPU memory to rank %d: %s", s->gid, s->to,
-                       st == CASK_ERR_PEER ? dist->err : cask_status_string(st));
-        return st;
+        return cask_task_fail(ctx, "sending chunk #%u to rank %d: cudaLaunchHostFunc: %s",
+                              s->gid, s->to, cudaGetErrorString(e)), CASK_ERR_CUDA;
     }
     return CASK_OK;
 }

@@ -149,6 +149,8 @@ typedef struct dist_send {
     uint32_t order;           /* its place among this rank's NCCL transfers */
     int gpu_ucx;              /* goes by UCX from GPU memory (dist_gpux.c) */
     int staged;               /* GPU-made, read on a GPU, but leaves from host memory */
+    uint32_t run;             /* gpu_ucx: the run and device address of the send posted */
+    void *gptr;
 } dist_send;
 
 /* An NCCL transfer of this rank's, in issue order (dist_nccl.c; under its lock). */
@@ -322,6 +324,16 @@ enum dist_route_kind { DIST_ROUTE_HOST = 0, DIST_ROUTE_NCCL = 1, DIST_ROUTE_UCX_
 cask_status dist_route_init(cask_dist *dist);
 int dist_route_choose(const cask_dist *dist, int from, int to, size_t bytes, int gpu_ends);
 void dist_route_free(cask_dist *dist);
+/* The choice itself, from a table (dist->route); and a table without a job, for tests:
+ * n ranks, each with its GPU (-1 none), UCX CUDA support, host id and GPU bus id; the
+ * settings as CASK_DIST_GPU_XPORT and CASK_DIST_XPORT_MODEL would give them (NULL:
+ * unset). NULL with err set on bad settings. */
+int dist_route_decide(const struct dist_route *R, int from, int to, size_t bytes, int gpu_ends);
+struct dist_route *dist_route_new_for_test(int n, const int *gpu, const int *ucx_cuda,
+                                           const char *const *host, const char *const *bus,
+                                           int nccl_all, const char *force, const char *model,
+                                           char *err, size_t errlen);
+void dist_route_delete(struct dist_route *R);
 
 /* dist_gpux.c (CUDA and UCX builds; stubs otherwise) */
 cask_status dist_gpux_register(cask_dist *dist);

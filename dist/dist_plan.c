@@ -166,7 +166,9 @@ static void push_send(planner *P, int exchange, int to, uint32_t gid, uint32_t v
         g->sends = n;
         g->sends_cap = cap;
     }
-    g->sends[g->nsends++] = (dist_send){ exchange, to, gid, version, h, g, NULL, nccl, seq, 0, 0, 0 };
+    g->sends[g->nsends++] = (dist_send){ .exchange = exchange, .to = to, .gid = gid,
+                                         .version = version, .h = h, .graph = g, .nccl = nccl,
+                                         .seq = seq };
 }
 
 static void note_made(planner *P, cask_data *d)

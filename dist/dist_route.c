@@ -38,13 +38,14 @@ typedef struct route_model {
 } route_model;
 
 /* Defaults. host: cask's UCX path through host memory, 7.3-8.6 GB/s measured on an
- * H100 (bench/RESULTS.md 6.5); nccl: ~0.5 ms to issue a transfer measured on 2 H200s
+ * H100 (bench/RESULTS.md 6.5), latency a UCX message plus the runtime's two PCIe copies
+ * (estimated); nccl: ~0.5 ms to issue a transfer measured on 2 H200s
  * (RESULTS 6.5; before transfers were grouped: re-measure with bench-xport); ucx (cuda_ipc in
  * a node) and nccl bandwidths: NVLink-class, to be replaced by bench-xport's fitted
  * line (it prints a CASK_DIST_XPORT_MODEL value). ucx_remote: CUDA memory between
  * nodes, which the wheel's UCX (no verbs) stages itself over TCP: no better than host. */
 static const route_model default_model = {
-    FORCE_AUTO, 0, { 25.0, 8.0 }, { 30.0, 150.0 }, { 40.0, 1.0 }, { 500.0, 150.0 } };
+    FORCE_AUTO, 0, { 40.0, 8.0 }, { 30.0, 150.0 }, { 40.0, 1.0 }, { 500.0, 150.0 } };
 
 typedef struct rank_caps {
     int32_t gpu;              /* its GPU (runtime index), -1 none */
@@ -92,27 +93,82 @@ static int parse_model(const char *v, route_model *m)
     return 0;
 }
 
-static cask_status read_model(cask_dist *dist, route_model *m)
+/* The model from the settings (force: CASK_DIST_GPU_XPORT, legacy: CASK_DIST_NCCL,
+ * model: CASK_DIST_XPORT_MODEL; each may be NULL). */
+static cask_status model_from(const char *f, const char *legacy, const char *v, route_model *m,
+                              char *err, size_t errlen)
 {
     *m = default_model;
-    const char *f = getenv("CASK_DIST_GPU_XPORT");
-    const char *legacy = getenv("CASK_DIST_NCCL");
     if (f && *f) {
         if (!strcmp(f, "host")) m->force = FORCE_HOST;
         else if (!strcmp(f, "ucx")) m->force = FORCE_UCX;
         else if (!strcmp(f, "nccl")) m->force = FORCE_NCCL;
-        else if (strcmp(f, "auto"))
-            return log_error(dist->rt, CASK_ERR_INVALID, "cask_dist_init: CASK_DIST_GPU_XPORT="
-                             "'%s': expected auto, host, ucx or nccl", f);
+        else if (strcmp(f, "auto")) {
+            snprintf(err, errlen, "CASK_DIST_GPU_XPORT='%s': expected auto, host, ucx or nccl",
+                     f);
+            return CASK_ERR_INVALID;
+        }
     } else if (legacy && !strcmp(legacy, "1")) {
         m->force = FORCE_NCCL;   /* the former opt-in */
     }
-    const char *v = getenv("CASK_DIST_XPORT_MODEL");
-    if (v && *v && parse_model(v, m))
-        return log_error(dist->rt, CASK_ERR_INVALID, "cask_dist_init: CASK_DIST_XPORT_MODEL="
-                         "'%s': expected route=LATENCY_US:GBPS[,...] with route host, ucx, "
-                         "ucx_remote or nccl", v);
+    if (v && *v && parse_model(v, m)) {
+        snprintf(err, errlen, "CASK_DIST_XPORT_MODEL='%s': expected route=LATENCY_US:GBPS[,...] "
+                 "with route host, ucx, ucx_remote or nccl", v);
+        *m = default_model;
+        return CASK_ERR_INVALID;
+    }
     return CASK_OK;
+}
+
+static cask_status read_model(cask_dist *dist, route_model *m)
+{
+    char err[256];
+    cask_status st = model_from(getenv("CASK_DIST_GPU_XPORT"), getenv("CASK_DIST_NCCL"),
+                                getenv("CASK_DIST_XPORT_MODEL"), m, err, sizeof err);
+    if (st)
+        log_error(dist->rt, st, "cask_dist_init: %s", err);
+    return st;
+}
+
+/* NCCL refuses two ranks on one GPU: off if any two share one. */
+static int nccl_usable(const rank_caps *caps, int n, int nccl_all)
+{
+    for (int a = 0; a < n && nccl_all; a++)
+        for (int b = a + 1; b < n; b++)
+            if (!strcmp(caps[a].host, caps[b].host) && caps[a].bus[0] &&
+                !strcmp(caps[a].bus, caps[b].bus))
+                return 0;
+    return nccl_all;
+}
+
+struct dist_route *dist_route_new_for_test(int n, const int *gpu, const int *ucx_cuda,
+                                           const char *const *host, const char *const *bus,
+                                           int nccl_all, const char *force, const char *model,
+                                           char *err, size_t errlen)
+{
+    struct dist_route *R = calloc(1, sizeof *R);
+    if (!R || !(R->caps = calloc((size_t)n, sizeof *R->caps)) ||
+        model_from(force, NULL, model, &R->m, err, errlen)) {
+        if (R)
+            free(R->caps);
+        free(R);
+        return NULL;
+    }
+    for (int r = 0; r < n; r++) {
+        R->caps[r].gpu = gpu[r];
+        R->caps[r].ucx_cuda = ucx_cuda[r];
+        snprintf(R->caps[r].host, sizeof R->caps[r].host, "%s", host[r]);
+        snprintf(R->caps[r].bus, sizeof R->caps[r].bus, "%s", bus[r]);
+    }
+    R->nccl_ok = nccl_usable(R->caps, n, nccl_all);
+    return R;
+}
+
+void dist_route_delete(struct dist_route *R)
+{
+    if (R)
+        free(R->caps);
+    free(R);
 }
 
 cask_status dist_route_init(cask_dist *dist)
@@ -162,13 +218,7 @@ cask_status dist_route_init(cask_dist *dist)
         R->caps[r].host[sizeof me.host - 1] = R->caps[r].bus[sizeof me.bus - 1] = 0;
     }
     xport_boot_free_blobs(dist->boot, blobs, lens);
-    /* NCCL refuses two ranks on one GPU: off if any two share one */
-    R->nccl_ok = dist->nccl_all;
-    for (int a = 0; a < dist->size && R->nccl_ok; a++)
-        for (int b = a + 1; b < dist->size && R->nccl_ok; b++)
-            if (!strcmp(R->caps[a].host, R->caps[b].host) && R->caps[a].bus[0] &&
-                !strcmp(R->caps[a].bus, R->caps[b].bus))
-                R->nccl_ok = 0;
+    R->nccl_ok = nccl_usable(R->caps, dist->size, dist->nccl_all);
     if (dist->nccl_all && !R->nccl_ok) {
         dist->nccl_all = 0;
         log_msg(dist->rt, CASK_LOG_INFO, "rank %d: NCCL off: two ranks share a GPU (NCCL "
@@ -192,12 +242,16 @@ static double cost(route_cost c, size_t bytes)
 
 int dist_route_choose(const cask_dist *dist, int from, int to, size_t bytes, int gpu_ends)
 {
-    const struct dist_route *R = dist->route;
+    return dist_route_decide(dist->route, from, to, bytes, gpu_ends);
+}
+
+int dist_route_decide(const struct dist_route *R, int from, int to, size_t bytes, int gpu_ends)
+{
     if (!gpu_ends || !R || !R->caps || from == to)
         return DIST_ROUTE_HOST;
     const rank_caps *a = &R->caps[from], *b = &R->caps[to];
     int ucx = a->ucx_cuda && b->ucx_cuda && a->gpu >= 0 && b->gpu >= 0;
-    int nccl = R->nccl_ok && dist->nccl_all;
+    int nccl = R->nccl_ok;
     switch (R->m.force) {
     case FORCE_HOST: return DIST_ROUTE_HOST;
     case FORCE_UCX: return ucx ? DIST_ROUTE_UCX_CUDA : DIST_ROUTE_HOST;

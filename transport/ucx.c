@@ -438,9 +438,27 @@ int xport_ucx_cuda_memory(const xport_ucx *x)
     return x ? x->cuda_mem : 0;
 }
 
+static cask_status send_mem(xport_ucx *x, int peer, unsigned id, const void *header,
+                            size_t header_len, const void *data, size_t len, xport_ucx_mem mem,
+                            xport_ucx_done_fn done, void *arg, int direct);
+
 cask_status xport_ucx_am_send_mem(xport_ucx *x, int peer, unsigned id, const void *header,
                                   size_t header_len, const void *data, size_t len,
                                   xport_ucx_mem mem, xport_ucx_done_fn done, void *arg)
+{
+    return send_mem(x, peer, id, header, header_len, data, len, mem, done, arg, 1);
+}
+
+cask_status xport_ucx_am_post_mem(xport_ucx *x, int peer, unsigned id, const void *header,
+                                  size_t header_len, const void *data, size_t len,
+                                  xport_ucx_mem mem, xport_ucx_done_fn done, void *arg)
+{
+    return send_mem(x, peer, id, header, header_len, data, len, mem, done, arg, 0);
+}
+
+static cask_status send_mem(xport_ucx *x, int peer, unsigned id, const void *header,
+                            size_t header_len, const void *data, size_t len, xport_ucx_mem mem,
+                            xport_ucx_done_fn done, void *arg, int direct)
 {
     if (x && mem == XPORT_UCX_MEM_CUDA && !x->cuda_mem)
         return CASK_ERR_UNSUPPORTED;
@@ -449,8 +467,8 @@ cask_status xport_ucx_am_send_mem(xport_ucx *x, int peer, unsigned id, const voi
         return CASK_ERR_INVALID;
     if (!atomic_load_explicit(&x->connected, memory_order_acquire))
         return CASK_ERR_STATE;
-    if (atomic_load_explicit(&x->peers[peer].state, memory_order_acquire) == PEER_DEAD)
-        return CASK_ERR_PEER;
+    if (direct && atomic_load_explicit(&x->peers[peer].state, memory_order_acquire) == PEER_DEAD)
+        return CASK_ERR_PEER;   /* posted: the progress thread fails it through done */
     ucx_op *op = malloc(sizeof *op);
     if (!op)
         return CASK_ERR_NOMEM;
@@ -471,14 +489,14 @@ cask_status xport_ucx_am_send_mem(xport_ucx *x, int peer, unsigned id, const voi
     if (header_len)
         memcpy(op->hdr.bytes + sizeof(ucx_wire), header, header_len);
 
-    if (ucx_progress_of == x) {
+    if (direct && ucx_progress_of == x) {
         ucx_issue(x, op);
         return CASK_OK;
     }
     /* The progress thread asleep (or between two rounds): send from here, without a
      * thread hand-off. Not to this rank: UCX's self transport would run our own
      * handler on this thread. */
-    if (peer != x->rank && pthread_mutex_trylock(&x->lock) == 0) {
+    if (direct && peer != x->rank && pthread_mutex_trylock(&x->lock) == 0) {
         ucx_drain_submit(x);           /* keep this thread's earlier sends first */
         x->need_progress = 0;
         ucx_issue(x, op);

@@ -158,6 +158,16 @@ cask_status xport_ucx_am_send_mem(xport_ucx *x, int peer, unsigned id, const voi
                                   size_t header_len, const void *data, size_t len,
                                   xport_ucx_mem mem, xport_ucx_done_fn done, void *arg);
 
+/* As xport_ucx_am_send_mem, but never calls UCX on the calling thread: the send is
+ * queued for the progress thread, which is woken (a write to an eventfd). For threads
+ * that must not call CUDA, such as a CUDA host function (cudaLaunchHostFunc) posting a
+ * chunk once its stream has produced it. A peer found dead then fails the send through
+ * done, on the progress thread. Errors: CASK_ERR_INVALID, CASK_ERR_STATE (not
+ * connected), CASK_ERR_UNSUPPORTED, CASK_ERR_NOMEM; done is then not called. */
+cask_status xport_ucx_am_post_mem(xport_ucx *x, int peer, unsigned id, const void *header,
+                                  size_t header_len, const void *data, size_t len,
+                                  xport_ucx_mem mem, xport_ucx_done_fn done, void *arg);
+
 /* As xport_ucx_recv_into, into buf of kind mem. Data that came eagerly (in host memory)
  * cannot be copied into device memory here: then CASK_ERR_UNSUPPORTED (done not called),
  * which does not happen for data sent with xport_ucx_am_send_mem(XPORT_UCX_MEM_CUDA). */
