@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "runtime/log.h"
@@ -59,6 +60,7 @@ static void *poller_main(void *arg)
     struct dist_nccl *n = dist->nccl;
     nccl_end *ends = NULL;
     int cap = 0;
+    double last_end = 0;
     pthread_mutex_lock(&n->mu);
     for (;;) {
         while (!n->nfl && !n->stop)
@@ -104,7 +106,15 @@ static void *poller_main(void *arg)
         pthread_mutex_unlock(&n->mu);
         for (int i = 0; i < nend; i++)
             cask_task_async_end(ends[i].tok, ends[i].st, ends[i].msg);
-        if (!nend) {   /* transfers run: look again soon */
+        /* transfers run: look again soon. Yield (no sleep) for 200 us after the last
+         * completion: a 20 us nanosleep takes ~70 us with the default timer slack, and
+         * on a chain of halos every detection delay is on the critical path. */
+        double now = dist_now_s();
+        if (nend)
+            last_end = now;
+        else if (now - last_end < 200e-6)
+            sched_yield();
+        else {
             struct timespec ts = { 0, 20000 };
             nanosleep(&ts, NULL);
         }
