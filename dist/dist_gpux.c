@@ -14,16 +14,23 @@
  *          opens an IPC handle after the first.
  *
  * No byte of such a chunk passes through host memory in cask's code; where UCX itself
- * stages (between nodes without GPUDirect), that is UCX's choice. */
+ * stages (between nodes without GPUDirect), that is UCX's choice.
+ *
+ * Simulated GPUs (CASK_SIM_GPUS, tests): with CASK_DIST_SIM_GPU_UCX=1 the same route runs
+ * on their replicas (host memory, XPORT_UCX_MEM_HOST; the kernels' CPU implementations),
+ * so that the planning, pinned landing replicas, receive tasks and counters are tested
+ * on machines without a GPU. */
 #include "dist/dist_impl.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/data_pin.h"
 #include "runtime/log.h"
 
-#if defined(CASK_HAVE_CUDA) && defined(CASK_HAVE_UCX)
+#ifdef CASK_HAVE_UCX
+#ifdef CASK_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
 /* On a CUDA driver thread, once the task's stream got past the chunk's producer and
@@ -80,7 +87,10 @@ static cask_status gsend_cuda(cask_task_ctx *ctx)
     return CASK_OK;
 }
 
-static cask_status grecv_cuda(cask_task_ctx *ctx)
+#endif   /* CASK_HAVE_CUDA */
+
+/* CUDA and simulated GPUs alike: no CUDA call */
+static cask_status grecv_any(cask_task_ctx *ctx)
 {
     dist_slot *s = dist_xfer_arg_of(ctx);
     if (cask_task_buffer(ctx, 0) != s->gbuf)
@@ -91,17 +101,24 @@ static cask_status grecv_cuda(cask_task_ctx *ctx)
     return dist_xfer_recv_wait(ctx);
 }
 
+#ifdef CASK_HAVE_CUDA
 static void progress_thread_gpu(void *arg)
 {
     cask_dist *dist = arg;
-    if (dist->gpu_device >= 0)
+    if (dist->gpu_device >= 0 && !dist->gpu_sim)
         (void)cudaSetDevice(dist->gpu_device);   /* UCX's CUDA transports use it */
 }
+#endif
 
 cask_status dist_gpux_register(cask_dist *dist)
 {
-    cask_kernel_desc ks = { .name = "dist_gpu_send", .cuda = gsend_cuda };
-    cask_kernel_desc kr = { .name = "dist_gpu_recv", .cuda = grecv_cuda };
+    /* .cpu: a simulated GPU's (host memory: the host send of dist_xfer.c) */
+    cask_kernel_desc ks = { .name = "dist_gpu_send", .cpu = dist_xfer_send_host };
+    cask_kernel_desc kr = { .name = "dist_gpu_recv", .cpu = grecv_any };
+#ifdef CASK_HAVE_CUDA
+    ks.cuda = gsend_cuda;
+    kr.cuda = grecv_any;
+#endif
     cask_status st = cask_kernel_register(dist->rt, &ks, &dist->k_gsend);
     if (!st)
         st = cask_kernel_register(dist->rt, &kr, &dist->k_grecv);
@@ -112,14 +129,23 @@ void dist_gpux_thread_setup(cask_dist *dist, xport_ucx_config *uc)
 {
     cask_runtime_info info;
     dist->gpu_device = -1;
-    if (cask_runtime_query(dist->rt, &info) == CASK_OK && info.ngpus > 0 &&
-        !info.simulated_gpus)
-        dist->gpu_device = dist->local_rank % info.ngpus;
-    if (dist->gpu_device < 0)
+    dist->gpu_sim = 0;
+    if (cask_runtime_query(dist->rt, &info) != CASK_OK || info.ngpus < 1)
         return;
+    if (info.simulated_gpus) {
+        const char *e = getenv("CASK_DIST_SIM_GPU_UCX");
+        if (!e || strcmp(e, "1"))
+            return;
+        dist->gpu_sim = 1;
+    }
+    dist->gpu_device = dist->local_rank % info.ngpus;
+#ifdef CASK_HAVE_CUDA
     uc->field_mask |= XPORT_UCX_THREAD_INIT;
     uc->thread_init = progress_thread_gpu;
     uc->thread_init_arg = dist;
+#else
+    (void)uc;
+#endif
 }
 
 cask_status dist_gpux_pin(cask_dist_graph *g, dist_slot *s)
@@ -145,7 +171,7 @@ void dist_gpux_graph_free(cask_dist_graph *g)
         }
 }
 
-#else   /* no CUDA or no UCX: chunks between ranks go through host memory */
+#else   /* no UCX: no transfers between processes at all */
 
 cask_status dist_gpux_register(cask_dist *dist)
 {
@@ -153,18 +179,10 @@ cask_status dist_gpux_register(cask_dist *dist)
     return CASK_OK;
 }
 
-#ifdef CASK_HAVE_UCX
-void dist_gpux_thread_setup(cask_dist *dist, xport_ucx_config *uc)
-{
-    (void)uc;
-    dist->gpu_device = -1;
-}
-#endif
-
 cask_status dist_gpux_pin(cask_dist_graph *g, dist_slot *s)
 {
     (void)s;
-    dist_graph_error(g, "a GPU-to-GPU transfer by UCX in a build without CUDA and UCX");
+    dist_graph_error(g, "a GPU-to-GPU transfer by UCX in a build without UCX");
     return CASK_ERR_UNSUPPORTED;
 }
 

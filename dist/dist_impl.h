@@ -78,7 +78,9 @@ struct cask_dist {
     cask_kernel *k_nsend, *k_nrecv, *k_ndeliver;
     /* GPU chunks by UCX, GPU memory to GPU memory (dist_gpux.c), and the choice of the
      * route per transfer (dist_route.c) */
-    int gpu_device;           /* this rank's GPU, -1 none (real GPUs only) */
+    int gpu_device;           /* this rank's GPU, -1 none (real GPUs, or simulated ones
+                                 with CASK_DIST_SIM_GPU_UCX=1: gpu_sim) */
+    int gpu_sim;
     struct dist_route *route; /* every rank's abilities and the cost model (agreed) */
     cask_kernel *k_gsend, *k_grecv;
     struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
@@ -313,6 +315,8 @@ cask_status dist_xfer_order_nccl(cask_dist_graph *g);
 void dist_xfer_sent(void *arg, cask_status st, const char *why);
 void dist_xfer_landed(void *arg, cask_status st, const char *why);
 cask_status dist_xfer_recv_wait(cask_task_ctx *ctx);
+/* The body of a send task from host memory (a CPU task, or a simulated GPU's). */
+cask_status dist_xfer_send_host(cask_task_ctx *ctx);
 
 /* dist_route.c: how a chunk goes from rank `from` to rank `to` (planning; the same
  * answer on every rank). gpu_ends: made on a GPU and read by a GPU task. */

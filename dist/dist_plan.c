@@ -232,13 +232,19 @@ static int by_nccl(planner *P, const pdatum *d, const dist_task *reader, uint32_
     return 1;
 }
 
+/* Whether t runs on a GPU (a real one with its CUDA implementation, or a simulated one
+ * given the GPU route for tests: dist_gpux.c). */
+static int on_gpu(const cask_dist *dist, const dist_task *t)
+{
+    return t && (t->kernel->cuda || dist->gpu_sim) && t->where != CASK_WHERE_CPU;
+}
+
 /* How the latest version of d goes from rank `from` to rank `to` for reader
  * (dist_route.c decides; the same on every rank), and its NCCL sequence number. */
 static int route_of(planner *P, const pdatum *d, const dist_task *reader, int from, int to,
                     size_t bytes, uint32_t *seq)
 {
-    int gpu_ends = d->gpu_made && reader && reader->kernel->cuda &&
-                   reader->where != CASK_WHERE_CPU;
+    int gpu_ends = d->gpu_made && on_gpu(P->dist, reader);
     int r = dist_route_choose(P->dist, from, to, bytes, gpu_ends);
     if (r == DIST_ROUTE_NCCL)
         *seq = P->nccl_seq++;
@@ -265,8 +271,7 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *re
     uint32_t seq = 0;
     int route = route_of(P, d, reader, src->rank, r, bytes, &seq);
     int nccl = route == DIST_ROUTE_NCCL, gpu_ucx = route == DIST_ROUTE_UCX_CUDA;
-    int staged = route == DIST_ROUTE_HOST && d->gpu_made && reader && reader->kernel->cuda &&
-                 reader->where != CASK_WHERE_CPU;
+    int staged = route == DIST_ROUTE_HOST && d->gpu_made && on_gpu(dist, reader);
     if (src->rank == P->me) {
         push_send(P, exchange, r, gid, d->version, src->local, nccl, seq);
         if (P->st == CASK_OK) {
@@ -432,7 +437,7 @@ static void plan_task(planner *P, size_t ti)
             d->prod_phase = phase;
             d->holder = hidx[a];
             d->touched = 1;
-            d->gpu_made = t->kernel->cuda && t->where != CASK_WHERE_CPU;
+            d->gpu_made = on_gpu(dist, t);
             set_locs(P, d, hidx[a], phase);
         }
     }

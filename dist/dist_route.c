@@ -194,11 +194,13 @@ cask_status dist_route_init(cask_dist *dist)
     memset(&me, 0, sizeof me);
     me.gpu = dist->gpu_device;
 #ifdef CASK_HAVE_UCX
-    me.ucx_cuda = dist->gpu_device >= 0 && dist->ucx && xport_ucx_cuda_memory(dist->ucx);
+    me.ucx_cuda = dist->gpu_device >= 0 && dist->ucx &&
+                  (dist->gpu_sim || xport_ucx_cuda_memory(dist->ucx));
 #endif
     read_host_id(me.host, sizeof me.host);
 #ifdef CASK_HAVE_CUDA
-    if (me.gpu >= 0 && cudaDeviceGetPCIBusId(me.bus, (int)sizeof me.bus, me.gpu) != cudaSuccess)
+    if (me.gpu >= 0 && !dist->gpu_sim &&
+        cudaDeviceGetPCIBusId(me.bus, (int)sizeof me.bus, me.gpu) != cudaSuccess)
         me.bus[0] = 0;
 #endif
     void **blobs = NULL;

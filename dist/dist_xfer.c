@@ -54,7 +54,7 @@ void dist_xfer_sent(void *arg, cask_status st, const char *why)
 }
 #endif
 
-static cask_status send_cpu(cask_task_ctx *ctx)
+cask_status dist_xfer_send_host(cask_task_ctx *ctx)
 {
     dist_send *s = dist_xfer_arg_of(ctx);
     cask_dist_graph *g = s->graph;
@@ -211,8 +211,9 @@ void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_m
                     dist->data[h->gid].bytes);
         return;   /* a stale run's copy, or a graph gone: dropped */
     }
-    cask_status rst = xport_ucx_recv_into_mem(m, land, s->gpu_ucx ? XPORT_UCX_MEM_CUDA
-                                              : XPORT_UCX_MEM_HOST, dist_xfer_landed, s);
+    cask_status rst = xport_ucx_recv_into_mem(m, land, s->gpu_ucx && !dist->gpu_sim
+                                              ? XPORT_UCX_MEM_CUDA : XPORT_UCX_MEM_HOST,
+                                              dist_xfer_landed, s);
     if (rst != CASK_OK)
         dist_xfer_landed(s, rst, s->gpu_ucx ? "xport_ucx_recv_into_mem refused the GPU landing "
                          "buffer (the chunk came eagerly, in host memory)"
@@ -252,7 +253,7 @@ static cask_status copy_cpu(cask_task_ctx *ctx)
 cask_status dist_xfer_register(cask_dist *dist)
 {
     static const struct { const char *name; cask_kernel_fn fn; size_t off; } k[] = {
-        { "dist_send", send_cpu, offsetof(cask_dist, k_send) },
+        { "dist_send", dist_xfer_send_host, offsetof(cask_dist, k_send) },
         { "dist_recv", dist_xfer_recv_wait, offsetof(cask_dist, k_recv) },
         { "dist_deliver", deliver_cpu, offsetof(cask_dist, k_deliver) },
         { "dist_copy", copy_cpu, offsetof(cask_dist, k_copy) },

@@ -9,7 +9,8 @@
 #include "cask/cask.h"
 
 /* Allocates d's replica on GPU gpu (runtime memory; not made valid) unless it has one,
- * pins it, and returns its device address in *ptr. Pins nest. Not for simulated GPUs.
+ * pins it, and returns its device address in *ptr (host memory for a simulated GPU).
+ * Pins nest.
  * Errors: CASK_ERR_INVALID (no such GPU), CASK_ERR_NOMEM/BUSY (no room), CASK_ERR_CUDA. */
 cask_status data_pin_gpu(cask_data *d, int gpu, void **ptr);
 /* Undoes one data_pin_gpu (the replica is evictable again; it stays allocated). */

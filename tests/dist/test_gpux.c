@@ -7,8 +7,16 @@
  * through host memory and both ranks must count exactly its bytes as staged: the
  * counter that the first case asserts zero does see host copies.
  *
- *   test_gpux auto|host [KIB]        (exit 77 without a GPU)  */
+ *
+ * sim and simhost do the same on two simulated GPUs per rank (CASK_SIM_GPUS: host
+ * memory, the kernels' CPU implementations) with CASK_DIST_SIM_GPU_UCX=1, which gives
+ * them the GPU route: its planning, pinned landing replicas, receive tasks and counters
+ * (suite dist, any machine).
+ *
+ *   test_gpux auto|host|sim|simhost [KIB]     (auto, host: exit 77 without a GPU)  */
+#ifdef CASK_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +30,22 @@ typedef struct pat_args {
     uint64_t seed;
 } pat_args;
 
+static cask_status k_pattern_cpu(cask_task_ctx *ctx)
+{
+    const pat_args *a = cask_task_args(ctx, NULL);
+    unsigned char *p = cask_task_buffer(ctx, 0);
+    for (size_t i = 0; i < a->bytes; i++)
+        p[i] = dt_pattern(0, a->seed, i);
+    return CASK_OK;
+}
+
+static cask_status k_copy_cpu(cask_task_ctx *ctx)
+{
+    memcpy(cask_task_buffer(ctx, 2), cask_task_buffer(ctx, 0), cask_task_buffer_size(ctx, 0));
+    return CASK_OK;
+}
+
+#ifdef CASK_HAVE_CUDA
 static cask_status k_pattern(cask_task_ctx *ctx)
 {
     const pat_args *a = cask_task_args(ctx, NULL);
@@ -48,25 +72,42 @@ static cask_status k_copy(cask_task_ctx *ctx)
                                     (cudaStream_t)cask_task_cuda_stream(ctx));
     return e == cudaSuccess ? CASK_OK : cask_task_fail(ctx, "copy: %s", cudaGetErrorString(e));
 }
+#endif
 
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *mode = argc > 1 ? argv[1] : "auto";
     size_t kib = argc > 2 ? (size_t)atol(argv[2]) : 8192;
-    if (strcmp(mode, "auto") && strcmp(mode, "host")) {
-        fprintf(stderr, "usage: test_gpux auto|host [KIB]\n");
+    int sim = !strncmp(mode, "sim", 3);
+    if (strcmp(mode, "auto") && strcmp(mode, "host") && strcmp(mode, "sim") &&
+        strcmp(mode, "simhost")) {
+        fprintf(stderr, "usage: test_gpux auto|host|sim|simhost [KIB]\n");
         return 2;
     }
-    int ndev = 0;
-    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
-        printf("no CUDA GPU: skipped\n");
+    if (!sim) {
+#ifdef CASK_HAVE_CUDA
+        int ndev = 0;
+        if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+            printf("no CUDA GPU: skipped\n");
+            return 77;
+        }
+#else
+        printf("built without CUDA: skipped\n");
         return 77;
+#endif
     }
-    if (!strcmp(mode, "host"))
+    if (!strcmp(mode, "host") || !strcmp(mode, "simhost"))
         setenv("CASK_DIST_GPU_XPORT", "host", 1);
+    if (sim)
+        setenv("CASK_DIST_SIM_GPU_UCX", "1", 1);
     cask_runtime *rt;
     cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_BIND, .ncpu = 2, .bind = 0 };
+    if (sim) {
+        cfg.field_mask |= CASK_CONFIG_SIM_GPUS | CASK_CONFIG_NGPU;
+        cfg.sim_gpus = 1;
+        cfg.ngpu = 2;
+    }
     CHECK_OK(cask_init(&cfg, &rt), "cask_init");
     cask_dist *dist;
     cask_status st = cask_dist_init(rt, NULL, &dist);
@@ -77,13 +118,18 @@ int main(int argc, char **argv)
     CHECK(cask_dist_size(dist) == 2, "needs 2 ranks, not %d", cask_dist_size(dist));
     char ucx[256];
     cask_dist_transport_describe(ucx, sizeof ucx);
-    int cuda_ucx = strstr(ucx, "CUDA memory: yes") != NULL && !strcmp(mode, "auto");
+    int cuda_ucx = (strstr(ucx, "CUDA memory: yes") != NULL && !strcmp(mode, "auto")) ||
+                   !strcmp(mode, "sim");
     if (rank == 0)
         printf("%s; expecting the chunk %s\n", ucx, cuda_ucx ? "GPU to GPU" : "through host");
 
     cask_kernel *kp, *kc;
-    cask_kernel_desc dp = { .name = "pattern", .cuda = k_pattern };
-    cask_kernel_desc dc = { .name = "copy", .cuda = k_copy };
+    cask_kernel_desc dp = { .name = "pattern", .cpu = k_pattern_cpu };
+    cask_kernel_desc dc = { .name = "copy", .cpu = k_copy_cpu };
+#ifdef CASK_HAVE_CUDA
+    dp.cuda = k_pattern;
+    dc.cuda = k_copy;
+#endif
     CHECK_OK(cask_kernel_register(rt, &dp, &kp), "register");
     CHECK_OK(cask_kernel_register(rt, &dc, &kc), "register");
 
