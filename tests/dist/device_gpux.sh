@@ -43,7 +43,7 @@ done
 echo "== bench-xport --gpu (rank 0 -> rank 1, both on GPU 0)"
 $L 2 "$B/bench/bench-xport" --gpu-only --json "$OUT/xport_gpu.jsonl" > "$OUT/xport_gpu.txt" 2>&1
 echo "rc=$?"; grep -v '^{' "$OUT/xport_gpu.txt"
-if [ -n "$W" ] && [ -e "$W/bin/ucx_perftest" ]; then
+if [ -n "$W" ] && [ -x "$W/bin/ucx_perftest" ]; then
   echo "== ucx_perftest, CUDA memory both sides (the wheel's), 64 MiB"
   P="env LD_LIBRARY_PATH=$W/lib $W/bin/ucx_perftest -t ucp_am_bw -m cuda,cuda -s 67108864 -n 50 -p 13999"
   $P > "$OUT/perftest_srv.txt" 2>&1 & sp=$!
