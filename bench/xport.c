@@ -2,7 +2,7 @@
  * the raw libraries, in the same run and on the same pair of ranks.
  *
  *   mpirun -n 2 [--oversubscribe] build/bench/bench-xport [--quick] [--no-perftest]
- *          [--json FILE] [--nccl]
+ *          [--json FILE] [--nccl] [--gpu]
  *
  * UCX, measured between rank 0 and rank 1:
  *   cask api   rank 0's thread sends a ping through xport_ucx_am_send and waits for
@@ -18,6 +18,9 @@
  * busy-polling 50 us after activity (spin 50).
  * NCCL (--nccl, one GPU per rank): xport_nccl send/recv of one chunk vs the same
  * ncclSend/ncclRecv issued raw on a stream, as nccl-tests' sendrecv_perf does.
+ * GPU (--gpu, bench/xport_gpu.c): GPU memory to GPU memory by UCX (CUDA memory), the
+ * host-staged path and an in-process cudaMemcpy D2D, 8 KiB to 256 MiB; two ranks may
+ * share one GPU (tests/dist/launch-local.sh 2 bench-xport --gpu --no-perftest).
  * Prints a table and one JSON object per figure (also appended to --json FILE).
  * Uses the transport's internal headers: it measures that layer, not the public API. */
 #include <errno.h>
@@ -34,6 +37,7 @@
 #include "cask/status.h"
 #include "transport/bootstrap.h"
 #include "transport/ucx.h"
+#include "bench/xport_gpu.h"
 #if defined(CASK_HAVE_NCCL)
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -67,6 +71,11 @@ static void emit(const char *metric, const char *path, int spin, size_t bytes, d
     printf("%s\n", line);
     if (json)
         fprintf(json, "%s\n", line);
+}
+
+static void emit_gpu(const char *metric, const char *path, size_t bytes, double v)
+{
+    emit(metric, path, -1, bytes, v);
 }
 
 /* ---- UCX through cask ---- */
@@ -424,15 +433,18 @@ static void run_nccl(int quick)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    int quick = 0, use_perftest = 1, nccl = 0;
+    int quick = 0, use_perftest = 1, nccl = 0, gpu = 0, host = 1;
     const char *json_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else if (!strcmp(argv[i], "--no-perftest")) use_perftest = 0;
         else if (!strcmp(argv[i], "--nccl")) nccl = 1;
+        else if (!strcmp(argv[i], "--gpu")) gpu = 1;
+        else if (!strcmp(argv[i], "--gpu-only")) gpu = 1, host = 0;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
         else {
-            fprintf(stderr, "usage: bench-xport [--quick] [--no-perftest] [--nccl] [--json FILE]\n");
+            fprintf(stderr, "usage: bench-xport [--quick] [--no-perftest] [--nccl] [--gpu | "
+                    "--gpu-only] [--json FILE]\n");
             return 2;
         }
     }
@@ -456,13 +468,13 @@ int main(int argc, char **argv)
     result lat[2][NLAT], bw[2][NBW];
     memset(lat, 0, sizeof lat);
     memset(bw, 0, sizeof bw);
-    for (int v = 0; v < 2; v++)
+    for (int v = 0; host && v < 2; v++)
         run_cask(spins[v], lat_sizes, NLAT, bw_sizes, NBW, iters, lat[v], bw[v]);
 
     double plat[NLAT], pbw[NBW];
     for (int i = 0; i < NLAT; i++) plat[i] = -1;
     for (int i = 0; i < NBW; i++) pbw[i] = -1;
-    if (use_perftest) {
+    if (host && use_perftest) {
         int have = perftest_available();
         int all = 0;
         /* every rank must agree, or the barriers inside perftest() would not match */
@@ -497,7 +509,7 @@ int main(int argc, char **argv)
         xport_boot_free_blobs(boot, blobs, lens);
     }
 
-    if (rank == 0) {
+    if (rank == 0 && host) {
         printf("\nUCX latency, one way (half a round trip), microseconds; %d iterations\n", iters);
         printf("%10s %14s %14s %14s %14s %14s\n", "bytes", "cask api s0", "cask api s50",
                "cask am s0", "cask am s50", "ucx_perftest");
@@ -520,6 +532,8 @@ int main(int argc, char **argv)
             emit("bw_mibs", "ucx_perftest", -1, bw_sizes[i], pbw[i]);
         }
     }
+    if (gpu)
+        xport_gpu_bench(boot, quick, emit_gpu);
 #if defined(CASK_HAVE_NCCL)
     if (nccl)
         run_nccl(quick);

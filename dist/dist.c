@@ -201,6 +201,7 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
     if (!dist)
         return log_error(rt, CASK_ERR_NOMEM, "cask_dist_init");
     dist->rt = rt;
+    dist->gpu_device = dist->nccl_device = -1;
     pthread_mutex_init(&dist->mu, NULL);
     pthread_cond_init(&dist->cv, NULL);
     const char *s = getenv("CASK_DIST_STEAL");
@@ -241,6 +242,7 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
             uc.field_mask |= XPORT_UCX_HEARTBEAT_MS;
             uc.heartbeat_ms = cfg->heartbeat_ms;
         }
+        dist_gpux_thread_setup(dist, &uc);
         st = xport_ucx_create(dist->boot, &uc, &dist->ucx, err, sizeof err);
         if (st) {
             st = log_error(rt, st, "cask_dist_init on rank %d: %s", dist->rank, err);
@@ -262,6 +264,11 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
             st = log_error(rt, st, "cask_dist_init on rank %d: agreeing on NCCL", dist->rank);
             goto fail;
         }
+        if ((st = dist_gpux_register(dist)) || (st = dist_route_init(dist))) {
+            st = log_error(rt, st, "cask_dist_init on rank %d: routes of GPU chunks",
+                           dist->rank);
+            goto fail;
+        }
 #else
         st = log_error(rt, CASK_ERR_UNSUPPORTED, "cask_dist_init: a job of %d processes, but "
                        "cask was built without UCX (install libucx-dev and rebuild)",
@@ -280,6 +287,7 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
     return CASK_OK;
 fail:
     dist_dashboard_leave(dist);
+    dist_route_free(dist);
 #ifdef CASK_HAVE_UCX
     xport_ucx_destroy(dist->ucx, NULL, 0);
 #endif
@@ -301,6 +309,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
     while (dist->graphs)
         cask_dist_graph_destroy(dist->graphs);
     dist_nccl_finalize(dist);
+    dist_route_free(dist);
 #ifdef CASK_HAVE_UCX
     if (dist->ucx) {
         char why[512];

@@ -82,6 +82,13 @@ struct cask_dist {
     int nccl_device;          /* this rank's GPU for NCCL */
     struct dist_nccl *nccl;   /* the communicator, made by the first graph needing it */
     cask_kernel *k_nsend, *k_nrecv, *k_ndeliver;
+    /* GPU chunks by UCX, GPU memory to GPU memory (dist_gpux.c), and the choice of the
+     * route per transfer (dist_route.c) */
+    int gpu_device;           /* this rank's GPU, -1 none (real GPUs, or simulated ones
+                                 with CASK_DIST_SIM_GPU_UCX=1: gpu_sim) */
+    int gpu_sim;
+    struct dist_route *route; /* every rank's abilities and the cost model (agreed) */
+    cask_kernel *k_gsend, *k_grecv;
     struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
     struct dist_dash *dash;   /* this job in the live dashboard (dist_dashboard.c) */
     char err[1024];
@@ -121,6 +128,9 @@ typedef struct dist_slot {
     int nccl;                 /* comes by NCCL, seq-th of the plan's NCCL transfers */
     uint32_t seq;
     uint32_t order;           /* its place among this rank's NCCL transfers */
+    int gpu_ucx;              /* comes by UCX into gbuf, h's pinned GPU replica */
+    void *gbuf;
+    int staged;               /* GPU-made, read on a GPU, but lands in host memory */
     int exchange;             /* step at whose end it must be here */
     int from;
     uint32_t arrived_run;     /* run whose copy landed, 0: none (under dist->mu) */
@@ -149,6 +159,10 @@ typedef struct dist_send {
     int nccl;                 /* goes by NCCL, seq-th of the plan's NCCL transfers */
     uint32_t seq;
     uint32_t order;           /* its place among this rank's NCCL transfers */
+    int gpu_ucx;              /* goes by UCX from GPU memory (dist_gpux.c) */
+    int staged;               /* GPU-made, read on a GPU, but leaves from host memory */
+    uint32_t run;             /* gpu_ucx: the run and device address of the send posted */
+    void *gptr;
 } dist_send;
 
 /* An NCCL transfer of this rank's, in issue order (dist_nccl.c; under its lock). */
@@ -227,6 +241,9 @@ struct cask_dist_graph {
     cask_status send_status;
     char send_msg[256];
     double elapsed_s, comm_wait_s;
+    uint64_t host_staging[2]; /* by run parity: bytes of GPU->GPU chunks that crossed
+                                 host memory (a copy may land before its run starts) */
+    size_t transfers_gpu_ucx, transfers_nccl;   /* planned, this rank's (in and out) */
     char error[1024];
 };
 
@@ -320,6 +337,47 @@ void dist_xfer_on_local_failure(void *graph);
 void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_msg);
 /* Numbers this rank's NCCL transfers in plan sequence order (planning). */
 cask_status dist_xfer_order_nccl(cask_dist_graph *g);
+/* Completions of a UCX send (arg: dist_send) and receive (arg: dist_slot), and the body
+ * of a receive task (waits, without a worker, until its slot's copy landed); shared
+ * with dist_gpux.c. */
+void dist_xfer_sent(void *arg, cask_status st, const char *why);
+void dist_xfer_landed(void *arg, cask_status st, const char *why);
+cask_status dist_xfer_recv_wait(cask_task_ctx *ctx);
+/* The body of a send task from host memory (a CPU task, or a simulated GPU's). */
+cask_status dist_xfer_send_host(cask_task_ctx *ctx);
+
+/* dist_route.c: how a chunk goes from rank `from` to rank `to` (planning; the same
+ * answer on every rank). gpu_ends: made on a GPU and read by a GPU task. */
+enum dist_route_kind { DIST_ROUTE_HOST = 0, DIST_ROUTE_NCCL = 1, DIST_ROUTE_UCX_CUDA = 2 };
+/* At init, collective (after dist_nccl_init): every rank's GPU, UCX CUDA support and
+ * NCCL, the forced route (CASK_DIST_GPU_XPORT) and the cost model (CASK_DIST_XPORT_MODEL)
+ * of rank 0; turns NCCL off where two ranks share a GPU. Registers dist_gpux.c's
+ * kernels. */
+cask_status dist_route_init(cask_dist *dist);
+int dist_route_choose(const cask_dist *dist, int from, int to, size_t bytes, int gpu_ends);
+void dist_route_free(cask_dist *dist);
+/* The choice itself, from a table (dist->route); and a table without a job, for tests:
+ * n ranks, each with its GPU (-1 none), UCX CUDA support, host id and GPU bus id; the
+ * settings as CASK_DIST_GPU_XPORT and CASK_DIST_XPORT_MODEL would give them (NULL:
+ * unset). NULL with err set on bad settings. */
+int dist_route_decide(const struct dist_route *R, int from, int to, size_t bytes, int gpu_ends);
+struct dist_route *dist_route_new_for_test(int n, const int *gpu, const int *ucx_cuda,
+                                           const char *const *host, const char *const *bus,
+                                           int nccl_all, const char *force, const char *model,
+                                           char *err, size_t errlen);
+void dist_route_delete(struct dist_route *R);
+
+/* dist_gpux.c (CUDA and UCX builds; stubs otherwise) */
+cask_status dist_gpux_register(cask_dist *dist);
+/* Pins slot s's GPU landing buffer (planning). */
+cask_status dist_gpux_pin(cask_dist_graph *g, dist_slot *s);
+/* Unpins every landing buffer of g (before its handles go). */
+void dist_gpux_graph_free(cask_dist_graph *g);
+#ifdef CASK_HAVE_UCX
+/* Before the transport is made: this rank's GPU (dist->gpu_device), and a progress
+ * thread that makes it current (UCX's CUDA transports work in its context). */
+void dist_gpux_thread_setup(cask_dist *dist, xport_ucx_config *uc);
+#endif
 
 /* dist_nccl.c (stubs without NCCL). NCCL transfers are tasks on this rank's NCCL GPU,
  * issued on the communicator's own stream after the task's stream (so after the copies

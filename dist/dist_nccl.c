@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <time.h>
 
 #include "runtime/log.h"
@@ -24,9 +25,16 @@
 #include <cuda_runtime.h>
 #include "transport/nccl.h"
 
+/* Transfers whose turn came together go as one NCCL group (one enqueue and one
+ * launch for all: on the nonblocking communicator each ncclGroupEnd is handed to an
+ * NCCL thread and polled until it left ncclInProgress, which is most of the ~0.5 ms a
+ * lone transfer cost to issue; xport_nccl_issue_stats measures it). */
+#define NCCL_GROUP_MAX 16
+
 typedef struct nccl_flight {
     xport_nccl_xfer *x;
-    cask_task_async *tok;
+    cask_task_async *tok[NCCL_GROUP_MAX];
+    int ntok;
     char what[96];
 } nccl_flight;
 
@@ -52,17 +60,18 @@ static void *poller_main(void *arg)
     struct dist_nccl *n = dist->nccl;
     nccl_end *ends = NULL;
     int cap = 0;
+    double last_end = 0;
     pthread_mutex_lock(&n->mu);
     for (;;) {
         while (!n->nfl && !n->stop)
             pthread_cond_wait(&n->cv, &n->mu);
         if (n->stop && !n->nfl)
             break;
-        if (cap < n->nfl) {
-            nccl_end *ne = realloc(ends, (size_t)n->nfl * sizeof *ne);
+        if (cap < n->nfl * NCCL_GROUP_MAX) {
+            nccl_end *ne = realloc(ends, (size_t)n->nfl * NCCL_GROUP_MAX * sizeof *ne);
             if (ne) {
                 ends = ne;
-                cap = n->nfl;
+                cap = n->nfl * NCCL_GROUP_MAX;
             }
         }
         int nend = 0;
@@ -73,15 +82,21 @@ static void *poller_main(void *arg)
                 i++;
                 continue;
             }
-            nccl_end *e = &ends[nend++];
-            e->tok = f->tok;
-            e->st = st;
-            e->msg[0] = 0;
-            if (st) {
-                char why[320];
+            if (nend + f->ntok > cap) {
+                i++;
+                continue;   /* next round, once ends has room */
+            }
+            char why[320] = "";
+            if (st)
                 xport_nccl_error(n->comm, why, sizeof why);
-                snprintf(e->msg, sizeof e->msg, "%s: %s", f->what,
-                         why[0] ? why : cask_status_string(st));
+            for (int k = 0; k < f->ntok; k++) {
+                nccl_end *e = &ends[nend++];
+                e->tok = f->tok[k];
+                e->st = st;
+                e->msg[0] = 0;
+                if (st)
+                    snprintf(e->msg, sizeof e->msg, "%s: %s", f->what,
+                             why[0] ? why : cask_status_string(st));
             }
             xport_nccl_xfer_free(f->x);
             n->fl[i] = n->fl[--n->nfl];
@@ -91,7 +106,15 @@ static void *poller_main(void *arg)
         pthread_mutex_unlock(&n->mu);
         for (int i = 0; i < nend; i++)
             cask_task_async_end(ends[i].tok, ends[i].st, ends[i].msg);
-        if (!nend) {   /* transfers run: look again soon */
+        /* transfers run: look again soon. Yield (no sleep) for 200 us after the last
+         * completion: a 20 us nanosleep takes ~70 us with the default timer slack, and
+         * on a chain of halos every detection delay is on the critical path. */
+        double now = dist_now_s();
+        if (nend)
+            last_end = now;
+        else if (now - last_end < 200e-6)
+            sched_yield();
+        else {
             struct timespec ts = { 0, 20000 };
             nanosleep(&ts, NULL);
         }
@@ -102,35 +125,48 @@ static void *poller_main(void *arg)
     return NULL;
 }
 
-/* Starts op (under n->mu). On failure the op's task is handed back in *fail. */
-static cask_status start_op(struct dist_nccl *n, dist_nccl_op *op, nccl_end *fail)
+/* Starts ops[0..k) as one group (under n->mu). On failure their tasks are handed back
+ * in fail[0..k). */
+static cask_status start_group(struct dist_nccl *n, dist_nccl_op **ops, int k, nccl_end *fail)
 {
+    dist_nccl_op *op = ops[0];
     if (n->nfl == n->capfl) {
         int cap = n->capfl ? 2 * n->capfl : 16;
         nccl_flight *nf = realloc(n->fl, (size_t)cap * sizeof *nf);
         if (!nf) {
-            *fail = (nccl_end){ op->tok, CASK_ERR_NOMEM, "" };
-            snprintf(fail->msg, sizeof fail->msg, "%s: out of memory", op->what);
+            for (int i = 0; i < k; i++) {
+                fail[i] = (nccl_end){ ops[i]->tok, CASK_ERR_NOMEM, "" };
+                snprintf(fail[i].msg, sizeof fail[i].msg, "%s: out of memory", ops[i]->what);
+            }
             return CASK_ERR_NOMEM;
         }
         n->fl = nf;
         n->capfl = cap;
     }
-    xport_nccl_op xo = { op->peer, op->recv, op->buf, op->bytes };
+    xport_nccl_op xo[NCCL_GROUP_MAX];
+    void *ev[NCCL_GROUP_MAX];
+    for (int i = 0; i < k; i++) {
+        xo[i] = (xport_nccl_op){ ops[i]->peer, ops[i]->recv, ops[i]->buf, ops[i]->bytes };
+        ev[i] = ops[i]->ev;
+    }
     xport_nccl_xfer *x = NULL;
-    cask_status st = xport_nccl_start(n->comm, &xo, 1, op->ev, &x);
+    cask_status st = xport_nccl_start_after(n->comm, xo, k, ev, k, &x);
     if (st) {
         char why[320];
         xport_nccl_error(n->comm, why, sizeof why);
-        *fail = (nccl_end){ op->tok, st, "" };
-        snprintf(fail->msg, sizeof fail->msg, "%s: %s", op->what,
-                 why[0] ? why : cask_status_string(st));
+        for (int i = 0; i < k; i++) {
+            fail[i] = (nccl_end){ ops[i]->tok, st, "" };
+            snprintf(fail[i].msg, sizeof fail[i].msg, "%s: %s", ops[i]->what,
+                     why[0] ? why : cask_status_string(st));
+        }
         return st;
     }
     nccl_flight *f = &n->fl[n->nfl++];
     f->x = x;
-    f->tok = op->tok;
-    snprintf(f->what, sizeof f->what, "%s", op->what);
+    f->ntok = k;
+    for (int i = 0; i < k; i++)
+        f->tok[i] = ops[i]->tok;
+    snprintf(f->what, sizeof f->what, "%.78s%s", op->what, k > 1 ? " (and its group)" : "");
     return CASK_OK;
 }
 
@@ -166,20 +202,27 @@ static cask_status issue(cask_task_ctx *ctx, cask_dist_graph *g, uint32_t order,
     op->bytes = bytes;
     snprintf(op->what, sizeof op->what, "%s", what);
     op->tok = cask_task_async_begin(ctx);
-    nccl_end fail;
+    nccl_end fail[NCCL_GROUP_MAX];
     int failed = 0;
     pthread_mutex_lock(&n->mu);
     op->ready = 1;
-    while (g->nccl_next < g->nccl_here && g->nccl_ops[g->nccl_next].ready) {
-        dist_nccl_op *o = &g->nccl_ops[g->nccl_next++];
-        o->ready = 0;
-        if ((failed = start_op(n, o, &fail) != CASK_OK))
-            break;   /* ending it fails the graph, whose hook ends those behind it */
+    /* every transfer whose turn has come, in order, as groups */
+    while (!failed && g->nccl_next < g->nccl_here && g->nccl_ops[g->nccl_next].ready) {
+        dist_nccl_op *grp[NCCL_GROUP_MAX];
+        int k = 0;
+        while (k < NCCL_GROUP_MAX && g->nccl_next < g->nccl_here &&
+               g->nccl_ops[g->nccl_next].ready) {
+            dist_nccl_op *o = &g->nccl_ops[g->nccl_next++];
+            o->ready = 0;
+            grp[k++] = o;
+        }
+        if (start_group(n, grp, k, fail) != CASK_OK)
+            failed = k;   /* ending them fails the graph, whose hook ends those behind */
     }
     pthread_cond_signal(&n->cv);
     pthread_mutex_unlock(&n->mu);
-    if (failed)   /* perhaps ours: its token is ended, not returned */
-        cask_task_async_end(fail.tok, fail.st, fail.msg);
+    for (int i = 0; i < failed; i++)   /* perhaps ours: its token is ended, not returned */
+        cask_task_async_end(fail[i].tok, fail[i].st, fail[i].msg);
     return CASK_OK;
 }
 
@@ -244,11 +287,13 @@ cask_status dist_nccl_init(cask_dist *dist)
     cask_status st = cask_runtime_query(dist->rt, &info);
     if (st)
         return st;
-    /* Opt-in for now (CASK_DIST_NCCL=1): measured on 2 H200s, cask-jacobi's halos took
-     * 4x longer by NCCL than through host memory by UCX, each transfer costing about
-     * 0.5 ms to issue on the nonblocking communicator (bench/RESULTS.md 6.5). */
+    /* On where every rank has a GPU, unless CASK_DIST_NCCL=0; whether a transfer takes
+     * it is dist_route.c's choice (a cost model: measured on 2 H200s, halos took 4x
+     * longer by NCCL than through host memory, each transfer costing about 0.5 ms to
+     * issue; bench/RESULTS.md 6.5), and dist_route_init turns it off where two ranks
+     * share a GPU. */
     const char *env = getenv("CASK_DIST_NCCL");
-    int want = info.ngpus > 0 && !info.simulated_gpus && env && !strcmp(env, "1");
+    int want = info.ngpus > 0 && !info.simulated_gpus && !(env && !strcmp(env, "0"));
     dist->nccl_device = want ? dist->local_rank % info.ngpus : -1;
     void **blobs = NULL;
     size_t *lens = NULL;
@@ -382,6 +427,7 @@ void dist_nccl_end_waiting(cask_dist_graph *g, cask_status st, const char *why)
 
 void dist_nccl_graph_free(cask_dist_graph *g)
 {
+    dist_gpux_graph_free(g);   /* before the plan's handles go */
     for (uint32_t i = 0; g->nccl_ops && i < g->nccl_here; i++)
         if (g->nccl_ops[i].ev)
             cudaEventDestroy((cudaEvent_t)g->nccl_ops[i].ev);
@@ -402,8 +448,15 @@ void dist_nccl_finalize(cask_dist *dist)
         pthread_mutex_unlock(&n->mu);
         pthread_join(n->poller, NULL);
     }
-    if (n->comm)
+    if (n->comm) {
+        uint64_t calls = 0;
+        double sec = 0;
+        xport_nccl_issue_stats(n->comm, &calls, &sec);
+        if (calls)
+            log_msg(dist->rt, CASK_LOG_INFO, "rank %d: NCCL: %llu groups issued, %.1f us each "
+                    "to issue", dist->rank, (unsigned long long)calls, 1e6 * sec / (double)calls);
         xport_nccl_destroy(n->comm);
+    }
     free(n->fl);
     pthread_mutex_destroy(&n->mu);
     pthread_cond_destroy(&n->cv);
@@ -435,6 +488,7 @@ void dist_nccl_end_waiting(cask_dist_graph *g, cask_status st, const char *why)
 }
 void dist_nccl_graph_free(cask_dist_graph *g)
 {
+    dist_gpux_graph_free(g);
     free(g->nccl_ops);
     g->nccl_ops = NULL;
 }

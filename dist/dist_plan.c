@@ -166,7 +166,9 @@ static void push_send(planner *P, int exchange, int to, uint32_t gid, uint32_t v
         g->sends = n;
         g->sends_cap = cap;
     }
-    g->sends[g->nsends++] = (dist_send){ exchange, to, gid, version, h, g, NULL, nccl, seq, 0 };
+    g->sends[g->nsends++] = (dist_send){ .exchange = exchange, .to = to, .gid = gid,
+                                         .version = version, .h = h, .graph = g, .nccl = nccl,
+                                         .seq = seq };
 }
 
 static void note_made(planner *P, cask_data *d)
@@ -230,6 +232,25 @@ static int by_nccl(planner *P, const pdatum *d, const dist_task *reader, uint32_
     return 1;
 }
 
+/* Whether t runs on a GPU (a real one with its CUDA implementation, or a simulated one
+ * given the GPU route for tests: dist_gpux.c). */
+static int on_gpu(const cask_dist *dist, const dist_task *t)
+{
+    return t && (t->kernel->cuda || dist->gpu_sim) && t->where != CASK_WHERE_CPU;
+}
+
+/* How the latest version of d goes from rank `from` to rank `to` for reader
+ * (dist_route.c decides; the same on every rank), and its NCCL sequence number. */
+static int route_of(planner *P, const pdatum *d, const dist_task *reader, int from, int to,
+                    size_t bytes, uint32_t *seq)
+{
+    int gpu_ends = d->gpu_made && on_gpu(P->dist, reader);
+    int r = dist_route_choose(P->dist, from, to, bytes, gpu_ends);
+    if (r == DIST_ROUTE_NCCL)
+        *seq = P->nccl_seq++;
+    return r;
+}
+
 /* Makes version `version` of d (latest) readable on rank r from phase `avail`: a
  * transfer from its holder at exchange `avail`. Returns the handle index on r. */
 static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *reader)
@@ -248,11 +269,19 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *re
     cask_dist_graph *g = P->g;
     size_t bytes = dist->data[gid].bytes;
     uint32_t seq = 0;
-    int nccl = by_nccl(P, d, reader, &seq);
+    int route = route_of(P, d, reader, src->rank, r, bytes, &seq);
+    int nccl = route == DIST_ROUTE_NCCL, gpu_ucx = route == DIST_ROUTE_UCX_CUDA;
+    int staged = route == DIST_ROUTE_HOST && d->gpu_made && on_gpu(dist, reader);
     if (src->rank == P->me) {
         push_send(P, exchange, r, gid, d->version, src->local, nccl, seq);
+        if (P->st == CASK_OK) {
+            g->sends[g->nsends - 1].gpu_ucx = gpu_ucx;
+            g->sends[g->nsends - 1].staged = staged;
+        }
         g->transfers_out++;
         g->bytes_out += bytes;
+        g->transfers_gpu_ucx += (size_t)gpu_ucx;
+        g->transfers_nccl += (size_t)nccl;
     }
     if (r == P->me) {
         dist_slot *s = new_slot(P);
@@ -265,10 +294,15 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *re
         s->graph = g;
         s->nccl = nccl;
         s->seq = seq;
-        s->h = make_local_copy(P, gid, d->version, !nccl, &s->buf);   /* NCCL: on the GPU */
+        s->gpu_ucx = gpu_ucx;
+        s->staged = staged;
+        /* NCCL, UCX-CUDA: on the GPU (UCX-CUDA: a pinned replica, dist_gpux.c) */
+        s->h = make_local_copy(P, gid, d->version, !nccl && !gpu_ucx, &s->buf);
         d->h[h].local = s->h;
         g->transfers_in++;
         g->bytes_in += bytes;
+        g->transfers_gpu_ucx += (size_t)gpu_ucx;
+        g->transfers_nccl += (size_t)nccl;
     }
     return h;
 }
@@ -403,7 +437,7 @@ static void plan_task(planner *P, size_t ti)
             d->prod_phase = phase;
             d->holder = hidx[a];
             d->touched = 1;
-            d->gpu_made = t->kernel->cuda && t->where != CASK_WHERE_CPU;
+            d->gpu_made = on_gpu(dist, t);
             set_locs(P, d, hidx[a], phase);
         }
     }

@@ -255,6 +255,7 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
     }
     g->running = 1;
     g->run++;
+    g->host_staging[(g->run + 1) & 1] = 0;   /* the next run's counter, from now on */
     g->send_status = CASK_OK;
     g->send_msg[0] = 0;
     pthread_mutex_unlock(&dist->mu);
@@ -318,6 +319,11 @@ cask_status cask_dist_graph_query(const cask_dist_graph *g, cask_dist_graph_info
     info->moved = g->moved;
     info->elapsed_s = g->elapsed_s;
     info->comm_wait_s = g->comm_wait_s;
+    info->transfers_gpu_ucx = g->transfers_gpu_ucx;
+    info->transfers_nccl = g->transfers_nccl;
+    pthread_mutex_lock(&g->dist->mu);
+    info->host_staging_bytes = g->host_staging[g->run & 1];
+    pthread_mutex_unlock(&g->dist->mu);
     return CASK_OK;
 }
 

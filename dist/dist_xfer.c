@@ -28,7 +28,7 @@
 /* ---- send ---- */
 
 #ifdef CASK_HAVE_UCX
-static void sent(void *arg, cask_status st, const char *why)
+void dist_xfer_sent(void *arg, cask_status st, const char *why)
 {
     dist_send *s = arg;
     cask_dist_graph *g = s->graph;
@@ -36,6 +36,8 @@ static void sent(void *arg, cask_status st, const char *why)
     char msg[320] = "";
     pthread_mutex_lock(&dist->mu);
     g->sends_pending--;
+    if (!st && s->staged)   /* the chunk left this rank from host memory */
+        g->host_staging[g->run & 1] += dist->data[s->gid].bytes;
     cask_task_async *tok = s->tok;
     s->tok = NULL;
     if (st) {
@@ -52,7 +54,7 @@ static void sent(void *arg, cask_status st, const char *why)
 }
 #endif
 
-static cask_status send_cpu(cask_task_ctx *ctx)
+cask_status dist_xfer_send_host(cask_task_ctx *ctx)
 {
     dist_send *s = dist_xfer_arg_of(ctx);
     cask_dist_graph *g = s->graph;
@@ -69,7 +71,8 @@ static cask_status send_cpu(cask_task_ctx *ctx)
         return cask_task_fail(ctx, "%s", g->error), st;
     dist_data_hdr h = { g->id, g->run, s->gid, s->version };
     st = xport_ucx_am_send(dist->ucx, s->to, DIST_AM_DATA, &h, sizeof h,
-                           cask_task_buffer(ctx, 0), dist->data[s->gid].bytes, sent, s);
+                           cask_task_buffer(ctx, 0), dist->data[s->gid].bytes, dist_xfer_sent,
+                           s);
     if (st) {
         pthread_mutex_lock(&dist->mu);
         g->sends_pending--;
@@ -128,7 +131,7 @@ void dist_xfer_on_local_failure(void *arg)
     dist_xfer_end_run(g, tok, n, CASK_ERR_CANCELLED, why);
 }
 
-static cask_status recv_cpu(cask_task_ctx *ctx)
+cask_status dist_xfer_recv_wait(cask_task_ctx *ctx)
 {
     dist_slot *s = dist_xfer_arg_of(ctx);
     cask_dist_graph *g = s->graph;
@@ -146,7 +149,7 @@ static cask_status recv_cpu(cask_task_ctx *ctx)
 }
 
 #ifdef CASK_HAVE_UCX
-static void landed(void *arg, cask_status st, const char *why)
+void dist_xfer_landed(void *arg, cask_status st, const char *why)
 {
     dist_slot *s = arg;
     cask_dist_graph *g = s->graph;
@@ -157,6 +160,8 @@ static void landed(void *arg, cask_status st, const char *why)
     cask_task_async *tok = NULL;
     if (st == CASK_OK) {
         s->arrived_run = s->landing_run;
+        if (s->staged)   /* landed in host memory, for a GPU reader */
+            g->host_staging[s->landing_run & 1] += dist->data[s->gid].bytes;
         if (s->waiting && s->arrived_run == g->run) {
             tok = s->waiting;
             s->waiting = NULL;
@@ -195,7 +200,7 @@ void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_m
          * one of the next run waits in the slot's buffer (the caller may still be
          * reading the destination) */
         s->landing_direct = s->dest && !s->home && g->running && h->run == g->run;
-        land = s->landing_direct ? s->dest : s->buf;
+        land = s->gpu_ucx ? s->gbuf : s->landing_direct ? s->dest : s->buf;
         g->recvs_pending++;
     }
     pthread_mutex_unlock(&dist->mu);
@@ -206,8 +211,13 @@ void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_m
                     dist->data[h->gid].bytes);
         return;   /* a stale run's copy, or a graph gone: dropped */
     }
-    if (xport_ucx_recv_into(m, land, landed, s) != CASK_OK)
-        landed(s, CASK_ERR_INTERNAL, "xport_ucx_recv_into refused a landing buffer");
+    cask_status rst = xport_ucx_recv_into_mem(m, land, s->gpu_ucx && !dist->gpu_sim
+                                              ? XPORT_UCX_MEM_CUDA : XPORT_UCX_MEM_HOST,
+                                              dist_xfer_landed, s);
+    if (rst != CASK_OK)
+        dist_xfer_landed(s, rst, s->gpu_ucx ? "xport_ucx_recv_into_mem refused the GPU landing "
+                         "buffer (the chunk came eagerly, in host memory)"
+                         : "xport_ucx_recv_into refused a landing buffer");
 #else
     (void)dist; (void)from; (void)h; (void)ucx_msg;
 #endif
@@ -254,8 +264,8 @@ static cask_status copy_cpu(cask_task_ctx *ctx)
 cask_status dist_xfer_register(cask_dist *dist)
 {
     static const struct { const char *name; cask_kernel_fn fn; size_t off; } k[] = {
-        { "dist_send", send_cpu, offsetof(cask_dist, k_send) },
-        { "dist_recv", recv_cpu, offsetof(cask_dist, k_recv) },
+        { "dist_send", dist_xfer_send_host, offsetof(cask_dist, k_send) },
+        { "dist_recv", dist_xfer_recv_wait, offsetof(cask_dist, k_recv) },
         { "dist_deliver", deliver_cpu, offsetof(cask_dist, k_deliver) },
         { "dist_copy", copy_cpu, offsetof(cask_dist, k_copy) },
     };
@@ -268,17 +278,18 @@ cask_status dist_xfer_register(cask_dist *dist)
     return CASK_OK;
 }
 
-/* where: CASK_WHERE_CPU, or the GPU of this rank's NCCL communicator (gpu) */
+/* where: CASK_WHERE_CPU, or (gpu) this rank's GPU (that of its NCCL communicator) */
 static cask_status add_on(cask_dist_graph *g, cask_kernel *k, void *p, const cask_access *acc,
                           int nacc, const char *name, int gpu, cask_task **out)
 {
+    int device = g->dist->nccl_device >= 0 ? g->dist->nccl_device : g->dist->gpu_device;
     dist_xfer_arg a = { p };
     cask_task_desc d = { .field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY | CASK_TASK_NAME |
                                        CASK_TASK_WHERE | (gpu ? CASK_TASK_DEVICE : 0),
                          .kernel = k, .access = acc, .naccess = nacc, .args = &a,
                          .args_size = sizeof a, .priority = XFER_PRIORITY, .name = name,
                          .where = gpu ? CASK_WHERE_GPU : CASK_WHERE_CPU,
-                         .device = g->dist->nccl_device };
+                         .device = device };
     cask_status st = cask_graph_add_task(g->local, &d, out);
     if (st)
         dist_graph_error(g, "rank %d: adding the task %s: %s", g->dist->rank, name,
@@ -299,16 +310,25 @@ cask_status dist_xfer_add_exchange(cask_dist_graph *g, int e, size_t *send_i, si
     cask_status st = CASK_OK;
     for (; *send_i < g->nsends && g->sends[*send_i].exchange == e && !st; (*send_i)++) {
         dist_send *s = &g->sends[*send_i];
-        snprintf(name, sizeof name, "%ssend #%u.v%u %d>%d", s->nccl ? "nccl " : "", s->gid,
-                 s->version, dist->rank, s->to);
+        snprintf(name, sizeof name, "%ssend #%u.v%u %d>%d",
+                 s->nccl ? "nccl " : s->gpu_ucx ? "gpu " : "", s->gid, s->version, dist->rank,
+                 s->to);
         cask_access acc = { s->h, CASK_READ };
-        st = add_on(g, s->nccl ? dist->k_nsend : dist->k_send, s, &acc, 1, name, s->nccl,
-                    NULL);
+        st = add_on(g, s->nccl ? dist->k_nsend : s->gpu_ucx ? dist->k_gsend : dist->k_send, s,
+                    &acc, 1, name, s->nccl || s->gpu_ucx, NULL);
     }
     for (; *slot_i < g->nslots && g->slots[*slot_i]->exchange == e && !st; (*slot_i)++) {
         dist_slot *s = g->slots[*slot_i];
-        snprintf(name, sizeof name, "%srecv #%u.v%u %d>%d", s->nccl ? "nccl " : "", s->gid,
-                 s->version, s->from, dist->rank);
+        snprintf(name, sizeof name, "%srecv #%u.v%u %d>%d",
+                 s->nccl ? "nccl " : s->gpu_ucx ? "gpu " : "", s->gid, s->version, s->from,
+                 dist->rank);
+        if (s->gpu_ucx) {   /* lands in h's pinned GPU replica; the task makes it valid */
+            cask_access acc = { s->h, CASK_WRITE };
+            st = dist_gpux_pin(g, s);
+            if (!st)
+                st = add_on(g, dist->k_grecv, s, &acc, 1, name, 1, NULL);
+            continue;
+        }
         if (s->nccl) {   /* into s->h on the GPU; a final one is then delivered */
             cask_access acc = { s->h, CASK_WRITE };
             st = add_on(g, dist->k_nrecv, s, &acc, 1, name, 1, NULL);

@@ -241,6 +241,52 @@ Test(ucx, refuses_bad_sends)
     xport_boot_finalize(b);
 }
 
+/* A handler that first asks for the data in CUDA memory (refused: this UCX does not
+ * move it, or the data came eagerly in host memory), then takes it in host memory. */
+static void on_self_cuda_first(void *arg, xport_ucx_msg *m)
+{
+    self_rx *r = arg;
+    r->buf = malloc(m->len ? m->len : 1);
+    r->len = m->len;
+    r->twice = xport_ucx_recv_into_mem(m, r->buf, XPORT_UCX_MEM_CUDA, rx_done, r) ==
+               CASK_ERR_UNSUPPORTED;
+    cr_assert_eq(xport_ucx_recv_into_mem(m, r->buf, XPORT_UCX_MEM_HOST, rx_done, r), CASK_OK);
+}
+
+Test(ucx, a_posted_send_arrives_and_cuda_memory_needs_a_ucx_that_moves_it)
+{
+    xport_boot *b;
+    self_rx r = { 0 };
+    cr_assert_eq(xport_boot_init(NULL, &b, NULL, 0), CASK_OK);
+    xport_ucx *x;
+    cr_assert_eq(xport_ucx_create(b, NULL, &x, NULL, 0), CASK_OK);
+    cr_assert_eq(xport_ucx_set_handler(x, 3, on_self_cuda_first, &r), CASK_OK);
+    cr_assert_eq(xport_ucx_connect(x), CASK_OK);
+    size_t len = 1000;
+    unsigned char data[1000];
+    for (size_t i = 0; i < len; i++)
+        data[i] = (unsigned char)(i * 3 + 5);
+    /* never sent on this thread: queued for the progress thread */
+    cr_assert_eq(xport_ucx_am_post_mem(x, 0, 3, NULL, 0, data, len, XPORT_UCX_MEM_HOST, NULL,
+                                       NULL), CASK_OK);
+    wait_done(&r);
+    cr_assert_eq(r.st, CASK_OK);
+    cr_assert(r.twice, "eager data (or a UCX without CUDA memory) was given to a CUDA buffer");
+    cr_assert_eq(memcmp(r.buf, data, len), 0);
+    if (!xport_ucx_cuda_memory(x)) {
+        cr_assert_eq(xport_ucx_am_send_mem(x, 0, 3, NULL, 0, data, len, XPORT_UCX_MEM_CUDA,
+                                           NULL, NULL), CASK_ERR_UNSUPPORTED);
+        cr_assert_eq(xport_ucx_am_post_mem(x, 0, 3, NULL, 0, data, len, XPORT_UCX_MEM_CUDA,
+                                           NULL, NULL), CASK_ERR_UNSUPPORTED);
+    }
+    char desc[256];
+    xport_ucx_describe(desc, sizeof desc);
+    cr_assert(strstr(desc, "UCX ") && strstr(desc, "CUDA memory: "), "%s", desc);
+    cr_assert_eq(xport_ucx_destroy(x, NULL, 0), CASK_OK);
+    xport_boot_finalize(b);
+    free(r.buf);
+}
+
 #endif /* CASK_HAVE_UCX */
 
 /* ---- the public distributed API in a job of one ---- */

@@ -24,6 +24,7 @@ struct xport_nccl {
     char err[512];
     cudaEvent_t *pool;        /* free events */
     int npool, cap;
+    uint64_t issues, issue_us;   /* xport_nccl_start calls and their time (under mu) */
 };
 
 struct xport_nccl_xfer {
@@ -175,7 +176,13 @@ cask_status xport_nccl_create(xport_boot *boot, int device, int timeout_ms,
         goto fail;
     }
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
-    cfg.blocking = 0;
+    /* Nonblocking: no call waits for a peer, so a dead one cannot hang this process;
+     * but each group is then enqueued by an NCCL thread and polled until it left
+     * ncclInProgress (~90 us a group against ~19 us blocking, docs/distributed.md).
+     * CASK_NCCL_BLOCKING=1 trades that safety during init for the shorter issue (after
+     * init, point-to-point enqueues do not wait for peers). */
+    const char *blk = getenv("CASK_NCCL_BLOCKING");
+    cfg.blocking = blk && !strcmp(blk, "1");
     pthread_mutex_lock(&n->mu);
     ncclResult_t r = ncclCommInitRankConfig(&n->comm, n->size, id, n->rank, &cfg);
     if (r != ncclSuccess && r != ncclInProgress) {
@@ -214,6 +221,24 @@ static cask_status get_event(xport_nccl *n, cudaEvent_t *ev)
 cask_status xport_nccl_start(xport_nccl *n, const xport_nccl_op *ops, int nops,
                              void *wait_event, xport_nccl_xfer **out)
 {
+    return xport_nccl_start_after(n, ops, nops, wait_event ? &wait_event : NULL,
+                                  wait_event ? 1 : 0, out);
+}
+
+void xport_nccl_issue_stats(xport_nccl *n, uint64_t *calls, double *seconds)
+{
+    if (!n)
+        return;
+    pthread_mutex_lock(&n->mu);
+    if (calls) *calls = n->issues;
+    if (seconds) *seconds = 1e-6 * (double)n->issue_us;
+    pthread_mutex_unlock(&n->mu);
+}
+
+cask_status xport_nccl_start_after(xport_nccl *n, const xport_nccl_op *ops, int nops,
+                                   void *const *events, int nevents, xport_nccl_xfer **out)
+{
+    uint64_t t_issue = now_us();
     if (!n || !out || nops < 0 || (nops && !ops))
         return CASK_ERR_INVALID;
     for (int i = 0; i < nops; i++)
@@ -236,11 +261,12 @@ cask_status xport_nccl_start(xport_nccl *n, const xport_nccl_op *ops, int nops,
     }
     if ((st = get_event(n, &t->ev)))
         goto out;
-    if (wait_event && (e = cudaStreamWaitEvent(n->stream, (cudaEvent_t)wait_event, 0)) !=
-                      cudaSuccess) {
-        st = cuda_fail(n, "cudaStreamWaitEvent", e);
-        goto out;
-    }
+    for (int i = 0; i < nevents; i++)
+        if (events[i] && (e = cudaStreamWaitEvent(n->stream, (cudaEvent_t)events[i], 0)) !=
+                         cudaSuccess) {
+            st = cuda_fail(n, "cudaStreamWaitEvent", e);
+            goto out;
+        }
     ncclResult_t r = ncclGroupStart();
     if (r != ncclSuccess) {
         st = nccl_fail(n, "ncclGroupStart", r);
@@ -269,6 +295,8 @@ cask_status xport_nccl_start(xport_nccl *n, const xport_nccl_op *ops, int nops,
     if ((e = cudaEventRecord(t->ev, n->stream)) != cudaSuccess)
         st = cuda_fail(n, "cudaEventRecord", e);
 out:
+    n->issues++;
+    n->issue_us += now_us() - t_issue;
     pthread_mutex_unlock(&n->mu);
     if (st) {
         xport_nccl_xfer_free(t);

@@ -22,6 +22,7 @@
 #define CASK_TRANSPORT_NCCL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include "cask/status.h"
 #include "transport/bootstrap.h"
 
@@ -49,6 +50,17 @@ cask_status xport_nccl_create(xport_boot *boot, int device, int timeout_ms,
  * (aborted), CASK_ERR_NCCL, CASK_ERR_CUDA, CASK_ERR_NOMEM. */
 cask_status xport_nccl_start(xport_nccl *n, const xport_nccl_op *ops, int nops,
                              void *wait_event, xport_nccl_xfer **out);
+
+/* As xport_nccl_start, after every one of the nevents events (cudaEvent_t): one NCCL
+ * group for transfers that became ready at once (one enqueue, one launch, instead of
+ * one per transfer). */
+cask_status xport_nccl_start_after(xport_nccl *n, const xport_nccl_op *ops, int nops,
+                                   void *const *events, int nevents, xport_nccl_xfer **out);
+
+/* Time spent issuing: calls to xport_nccl_start(_after) and their total seconds (the
+ * enqueue, including the wait for a nonblocking communicator to leave ncclInProgress),
+ * to tell where a transfer's cost goes. */
+void xport_nccl_issue_stats(xport_nccl *n, uint64_t *calls, double *seconds);
 
 /* CASK_OK when the transfer finished, CASK_ERR_BUSY while it runs, or the failure
  * (CASK_ERR_NCCL: an asynchronous NCCL error, e.g. a remote peer's; CASK_ERR_PEER:

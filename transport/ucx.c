@@ -132,6 +132,8 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
         goto fail;
     }
 
+    x->cuda_mem = ucx_context_cuda(x->ctx);
+
     /* SERIALIZED: never two threads in UCX at once (the progress thread while
      * connected, this thread before and after), so UCX needs no lock of its own. */
     ucp_worker_params_t wp;
@@ -388,63 +390,6 @@ cask_status xport_ucx_connect(xport_ucx *x)
 
 int xport_ucx_rank(const xport_ucx *x) { return x->rank; }
 int xport_ucx_size(const xport_ucx *x) { return x->size; }
-
-cask_status xport_ucx_am_send(xport_ucx *x, int peer, unsigned id, const void *header,
-                              size_t header_len, const void *data, size_t len,
-                              xport_ucx_done_fn done, void *arg)
-{
-    if (!x || peer < 0 || peer >= x->size || id >= XPORT_UCX_MAX_AM ||
-        header_len > XPORT_UCX_MAX_HEADER || (header_len && !header) || (len && !data))
-        return CASK_ERR_INVALID;
-    if (!atomic_load_explicit(&x->connected, memory_order_acquire))
-        return CASK_ERR_STATE;
-    if (atomic_load_explicit(&x->peers[peer].state, memory_order_acquire) == PEER_DEAD)
-        return CASK_ERR_PEER;
-    ucx_op *op = malloc(sizeof *op);
-    if (!op)
-        return CASK_ERR_NOMEM;
-    op->next = op->fprev = op->fnext = NULL;
-    op->owner = NULL;
-    op->peer = peer;
-    op->kind = OP_SEND;
-    op->done_called = 0;
-    op->req = NULL;
-    op->done = done;
-    op->arg = arg;
-    op->data = data;
-    op->len = len;
-    op->hdr_len = sizeof(ucx_wire) + header_len;
-    op->hdr.w = (ucx_wire){ .src = (uint32_t)x->rank, .id = (uint16_t)id,
-                            .hlen = (uint16_t)header_len };
-    if (header_len)
-        memcpy(op->hdr.bytes + sizeof(ucx_wire), header, header_len);
-
-    if (ucx_progress_of == x) {
-        ucx_issue(x, op);
-        return CASK_OK;
-    }
-    /* The progress thread asleep (or between two rounds): send from here, without a
-     * thread hand-off. Not to this rank: UCX's self transport would run our own
-     * handler on this thread. */
-    if (peer != x->rank && pthread_mutex_trylock(&x->lock) == 0) {
-        ucx_drain_submit(x);           /* keep this thread's earlier sends first */
-        x->need_progress = 0;
-        ucx_issue(x, op);
-        int wake = x->need_progress;   /* a request UCX must progress */
-        pthread_mutex_unlock(&x->lock);
-        if (wake && atomic_load(&x->sleeping))
-            ucx_wake(x);
-        return CASK_OK;
-    }
-    ucx_op *head = atomic_load_explicit(&x->submit, memory_order_relaxed);
-    do {
-        op->next = head;
-    } while (!atomic_compare_exchange_weak(&x->submit, &head, op));
-    /* seq_cst pairs with the progress thread's sleeping=1 then queue check. */
-    if (atomic_load(&x->sleeping))
-        ucx_wake(x);
-    return CASK_OK;
-}
 
 cask_status xport_ucx_peer_status(const xport_ucx *x, int peer)
 {

@@ -81,7 +81,8 @@ enum xport_ucx_field {
     XPORT_UCX_HEARTBEAT_MS = 1u << 2,
     XPORT_UCX_TIMEOUT_MS   = 1u << 3,
     XPORT_UCX_SPIN_US      = 1u << 4,
-    XPORT_UCX_ON_PEER      = 1u << 5
+    XPORT_UCX_ON_PEER      = 1u << 5,
+    XPORT_UCX_THREAD_INIT  = 1u << 6
 };
 
 typedef struct xport_ucx_config {
@@ -97,6 +98,10 @@ typedef struct xport_ucx_config {
                                  CASK_UCX_SPIN_US; 50 with 8 cores or more, else 0 */
     xport_ucx_peer_fn on_peer_failure;  /* XPORT_UCX_ON_PEER */
     void *on_peer_arg;
+    void (*thread_init)(void *arg);     /* XPORT_UCX_THREAD_INIT: called first on the
+                                           progress thread (e.g. to make a GPU current
+                                           there, for UCX's CUDA transports) */
+    void *thread_init_arg;
 } xport_ucx_config;
 
 /* Creates the ucp context and worker (no communication yet). boot is used by
@@ -131,6 +136,48 @@ int xport_ucx_size(const xport_ucx *x);
 cask_status xport_ucx_am_send(xport_ucx *x, int peer, unsigned id, const void *header,
                               size_t header_len, const void *data, size_t len,
                               xport_ucx_done_fn done, void *arg);
+
+/* Where the data of a send or the buffer of a receive lives. */
+typedef enum xport_ucx_mem {
+    XPORT_UCX_MEM_HOST = 0,
+    XPORT_UCX_MEM_CUDA = 1    /* device memory of a CUDA GPU (only where
+                                 xport_ucx_cuda_memory says UCX supports it) */
+} xport_ucx_mem;
+
+/* 1 if this UCX moves CUDA device memory itself (ucp_context_query's memory_types has
+ * UCS_MEMORY_TYPE_CUDA: a UCX built with CUDA whose cuda transports loaded), else 0. */
+int xport_ucx_cuda_memory(const xport_ucx *x);
+
+/* As xport_ucx_am_send, with data in memory of kind mem, which UCX is told
+ * (UCP_OP_ATTR_FIELD_MEMORY_TYPE): device memory goes by rendezvous whatever its size
+ * (cuda_ipc between processes of a node: GPU to GPU, no host copy in cask), so the
+ * receiver always names a buffer with xport_ucx_recv_into_mem. Errors as
+ * xport_ucx_am_send, and CASK_ERR_UNSUPPORTED for XPORT_UCX_MEM_CUDA where
+ * xport_ucx_cuda_memory is 0. */
+cask_status xport_ucx_am_send_mem(xport_ucx *x, int peer, unsigned id, const void *header,
+                                  size_t header_len, const void *data, size_t len,
+                                  xport_ucx_mem mem, xport_ucx_done_fn done, void *arg);
+
+/* As xport_ucx_am_send_mem, but never calls UCX on the calling thread: the send is
+ * queued for the progress thread, which is woken (a write to an eventfd). For threads
+ * that must not call CUDA, such as a CUDA host function (cudaLaunchHostFunc) posting a
+ * chunk once its stream has produced it. A peer found dead then fails the send through
+ * done, on the progress thread. Errors: CASK_ERR_INVALID, CASK_ERR_STATE (not
+ * connected), CASK_ERR_UNSUPPORTED, CASK_ERR_NOMEM; done is then not called. */
+cask_status xport_ucx_am_post_mem(xport_ucx *x, int peer, unsigned id, const void *header,
+                                  size_t header_len, const void *data, size_t len,
+                                  xport_ucx_mem mem, xport_ucx_done_fn done, void *arg);
+
+/* As xport_ucx_recv_into, into buf of kind mem. Data that came eagerly (in host memory)
+ * cannot be copied into device memory here: then CASK_ERR_UNSUPPORTED (done not called),
+ * which does not happen for data sent with xport_ucx_am_send_mem(XPORT_UCX_MEM_CUDA). */
+cask_status xport_ucx_recv_into_mem(xport_ucx_msg *msg, void *buf, xport_ucx_mem mem,
+                                    xport_ucx_done_fn done, void *arg);
+
+/* Describes the UCX library this process runs with, into buf (len bytes): its version,
+ * where cask's build took it from, and whether it moves CUDA memory (this makes and
+ * drops a ucp context to ask). Never fails; thread safe. */
+void xport_ucx_describe(char *buf, size_t len);
 
 /* Only inside a handler, at most once per message: receive the message's data into buf
  * (at least msg->len bytes, host memory). done is called when buf holds the data (for

@@ -45,6 +45,7 @@ struct ucx_op {
     const void *data;
     size_t len;
     size_t hdr_len;                 /* wire + user header */
+    int mem;                        /* xport_ucx_mem of data */
     union {
         ucx_wire w;
         unsigned char bytes[sizeof(ucx_wire) + XPORT_UCX_MAX_HEADER];
@@ -95,8 +96,11 @@ struct xport_ucx {
     int heartbeat_asked_ms;         /* before ucx_heartbeat_scale raised heartbeat_ms */
     xport_ucx_peer_fn on_peer;
     void *on_peer_arg;
+    void (*thread_init)(void *arg);
+    void *thread_init_arg;
 
     ucp_context_h ctx;
+    int cuda_mem;                   /* the context moves UCS_MEMORY_TYPE_CUDA */
     ucp_worker_h worker;
     ucp_address_t *addr;
     size_t addr_len;
@@ -137,6 +141,9 @@ struct xport_ucx {
 cask_status ucx_status(ucs_status_t s);
 void ucx_record_error(xport_ucx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t ucx_now_ns(void);
+
+/* ucx_info.c: whether ctx moves UCS_MEMORY_TYPE_CUDA */
+int ucx_context_cuda(ucp_context_h ctx);
 
 /* ucx_progress.c */
 extern __thread const xport_ucx *ucx_progress_of;   /* the transport this thread runs */

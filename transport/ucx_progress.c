@@ -105,8 +105,13 @@ static void issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
                        UCP_OP_ATTR_FIELD_FLAGS;
     prm.cb.send = send_done_cb;
     prm.user_data = op;
-    prm.flags = (op->kind == OP_SEND && op->len && op->len >= x->rndv_thresh)
+    prm.flags = (op->kind == OP_SEND && op->len &&
+                 (op->len >= x->rndv_thresh || op->mem == XPORT_UCX_MEM_CUDA))
                 ? UCP_AM_SEND_FLAG_RNDV : 0;
+    if (op->kind == OP_SEND && op->mem == XPORT_UCX_MEM_CUDA) {
+        prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        prm.memory_type = UCS_MEMORY_TYPE_CUDA;
+    }
     unsigned am = op->kind == OP_SEND ? UCX_AM_DATA : UCX_AM_CTRL;
     op->owner = p;
     void *r = ucp_am_send_nbx(p->ep, am, op->hdr.bytes, op->hdr_len, op->data, op->len,
@@ -338,6 +343,12 @@ static void recv_done_cb(void *req, ucs_status_t s, size_t length, void *user)
 cask_status xport_ucx_recv_into(xport_ucx_msg *msg, void *buf, xport_ucx_done_fn done,
                                 void *arg)
 {
+    return xport_ucx_recv_into_mem(msg, buf, XPORT_UCX_MEM_HOST, done, arg);
+}
+
+cask_status xport_ucx_recv_into_mem(xport_ucx_msg *msg, void *buf, xport_ucx_mem mem,
+                                    xport_ucx_done_fn done, void *arg)
+{
     if (!msg || !msg->priv_ || (!buf && msg->len))
         return CASK_ERR_INVALID;
     ucx_rx *rx = msg->priv_;
@@ -345,7 +356,11 @@ cask_status xport_ucx_recv_into(xport_ucx_msg *msg, void *buf, xport_ucx_done_fn
         return CASK_ERR_STATE;
     xport_ucx *x = rx->x;
     ucx_peer *p = rx->p;
+    if (mem == XPORT_UCX_MEM_CUDA && !rx->x->cuda_mem)
+        return CASK_ERR_UNSUPPORTED;
     if (!rx->rndv) {
+        if (mem == XPORT_UCX_MEM_CUDA && msg->len)
+            return CASK_ERR_UNSUPPORTED;   /* eager data is in host memory */
         rx->taken = 1;
         if (msg->len)
             memcpy(buf, msg->data, msg->len);
@@ -369,6 +384,10 @@ cask_status xport_ucx_recv_into(xport_ucx_msg *msg, void *buf, xport_ucx_done_fn
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     prm.cb.recv_am = recv_done_cb;
     prm.user_data = op;
+    if (mem == XPORT_UCX_MEM_CUDA) {
+        prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+        prm.memory_type = UCS_MEMORY_TYPE_CUDA;
+    }
     void *r = ucp_am_recv_data_nbx(x->worker, rx->desc, buf, msg->len, &prm);
     if (r == NULL) {
         consumed(x, p);
@@ -582,6 +601,8 @@ void *ucx_progress_main(void *arg)
 {
     xport_ucx *x = arg;
     ucx_progress_of = x;
+    if (x->thread_init)
+        x->thread_init(x->thread_init_arg);   /* e.g. the GPU whose memory UCX moves */
     struct epoll_event evs[4];
     uint64_t spin_until = 0;
     uint64_t tick_ns = (uint64_t)x->heartbeat_ms * 1000000ull / 2;

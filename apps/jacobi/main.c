@@ -46,7 +46,8 @@ static void usage(const char *p)
             "  --blocks B   row blocks (default 2 per GPU, or 2 per CPU worker)\n"
             "  --check K    sweeps per graph, residual checked after each (default 50)\n"
             "  --verify     compare with a serial solver at the end (small N)\n"
-            "  --out FILE   write the final interior rows, (N-2) x N float32 (raw, row-major)\n", p);
+            "  --out FILE   write the final interior rows, (N-2) x N float32 (raw, row-major)\n"
+            "  --version    cask's version and the UCX it runs with\n", p);
 }
 
 static int parse(int argc, char **argv, opts *o)
@@ -55,7 +56,8 @@ static int parse(int argc, char **argv, opts *o)
     static const struct option lo[] = {
         {"n", 1, 0, 'n'}, {"iters", 1, 0, 'i'}, {"tol", 1, 0, 't'}, {"gpus", 1, 0, 'g'},
         {"cpu-only", 0, 0, 'c'}, {"blocks", 1, 0, 'b'}, {"check", 1, 0, 'k'},
-        {"verify", 0, 0, 'v'}, {"out", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"verify", 0, 0, 'v'}, {"out", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
+        {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -68,6 +70,13 @@ static int parse(int argc, char **argv, opts *o)
         case 'k': o->check = atoll(optarg); break;
         case 'v': o->verify = 1; break;
         case 'o': o->out = optarg; break;
+        case 'V': {
+            char ucx[256];
+            cask_dist_transport_describe(ucx, sizeof ucx);
+            printf("cask-jacobi (cask %d.%d.%d)\nbetween processes: %s\n", CASK_VERSION_MAJOR,
+                   CASK_VERSION_MINOR, CASK_VERSION_PATCH, ucx);
+            exit(0);
+        }
         default: usage(argv[0]); return -1;
         }
     }

@@ -13,6 +13,7 @@
  * 3 --check found errors above its limits. */
 #include <errno.h>
 #include <getopt.h>
+#include "cask/dist.h"
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
@@ -274,9 +275,13 @@ static void parse_args(int argc, char **argv, options *o)
             usage(stdout);
             exit(0);
         case O_VERSION:
-            printf("cask-knn (cask %d.%d.%d)\n", CASK_VERSION_MAJOR, CASK_VERSION_MINOR,
-                   CASK_VERSION_PATCH);
+        {
+            char ucx[256];
+            cask_dist_transport_describe(ucx, sizeof ucx);
+            printf("cask-knn (cask %d.%d.%d)\nbetween processes: %s\n", CASK_VERSION_MAJOR,
+                   CASK_VERSION_MINOR, CASK_VERSION_PATCH, ucx);
             exit(0);
+        }
         case ':':
             usage_error("%s needs a value", argv[optind - 1]);
         default:

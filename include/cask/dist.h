@@ -150,8 +150,21 @@ typedef struct cask_dist_graph_info {
                                  of their input (steal) */
     double elapsed_s;         /* last compute, wall time */
     double comm_wait_s;       /* of which waiting for other ranks' data */
+    size_t transfers_gpu_ucx; /* this rank's (in and out) that go GPU memory to GPU
+                                 memory by UCX (CUDA-aware UCX: cuda_ipc in a node) */
+    size_t transfers_nccl;    /* this rank's (in and out) that go by NCCL */
+    uint64_t host_staging_bytes;   /* last compute: bytes of chunks made on a GPU and
+                                      read by a GPU task on another rank that crossed
+                                      host memory in cask's code (sent from or landed
+                                      in a host buffer); 0 when every such chunk went
+                                      GPU to GPU */
 } cask_dist_graph_info;
 cask_status cask_dist_graph_query(const cask_dist_graph *g, cask_dist_graph_info *info);
+
+/* Describes the transport between processes this build uses, into buf (len bytes):
+ * the UCX library (version, the wheel or the system's) and whether it moves CUDA
+ * memory; "no UCX" in a build without it. For --version lines. Thread safe. */
+void cask_dist_transport_describe(char *buf, size_t len);
 
 /* Frees the graph and the copies it made. Not while it computes. g may be NULL. */
 cask_status cask_dist_graph_destroy(cask_dist_graph *g);

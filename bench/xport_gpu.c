@@ -1,0 +1,309 @@
+/* bench/xport_gpu.c: GPU memory to GPU memory between two processes through cask's UCX
+ * transport (bench-xport --gpu), against, in the same run, what the data path costs
+ * without it:
+ *
+ *   ucx-cuda   rank 0's cudaMalloc'ed chunk to rank 1's, xport_ucx_am_send_mem /
+ *              xport_ucx_recv_into_mem with UCS_MEMORY_TYPE_CUDA (rendezvous; cuda_ipc
+ *              within a node): the path of dist_gpux.c
+ *   staged     the host path of a GPU chunk: cudaMemcpy to pinned host memory, the UCX
+ *              host transfer, cudaMemcpy to the GPU on the other side (what cask did
+ *              before, and still does with a UCX without CUDA memory)
+ *   d2d        cudaMemcpyAsync device to device within rank 0's process (the ceiling
+ *              where both ranks share one GPU; rank 1 waits meanwhile)
+ *
+ * Latency: half a ping-pong round trip (each way the data lands before the reply
+ * leaves). Bandwidth: rank 0 streams messages of the size (up to 64 in flight), rank 1
+ * acknowledges once all landed. Sizes 8 KiB to 256 MiB. NCCL is --nccl's table (one GPU
+ * per rank). Rank 0 prints a table, a JSON line per figure, and the CASK_DIST_XPORT_MODEL
+ * value (dist/dist_route.c) fitted from these numbers. */
+#include "bench/xport_gpu.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "transport/ucx.h"
+
+#if defined(CASK_HAVE_CUDA)
+#include <cuda_runtime_api.h>
+
+enum { G_PING = 5, G_PONG = 6, G_DATA = 7, G_ACK = 8 };
+enum { MODE_CUDA = 0, MODE_STAGED = 1 };
+
+typedef struct gbench {
+    xport_ucx *x;
+    int rank, dev, mode;
+    void *sbuf, *rbuf;          /* device */
+    void *hs, *hr;              /* pinned host (staged) */
+    size_t len;
+    _Atomic long pongs, recvd, acked;
+} gbench;
+
+static double gnow(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void gdie(const char *what, const char *why)
+{
+    fprintf(stderr, "bench-xport --gpu: %s: %s\n", what, why ? why : "");
+    exit(1);
+}
+
+static void gwait(_Atomic long *v, long target)
+{
+    double t0 = gnow();
+    while (atomic_load(v) < target) {
+        if (gnow() - t0 > 120)
+            gdie("stuck", "no progress for 120 s");
+        sched_yield();
+    }
+}
+
+/* Sends len bytes of sbuf to peer as message id, by the bench's mode. */
+static void gsend(gbench *b, int peer, unsigned id)
+{
+    cask_status st;
+    if (b->mode == MODE_CUDA) {
+        st = xport_ucx_am_send_mem(b->x, peer, id, NULL, 0, b->sbuf, b->len, XPORT_UCX_MEM_CUDA,
+                                   NULL, NULL);
+    } else {
+        if (cudaMemcpy(b->hs, b->sbuf, b->len, cudaMemcpyDeviceToHost) != cudaSuccess)
+            gdie("cudaMemcpy D2H", NULL);
+        st = xport_ucx_am_send(b->x, peer, id, NULL, 0, b->hs, b->len, NULL, NULL);
+    }
+    if (st)
+        gdie("send", cask_status_string(st));
+}
+
+typedef struct landing { gbench *b; int peer; unsigned id; } landing;
+static landing landings[4];
+
+static void landed(void *arg, cask_status st, const char *why)
+{
+    landing *l = arg;
+    gbench *b = l->b;
+    if (st)
+        gdie("receive", why);
+    if (b->mode == MODE_STAGED &&
+        cudaMemcpy(b->rbuf, b->hr, b->len, cudaMemcpyHostToDevice) != cudaSuccess)
+        gdie("cudaMemcpy H2D", NULL);
+    if (l->id == G_PING)
+        gsend(b, l->peer, G_PONG);
+    else if (l->id == G_PONG)
+        atomic_fetch_add(&b->pongs, 1);
+    else
+        atomic_fetch_add(&b->recvd, 1);
+}
+
+static void on_msg(void *arg, xport_ucx_msg *m)
+{
+    gbench *b = arg;
+    landing *l = &landings[m->id - G_PING];
+    *l = (landing){ b, m->peer, m->id };
+    cask_status st = b->mode == MODE_CUDA
+        ? xport_ucx_recv_into_mem(m, b->rbuf, XPORT_UCX_MEM_CUDA, landed, l)
+        : xport_ucx_recv_into(m, b->hr, landed, l);
+    if (st)
+        gdie("recv_into", cask_status_string(st));
+}
+
+static void on_ack(void *arg, xport_ucx_msg *m)
+{
+    (void)m;
+    atomic_fetch_add(&((gbench *)arg)->acked, 1);
+}
+
+static void thread_gpu(void *arg)
+{
+    cudaSetDevice(*(int *)arg);
+}
+
+/* One-way latency (us) and bandwidth (GB/s) of len bytes in b's mode. */
+static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, double *gbs)
+{
+    b->len = len;
+    int iters = len >= (16u << 20) ? 10 : len >= (1u << 20) ? 50 : 300;
+    atomic_store(&b->pongs, 0);
+    atomic_store(&b->recvd, 0);
+    atomic_store(&b->acked, 0);
+    xport_boot_barrier(boot);
+    double t0 = gnow();
+    if (b->rank == 0) {
+        for (int k = 0; k < iters; k++) {
+            gsend(b, 1, G_PING);
+            gwait(&b->pongs, k + 1);
+        }
+    }
+    *lat_us = (gnow() - t0) / iters / 2 * 1e6;
+    xport_boot_barrier(boot);
+    /* bandwidth: nmsg messages in flight at once (the credit window queues the rest) */
+    long nmsg = len >= (64u << 20) ? 8 : len >= (1u << 20) ? 32 : 256;
+    xport_boot_barrier(boot);
+    t0 = gnow();
+    if (b->rank == 0) {
+        for (long k = 0; k < nmsg; k++)
+            gsend(b, 1, G_DATA);
+        gwait(&b->acked, 1);
+    } else {
+        gwait(&b->recvd, nmsg);
+        cask_status st = xport_ucx_am_send(b->x, 0, G_ACK, NULL, 0, NULL, 0, NULL, NULL);
+        if (st)
+            gdie("ack", cask_status_string(st));
+    }
+    double dt = gnow() - t0;
+    *gbs = (double)len * (double)nmsg / dt / 1e9;
+    xport_boot_barrier(boot);
+}
+
+static void d2d(void *dst, const void *src, size_t len, double *lat_us, double *gbs)
+{
+    cudaStream_t s;
+    cudaEvent_t e0, e1;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    int iters = len >= (16u << 20) ? 20 : 200;
+    cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, s);   /* warm up */
+    cudaStreamSynchronize(s);
+    double t0 = gnow();
+    for (int k = 0; k < iters; k++) {   /* latency: each copy waited for */
+        cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, s);
+        cudaStreamSynchronize(s);
+    }
+    *lat_us = (gnow() - t0) / iters * 1e6;
+    cudaEventRecord(e0, s);
+    for (int k = 0; k < iters; k++)
+        cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, s);
+    cudaEventRecord(e1, s);
+    cudaEventSynchronize(e1);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    *gbs = (double)len * iters / (ms * 1e-3) / 1e9;
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    cudaStreamDestroy(s);
+}
+
+void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
+{
+    int rank = xport_boot_rank(boot);
+    int ndev = 0;
+    int have = cudaGetDeviceCount(&ndev) == cudaSuccess && ndev > 0;
+    void **blobs;
+    size_t *lens;
+    if (xport_boot_allgather(boot, "gbench.have", &have, sizeof have, &blobs, &lens))
+        gdie("allgather", NULL);
+    int all = 1;
+    for (int r = 0; r < 2; r++) {
+        int h;
+        memcpy(&h, blobs[r], sizeof h);
+        all &= h;
+    }
+    xport_boot_free_blobs(boot, blobs, lens);
+    if (!all) {
+        if (rank == 0) printf("\n--gpu: a rank has no GPU: skipped\n");
+        return;
+    }
+    static int dev;
+    dev = xport_boot_local_rank(boot) % ndev;
+    cudaSetDevice(dev);
+    gbench b;
+    memset(&b, 0, sizeof b);
+    b.rank = rank;
+    b.dev = dev;
+    size_t maxb = quick ? (64u << 20) : (256u << 20);
+    if (cudaMalloc(&b.sbuf, maxb) != cudaSuccess || cudaMalloc(&b.rbuf, maxb) != cudaSuccess ||
+        cudaMallocHost(&b.hs, maxb) != cudaSuccess || cudaMallocHost(&b.hr, maxb) != cudaSuccess)
+        gdie("allocating", "cudaMalloc/cudaMallocHost");
+    cudaMemset(b.sbuf, 1 + rank, maxb);
+    xport_ucx_config uc = { .field_mask = XPORT_UCX_THREAD_INIT, .thread_init = thread_gpu,
+                            .thread_init_arg = &dev };
+    char err[512];
+    if (xport_ucx_create(boot, &uc, &b.x, err, sizeof err))
+        gdie("xport_ucx_create", err);
+    for (unsigned id = G_PING; id <= G_DATA; id++)
+        xport_ucx_set_handler(b.x, id, on_msg, &b);
+    xport_ucx_set_handler(b.x, G_ACK, on_ack, &b);
+    if (xport_ucx_connect(b.x)) {
+        xport_ucx_error(b.x, err, sizeof err);
+        gdie("xport_ucx_connect", err);
+    }
+    int cuda = xport_ucx_cuda_memory(b.x);
+    if (xport_boot_allgather(boot, "gbench.cuda", &cuda, sizeof cuda, &blobs, &lens))
+        gdie("allgather", NULL);
+    int both = 1;
+    for (int r = 0; r < 2; r++) {
+        int c;
+        memcpy(&c, blobs[r], sizeof c);
+        both &= c;
+    }
+    xport_boot_free_blobs(boot, blobs, lens);
+    char desc[256];
+    xport_ucx_describe(desc, sizeof desc);
+    if (rank == 0) {
+        printf("\nGPU memory to GPU memory, rank 0 -> rank 1 (GPU %d; %s)%s\n", dev, desc,
+               both ? "" : "\n  this UCX does not move CUDA memory: ucx-cuda column skipped");
+        printf("%10s %11s %11s %11s | %10s %10s %10s | %8s\n", "bytes", "ucx-cuda us",
+               "staged us", "d2d us", "ucx GB/s", "stag GB/s", "d2d GB/s", "ucx/d2d");
+    }
+    double fit_lat = -1, fit_bw = -1, host_lat = -1, host_bw = -1;
+    for (size_t len = 8u << 10; len <= maxb; len *= (len < (64u << 20) ? 4 : 2)) {
+        if (len == (32u << 20))
+            len = 64u << 20;   /* the acceptance size */
+        double ul = -1, ub = -1, sl, sb, dl = -1, db = -1;
+        if (both) {
+            b.mode = MODE_CUDA;
+            measure(&b, boot, len, &ul, &ub);
+        }
+        b.mode = MODE_STAGED;
+        measure(&b, boot, len, &sl, &sb);
+        if (rank == 0)
+            d2d(b.rbuf, b.sbuf, len, &dl, &db);
+        xport_boot_barrier(boot);
+        if (rank != 0)
+            continue;
+        printf("%10zu %11.1f %11.1f %11.1f | %10.2f %10.2f %10.2f | %7.0f%%\n", len, ul, sl, dl,
+               ub, sb, db, ub > 0 ? 100 * ub / db : 0.0);
+        emit("gpu_lat_us", "cask_ucx_cuda", len, ul);
+        emit("gpu_lat_us", "cask_staged", len, sl);
+        emit("gpu_lat_us", "cuda_d2d", len, dl);
+        emit("gpu_bw_gbs", "cask_ucx_cuda", len, ub);
+        emit("gpu_bw_gbs", "cask_staged", len, sb);
+        emit("gpu_bw_gbs", "cuda_d2d", len, db);
+        if (fit_lat < 0) {
+            fit_lat = ul;
+            host_lat = sl;
+        }
+        fit_bw = ub;
+        host_bw = sb;
+    }
+    if (rank == 0) {
+        printf("fitted route model (dist/dist_route.c): CASK_DIST_XPORT_MODEL=");
+        if (both)
+            printf("ucx=%.0f:%.1f,", fit_lat, fit_bw);
+        printf("host=%.0f:%.1f\n", host_lat, host_bw);
+    }
+    xport_boot_barrier(boot);
+    xport_ucx_destroy(b.x, NULL, 0);
+    cudaFree(b.sbuf);
+    cudaFree(b.rbuf);
+    cudaFreeHost(b.hs);
+    cudaFreeHost(b.hr);
+}
+
+#else
+
+void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
+{
+    (void)quick; (void)emit;
+    if (xport_boot_rank(boot) == 0)
+        printf("\n--gpu: built without CUDA: skipped\n");
+}
+
+#endif
