@@ -198,7 +198,7 @@ char *dash_render_status(cask_runtime *rt, const dash_job *job)
 char *dash_render_stream(cask_runtime *rt, uint64_t since_rel)
 {
     dash_live *l = rt->live;
-    uint64_t now = trace_now_ns();
+    uint64_t now = dash_now_ns();
     atomic_store_explicit(&l->view_until, now + DASH_VIEW_NS, memory_order_relaxed);
     char *out = NULL;
     size_t len = 0;
@@ -216,6 +216,8 @@ char *dash_render_stream(cask_runtime *rt, uint64_t since_rel)
     for (int w = 0; w < l->nworkers; w++) {
         size_t n = dash_read_slices(l, w, l->t_origin + since_rel, sl, DASH_RING);
         for (size_t i = 0; i < n; i++) {
+            if (sl[i].t1 > now)   /* ended while this was written: the next poll has it */
+                continue;
             fprintf(f, "%s[%u,%u,%llu,%llu,%d]", first ? "" : ",", sl[i].lane, sl[i].kernel,
                     (unsigned long long)(sl[i].t0 > l->t_origin ? sl[i].t0 - l->t_origin : 0),
                     (unsigned long long)(sl[i].t1 - l->t_origin), sl[i].failed);

@@ -29,7 +29,8 @@ static void run_task(worker *w, cask_task *t)
         ctx.worker = w->id;
         ctx.has_msg = 0;
         ctx.async = 0;
-        uint64_t t0 = WORKER_TRACE(w) || w->live ? sched_now_ns() : 0;
+        uint64_t t0 = WORKER_TRACE(w) ? sched_now_ns() : 0;
+        uint64_t d0 = w->live && dash_viewed(w->live) ? dash_now_ns() : 0;
         cask_status st = coh_prepare_host(g->rt, t, ctx.buf, ctx.size, ctx.msg, sizeof ctx.msg);
         if (rt->spill)
             spill_undefer(rt, t);
@@ -51,8 +52,8 @@ static void run_task(worker *w, cask_task *t)
             w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
         }
         if (w->live)
-            dash_task(w->live, w->id, t->kernel->id, (uint32_t)w->id, t0,
-                      dash_viewed(w->live, t0) ? sched_now_ns() : 0, st != CASK_OK);
+            dash_task(w->live, w->id, t->kernel->id, (uint32_t)w->id, d0,
+                      d0 ? dash_now_ns() : 0, st != CASK_OK);
         if (!st && ctx.async) {  /* ends later: finish_async does the rest */
             w->async_pending++;
             return;

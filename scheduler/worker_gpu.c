@@ -214,9 +214,9 @@ static void finish_one(worker *w, cask_task *t, inflight *f)
         w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, gpu_time(w, f->ev_end));
     }
     if (w->live && f) {   /* host-side times: issue of its group, completion seen */
-        uint64_t now = sched_now_ns();
+        int v = dash_viewed(w->live);
         dash_task(w->live, w->id, t->kernel->id, dash_lane_gpu(w->live, w->device, f->stream),
-                  f->t_issue, dash_viewed(w->live, now) ? now : 0, 0);
+                  f->t_issue, v ? dash_now_ns() : 0, 0);
     }
     w->run_count++;
     sched_complete(w->sched, w, t, 1);
@@ -347,7 +347,7 @@ static int start_task(worker *w, cask_task *t, int retry)
         }
         if (w->live)
             dash_task(w->live, w->id, t->kernel->id, dash_lane_gpu(w->live, w->device, si), t0,
-                      dash_viewed(w->live, t0) ? sched_now_ns() : 0, st != CASK_OK);
+                      dash_viewed(w->live) ? dash_now_ns() : 0, st != CASK_OK);
         if (!st && ctx.async)
             w->async_pending++;   /* finished when it ends (finish_async) */
         else
