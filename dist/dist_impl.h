@@ -77,6 +77,7 @@ struct cask_dist {
     struct dist_nccl *nccl;   /* the communicator, made by the first graph needing it */
     cask_kernel *k_nsend, *k_nrecv, *k_ndeliver;
     struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
+    struct dist_steal *stl;   /* balancing while running (dist_steal.c), NULL if off */
     char err[1024];
 };
 
@@ -215,6 +216,7 @@ struct cask_dist_graph {
     cask_status send_status;
     char send_msg[256];
     double elapsed_s, comm_wait_s;
+    struct dist_steal_graph *stl;   /* balancing while running (dist_steal.c) */
     char error[1024];
 };
 
