@@ -370,6 +370,8 @@ static cask_status run_here(steal_task *t, cask_task_ctx *ctx)
     size_t ws = task->args_size;
     task->args = dt->args;          /* only this worker reads it while the task runs */
     task->args_size = dt->args_size;
+    atomic_fetch_add_explicit(&S->bodies, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&S->started, 1, memory_order_relaxed);
     double t0 = dist_now_s();
     cask_status st = dt->kernel->cpu(ctx);
     double el = dist_now_s() - t0;
@@ -377,11 +379,18 @@ static cask_status run_here(steal_task *t, cask_task_ctx *ctx)
     task->args_size = ws;
     if (!st && S->slow_rank == S->dist->rank && S->slow_factor > 1) {
         double extra = (S->slow_factor - 1) * el;
-        struct timespec ts = { (time_t)extra, (long)((extra - (double)(time_t)extra) * 1e9) };
-        while (nanosleep(&ts, &ts) != 0) {
+        if (S->slow_spin) {   /* the core stays busy, as a slower one would be */
+            double end = dist_now_s() + extra;
+            while (dist_now_s() < end) {
+            }
+        } else {
+            struct timespec ts = { (time_t)extra, (long)((extra - (double)(time_t)extra) * 1e9) };
+            while (nanosleep(&ts, &ts) != 0) {
+            }
         }
         el += extra;
     }
+    atomic_fetch_sub_explicit(&S->bodies, 1, memory_order_relaxed);
     uint64_t ns = (uint64_t)(el * 1e9) + 1, old = atomic_load_explicit(&t->k->ns,
                                                                      memory_order_relaxed);
     atomic_store_explicit(&t->k->ns, old ? (3 * old + ns) / 4 : ns, memory_order_relaxed);

@@ -241,10 +241,12 @@ static void run_taken(struct dist_steal *S, tslot *ts)
         snprintf(msg, sizeof msg, "rank %d: cask_graph_create: %s", S->dist->rank,
                  cask_status_string(st));
     if (!st) {
-        cask_task_desc d = { .field_mask = CASK_TASK_ARGS | CASK_TASK_NAME | CASK_TASK_WHERE,
+        /* before this rank's own ready tasks, if any: its victim waits for it */
+        cask_task_desc d = { .field_mask = CASK_TASK_ARGS | CASK_TASK_NAME | CASK_TASK_WHERE |
+                                           CASK_TASK_PRIORITY,
                              .kernel = ts->kernel, .access = acc, .naccess = ts->naccess,
                              .args = ts->args, .args_size = ts->args_size, .name = ts->name,
-                             .where = CASK_WHERE_CPU };
+                             .where = CASK_WHERE_CPU, .priority = 50 };
         if ((st = cask_graph_add_task(lg, &d, NULL)) || (st = cask_graph_compute(lg)))
             snprintf(msg, sizeof msg, "%s", cask_graph_error(lg));
     }
@@ -302,28 +304,36 @@ void steal_exec_queued(struct dist_steal *S)
 
 /* ---- idleness ---- */
 
-/* A graph computes here and this rank has nothing of its own to run: its local graph
- * ended, or every CPU worker sleeps (its tasks wait for other ranks' data). */
-static int idle_now(struct dist_steal *S)
+/* A graph computes here and this rank has room for others' work: its local graph
+ * ended, or every CPU worker sleeps, or one runs none of its task bodies and none
+ * started one since the last look (its tasks wait for other ranks' data). The thread
+ * looks every 2 ms and announces idleness seen twice in a row. */
+static int idle_now(struct dist_steal *S, uint64_t *last_started)
 {
+    uint64_t started = atomic_load(&S->started);
+    int quiet = started == *last_started;
+    *last_started = started;
     int act = atomic_load(&S->active);
     if (act <= 0)
         return 0;
     if (atomic_load(&S->active_done) >= act)
         return 1;
     cask_runtime *rt = S->dist->rt;
-    return atomic_load(&rt->sched->nsleep[0]) + atomic_load(&S->exec_busy) >= rt->ncpu;
+    int busy = atomic_load(&S->exec_busy);
+    return atomic_load(&rt->sched->nsleep[0]) + busy >= rt->ncpu ||
+           (quiet && atomic_load(&S->bodies) + busy < rt->ncpu);
 }
 
 static void *steal_thread(void *arg)
 {
     struct dist_steal *S = arg;
     int seen = 0;
+    uint64_t last_started = 0;
     pthread_mutex_lock(&S->mu);
     while (!S->stop) {
         steal_exec_queued(S);
         pthread_mutex_unlock(&S->mu);
-        int idle = idle_now(S);
+        int idle = idle_now(S, &last_started);
         if (!idle) {
             seen = 0;
             if (S->announced) {
@@ -407,17 +417,21 @@ cask_status dist_steal_init(cask_dist *dist, const cask_dist_config *cfg)
             return log_error(dist->rt, CASK_ERR_INVALID, "cask_dist_init: CASK_DIST_BALANCE_BW="
                              "%s: want a positive number of bytes per second", s);
     }
-    int slow_rank = -1;
+    int slow_rank = -1, spin = 0;
     double factor = 1;
     if ((s = getenv("CASK_DIST_SLOW_RANK")) && *s) {
         char *end;
         long r = strtol(s, &end, 10);
-        if (end == s || *end != ':' || r < 0 || r >= dist->size ||
-            !((factor = strtod(end + 1, &end)) >= 1) || *end)
+        if (end != s && *end == ':' && r >= 0 && r < dist->size &&
+            (factor = strtod(end + 1, &end)) >= 1 && (!*end || !strcmp(end, ":spin") ||
+                                                       !strcmp(end, ":sleep"))) {
+            spin = !strcmp(end, ":spin");
+            slow_rank = (int)r;
+        } else {
             return log_error(dist->rt, CASK_ERR_INVALID, "cask_dist_init: CASK_DIST_SLOW_RANK="
-                             "%s: want RANK:FACTOR, a rank below %d and a factor >= 1", s,
-                             dist->size);
-        slow_rank = (int)r;
+                             "%s: want RANK:FACTOR[:sleep|:spin], a rank below %d and a factor "
+                             ">= 1", s, dist->size);
+        }
     }
     if (!balance && slow_rank < 0)
         return CASK_OK;
@@ -429,6 +443,7 @@ cask_status dist_steal_init(cask_dist *dist, const cask_dist_config *cfg)
     S->bw = bw;
     S->slow_rank = slow_rank;
     S->slow_factor = factor;
+    S->slow_spin = spin;
     pthread_mutex_init(&S->mu, NULL);
     pthread_cond_init(&S->cv, NULL);
     S->idle = calloc((size_t)dist->size, sizeof *S->idle);
@@ -452,7 +467,8 @@ cask_status dist_steal_init(cask_dist *dist, const cask_dist_config *cfg)
     }
     if (slow_rank == dist->rank)
         log_msg(dist->rt, CASK_LOG_WARN, "cask_dist_init: rank %d slowed on purpose: its task "
-                "bodies take %gx as long (CASK_DIST_SLOW_RANK)", dist->rank, factor);
+                "bodies take %gx as long (CASK_DIST_SLOW_RANK, %s)", dist->rank, factor,
+                spin ? "spinning" : "sleeping");
     return CASK_OK;
 }
 

@@ -112,6 +112,7 @@ struct dist_steal {
     double bw;                /* bytes/s assumed for moving a task's data */
     int slow_rank;            /* test hook: -1 none */
     double slow_factor;
+    int slow_spin;            /* burn the CPU (a slower core) rather than sleep */
     pthread_mutex_t mu;       /* everything below unless said */
     pthread_cond_t cv;
     pthread_t thread;
@@ -129,6 +130,8 @@ struct dist_steal {
     steal_cached *cache;
     _Atomic int active, active_done;   /* graphs computing here / whose local graph ended */
     _Atomic int exec_busy;    /* the thread runs a taken task */
+    _Atomic int bodies;       /* wrapped task bodies running here now */
+    _Atomic uint64_t started; /* wrapped task bodies started here, ever */
     int announced;            /* what this rank last told (thread only) */
 };
 
