@@ -360,6 +360,23 @@ static int ship(steal_task *t, cask_task_ctx *ctx)
 #endif
 }
 
+double steal_slow_down(struct dist_steal *S, double el)
+{
+    if (S->slow_rank != S->dist->rank || !(S->slow_factor > 1))
+        return 0;
+    double extra = (S->slow_factor - 1) * el;
+    if (S->slow_spin) {   /* the core stays busy, as a slower one would be */
+        double end = dist_now_s() + extra;
+        while (dist_now_s() < end) {
+        }
+    } else {
+        struct timespec ts = { (time_t)extra, (long)((extra - (double)(time_t)extra) * 1e9) };
+        while (nanosleep(&ts, &ts) != 0) {
+        }
+    }
+    return extra;
+}
+
 /* Runs the body here, with its own arguments; times it (and slows it, test hook). */
 static cask_status run_here(steal_task *t, cask_task_ctx *ctx)
 {
@@ -377,19 +394,8 @@ static cask_status run_here(steal_task *t, cask_task_ctx *ctx)
     double el = dist_now_s() - t0;
     task->args = wa;
     task->args_size = ws;
-    if (!st && S->slow_rank == S->dist->rank && S->slow_factor > 1) {
-        double extra = (S->slow_factor - 1) * el;
-        if (S->slow_spin) {   /* the core stays busy, as a slower one would be */
-            double end = dist_now_s() + extra;
-            while (dist_now_s() < end) {
-            }
-        } else {
-            struct timespec ts = { (time_t)extra, (long)((extra - (double)(time_t)extra) * 1e9) };
-            while (nanosleep(&ts, &ts) != 0) {
-            }
-        }
-        el += extra;
-    }
+    if (!st)
+        el += steal_slow_down(S, el);
     atomic_fetch_sub_explicit(&S->bodies, 1, memory_order_relaxed);
     uint64_t ns = (uint64_t)(el * 1e9) + 1, old = atomic_load_explicit(&t->k->ns,
                                                                      memory_order_relaxed);

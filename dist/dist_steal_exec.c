@@ -247,8 +247,11 @@ static void run_taken(struct dist_steal *S, tslot *ts)
                              .kernel = ts->kernel, .access = acc, .naccess = ts->naccess,
                              .args = ts->args, .args_size = ts->args_size, .name = ts->name,
                              .where = CASK_WHERE_CPU, .priority = 50 };
+        double t1 = dist_now_s();
         if ((st = cask_graph_add_task(lg, &d, NULL)) || (st = cask_graph_compute(lg)))
             snprintf(msg, sizeof msg, "%s", cask_graph_error(lg));
+        else
+            steal_slow_down(S, dist_now_s() - t1);   /* a slowed thief is slow too */
     }
     size_t outlen = 0;
     for (int a = 0; a < ts->naccess; a++)
@@ -433,8 +436,8 @@ cask_status dist_steal_init(cask_dist *dist, const cask_dist_config *cfg)
                              ">= 1", s, dist->size);
         }
     }
-    if (!balance && slow_rank < 0)
-        return CASK_OK;
+    if ((!balance || dist->size == 1) && slow_rank < 0)
+        return CASK_OK;   /* nothing to wrap: tasks run as the plan says, unwrapped */
     struct dist_steal *S = calloc(1, sizeof *S);
     if (!S)
         return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_init");

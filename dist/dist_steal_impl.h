@@ -136,6 +136,9 @@ struct dist_steal {
 };
 
 /* dist_steal.c */
+/* The test hook (CASK_DIST_SLOW_RANK): on the slowed rank, sleeps or spins (factor - 1)
+ * x el after a body that took el seconds; returns the time added. */
+double steal_slow_down(struct dist_steal *S, double el);
 /* Tells every live peer whether this rank is idle. */
 void steal_tell_idle(struct dist_steal *S, int idle);
 #ifdef CASK_HAVE_UCX
