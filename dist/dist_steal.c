@@ -330,6 +330,9 @@ static int ship(steal_task *t, cask_task_ctx *ctx)
     steal_hdr h = { .type = ST_TASK, .graph = g->id, .run = run, .index = (uint32_t)t->index,
                     .ticket = ticket, .inmask = inmask, .keepmask = t->keep };
     memcpy(h.version, t->version, sizeof h.version);
+    LOG_DEBUG(dist->rt, "dist rank %d: task %s goes to idle rank %d (%zu bytes)", dist->rank,
+              cask_task_name(ctx), p, bytes);
+    atomic_fetch_add(&g->stl->out, 1);   /* before its result can end the run */
     if (xport_ucx_am_send(dist->ucx, p, DIST_AM_STEAL, &h, sizeof h, v->in, inlen, task_sent,
                           v) != CASK_OK) {
         pthread_mutex_lock(&S->mu);
@@ -339,6 +342,7 @@ static int ship(steal_task *t, cask_task_ctx *ctx)
             pthread_mutex_unlock(&S->mu);
             return 0;
         }
+        atomic_fetch_sub(&g->stl->out, 1);
         ctx->async = 0;   /* run it here after all */
         for (int a = 0; a < dt->naccess; a++)
             if (sentmask & (1u << a))
@@ -350,9 +354,6 @@ static int ship(steal_task *t, cask_task_ctx *ctx)
         pthread_mutex_unlock(&S->mu);
         return -1;
     }
-    atomic_fetch_add(&g->stl->out, 1);
-    LOG_DEBUG(dist->rt, "dist rank %d: task %s goes to idle rank %d (%zu bytes)", dist->rank,
-              v->name, p, bytes);
     return 0;
 #else
     (void)t; (void)ctx;

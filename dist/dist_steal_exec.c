@@ -290,18 +290,58 @@ static void run_taken(struct dist_steal *S, tslot *ts)
     steal_send_result(S, ts, st, msg);
 }
 
+/* Whether every input ts expects to find kept here is (under S->mu). Messages are not
+ * ordered: a task may come before the one that brings an input it shares with it. */
+static int kept_inputs_here(struct dist_steal *S, const tslot *ts)
+{
+    for (int a = 0; a < ts->naccess; a++)
+        if ((ts->mode[a] & CASK_READ) && !(ts->inmask & (1u << a)) &&
+            !cache_find(S, ts->graph, ts->run, ts->gid[a], ts->version[a]))
+            return 0;
+    return 1;
+}
+
 void steal_exec_queued(struct dist_steal *S)
 {
+    /* tasks put aside for an input still on its way go first (they came first) */
+    if (S->deferred) {
+        tslot *last = S->deferred;
+        while (last->next)
+            last = last->next;
+        last->next = S->qhead;
+        if (!S->qhead)
+            S->qtail = last;
+        S->qhead = S->deferred;
+        S->deferred = NULL;
+    }
+    tslot *later = NULL;
     while (S->qhead && !S->stop) {
         tslot *ts = S->qhead;
         S->qhead = ts->next;
         if (!S->qhead)
             S->qtail = NULL;
+        double now = dist_now_s();
+        if (!kept_inputs_here(S, ts)) {
+            if (ts->wait_t0 == 0)
+                ts->wait_t0 = now;
+            if (now - ts->wait_t0 < 30) {   /* then run_taken says what is missing */
+                ts->next = later;
+                later = ts;
+                continue;
+            }
+        }
+        ts->wait_t0 = 0;
         atomic_store(&S->exec_busy, 1);
         pthread_mutex_unlock(&S->mu);
         run_taken(S, ts);
         pthread_mutex_lock(&S->mu);
         atomic_store(&S->exec_busy, 0);
+    }
+    while (later) {   /* back in arrival order */
+        tslot *ts = later;
+        later = ts->next;
+        ts->next = S->deferred;
+        S->deferred = ts;
     }
 }
 
@@ -349,10 +389,10 @@ static void *steal_thread(void *arg)
             S->announced = 1;
         }
         pthread_mutex_lock(&S->mu);
-        if (!S->qhead && !S->stop) {
+        if (!S->qhead && !S->stop) {   /* deferred tasks are looked at again then */
             struct timespec dl;
             clock_gettime(CLOCK_REALTIME, &dl);
-            long ns = atomic_load(&S->active) > 0 ? 2000000L : 50000000L;
+            long ns = atomic_load(&S->active) > 0 || S->deferred ? 2000000L : 50000000L;
             dl.tv_nsec += ns;
             if (dl.tv_nsec >= 1000000000L) {
                 dl.tv_sec++;
@@ -513,6 +553,14 @@ void dist_steal_stop(cask_dist *dist)
     pthread_mutex_lock(&S->mu);
     tslot *q = S->qhead;
     S->qhead = S->qtail = NULL;
+    if (S->deferred) {
+        tslot *last = S->deferred;
+        while (last->next)
+            last = last->next;
+        last->next = q;
+        q = S->deferred;
+        S->deferred = NULL;
+    }
     pthread_mutex_unlock(&S->mu);
     while (q) {
         tslot *next = q->next;

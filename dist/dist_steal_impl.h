@@ -92,6 +92,7 @@ typedef struct tslot {
     uint32_t inmask, keepmask;
     size_t inlen;
     uint64_t exec_ns;
+    double wait_t0;           /* since when it waits for a kept input, 0 not */
     char *buf, *out;
     size_t cap, out_cap, outlen;
     char name[80];
@@ -127,6 +128,7 @@ struct dist_steal {
     vslot *vs;
     int nvs;
     tslot *tall, *tfree, *qhead, *qtail;
+    tslot *deferred;          /* taken tasks waiting for an input another one brings */
     steal_cached *cache;
     _Atomic int active, active_done;   /* graphs computing here / whose local graph ended */
     _Atomic int exec_busy;    /* the thread runs a taken task */
