@@ -11,8 +11,10 @@
  *   test_dist_steal thiefdie   the first rank that runs a task of rank 1's dies in it:
  *                              the survivors fail with CASK_ERR_PEER, no hang
  *                              (run.sh --survivors NP-1)
+ *   test_dist_steal badenv     (alone) a bad CASK_DIST_SLOW_RANK or CASK_DIST_BALANCE_BW
+ *                              fails cask_dist_init with a message naming it
  *
- * Under tests/dist/run.sh NP (NP >= 2). */
+ * Under tests/dist/run.sh NP (NP >= 2), badenv as a job of one. */
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -231,6 +233,41 @@ static void run(const char *what, int mode, int balance)
     free(tab);
 }
 
+static void badenv(void)
+{
+    static const char *const cases[][2] = {
+        { "CASK_DIST_SLOW_RANK", "1:4" },      /* rank 1 of a job of one */
+        { "CASK_DIST_SLOW_RANK", "0" },
+        { "CASK_DIST_SLOW_RANK", "0:0.5" },
+        { "CASK_DIST_SLOW_RANK", "0:2:nap" },
+        { "CASK_DIST_BALANCE_BW", "fast" },
+        { "CASK_DIST_BALANCE_BW", "-1" },
+    };
+    cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_NGPU, .ncpu = 1 };
+    cask_runtime *rt;
+    CHECK_OK(cask_init(&cfg, &rt), "cask_init");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        unsetenv("CASK_DIST_SLOW_RANK");
+        unsetenv("CASK_DIST_BALANCE_BW");
+        setenv(cases[i][0], cases[i][1], 1);
+        cask_dist *dist = NULL;
+        cask_status st = cask_dist_init(rt, NULL, &dist);
+        char err[1024];
+        cask_runtime_error(rt, err, sizeof err);
+        CHECK(st == CASK_ERR_INVALID && !dist, "%s=%s: cask_dist_init returned %s", cases[i][0],
+              cases[i][1], cask_status_string(st));
+        CHECK(strstr(err, cases[i][0]), "%s=%s: message: %s", cases[i][0], cases[i][1], err);
+        printf("%s=%s: %s\n", cases[i][0], cases[i][1], err);
+    }
+    unsetenv("CASK_DIST_BALANCE_BW");
+    setenv("CASK_DIST_SLOW_RANK", "0:2:spin", 1);   /* valid */
+    cask_dist *dist;
+    CHECK_OK(cask_dist_init(rt, NULL, &dist), "a valid CASK_DIST_SLOW_RANK refused");
+    CHECK_OK(cask_dist_finalize(dist), "finalize");
+    CHECK_OK(cask_shutdown(rt), "shutdown");
+    dt_rank_ = 0;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -243,8 +280,10 @@ int main(int argc, char **argv)
         run(what, 1, 1);
     else if (!strcmp(what, "thiefdie"))
         run(what, 2, 1);
+    else if (!strcmp(what, "badenv"))
+        badenv();
     else {
-        fprintf(stderr, "usage: test_dist_steal moves|off|thieffail|thiefdie\n");
+        fprintf(stderr, "usage: test_dist_steal moves|off|thieffail|thiefdie|badenv\n");
         return 2;
     }
     if (dt_rank_ == 0)
