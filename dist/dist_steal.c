@@ -245,13 +245,14 @@ static int ship(steal_task *t, cask_task_ctx *ctx)
         return -1;   /* not timed here yet */
     uint32_t run = g->run;
     pthread_mutex_lock(&S->mu);
-    /* An idle peer gets as many of our tasks queued as it serves in the time one takes
-     * here (at least one, two while its speed is unknown): a slow rank hands out more. */
+    /* An idle peer gets as many of our tasks queued as it serves in 1.5 times the time
+     * one takes here (two while its speed is unknown): a slow rank hands out more, a
+     * rank gives none to a peer much slower than itself. */
     int p = -1;
     for (int k = 1; k <= dist->size && p < 0; k++) {
         int q = (S->rr + k) % dist->size;
         double svc = S->svc_ns[q];
-        int credit = svc > 0 ? 1 + (int)((double)ns / svc) : STEAL_CREDIT;
+        int credit = svc > 0 ? (int)(1.5 * (double)ns / svc) : STEAL_CREDIT;
         if (credit > STEAL_CREDIT_MAX)
             credit = STEAL_CREDIT_MAX;
         if (q != dist->rank && atomic_load(&S->idle[q]) && S->inflight[q] < credit)

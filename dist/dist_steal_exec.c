@@ -347,10 +347,12 @@ void steal_exec_queued(struct dist_steal *S)
 
 /* ---- idleness ---- */
 
-/* A graph computes here and this rank has room for others' work: its local graph
- * ended, or every CPU worker sleeps, or one runs none of its task bodies and none
- * started one since the last look (its tasks wait for other ranks' data). The thread
- * looks every 2 ms and announces idleness seen twice in a row. */
+/* How idle this rank looks now: 0 busy; 2 a graph computes here and this rank has
+ * room for others' work for sure: its local graph ended, or every CPU worker sleeps
+ * (found nothing to run); 1 maybe: a worker runs none of its task bodies and none
+ * started one since the last look (it may be moving data, or only be preempted between
+ * two bodies on a loaded machine). The thread looks every 2 ms and announces idleness
+ * when two looks in a row say at least maybe and one of them says sure. */
 static int idle_now(struct dist_steal *S, uint64_t *last_started)
 {
     uint64_t started = atomic_load(&S->started);
@@ -360,30 +362,32 @@ static int idle_now(struct dist_steal *S, uint64_t *last_started)
     if (act <= 0)
         return 0;
     if (atomic_load(&S->active_done) >= act)
-        return 1;
+        return 2;
     cask_runtime *rt = S->dist->rt;
     int busy = atomic_load(&S->exec_busy);
-    return atomic_load(&rt->sched->nsleep[0]) + busy >= rt->ncpu ||
-           (quiet && atomic_load(&S->bodies) + busy < rt->ncpu);
+    if (atomic_load(&rt->sched->nsleep[0]) + busy >= rt->ncpu)
+        return 2;
+    return quiet && atomic_load(&S->bodies) + busy < rt->ncpu;
 }
 
 static void *steal_thread(void *arg)
 {
     struct dist_steal *S = arg;
-    int seen = 0;
+    int prev = 0;
     uint64_t last_started = 0;
     pthread_mutex_lock(&S->mu);
     while (!S->stop) {
         steal_exec_queued(S);
         pthread_mutex_unlock(&S->mu);
         int idle = idle_now(S, &last_started);
+        int two = idle && prev && (idle == 2 || prev == 2);
+        prev = idle;
         if (!idle) {
-            seen = 0;
             if (S->announced) {
                 steal_tell_idle(S, 0);
                 S->announced = 0;
             }
-        } else if (!S->announced && ++seen >= 2) {   /* idle for two looks in a row */
+        } else if (!S->announced && two) {
             LOG_DEBUG(S->dist->rt, "dist rank %d: idle", S->dist->rank);
             steal_tell_idle(S, 1);
             S->announced = 1;
