@@ -20,16 +20,30 @@
 
 /* ---- messages ---- */
 
-void steal_tell_idle(struct dist_steal *S, int idle)
+#ifdef CASK_HAVE_UCX
+_Static_assert(sizeof(steal_hdr) <= XPORT_UCX_MAX_HEADER, "steal_hdr fits a UCX header");
+#endif
+
+void steal_tell_idle(struct dist_steal *S, int idle, uint64_t run)
 {
 #ifdef CASK_HAVE_UCX
     cask_dist *dist = S->dist;
-    steal_hdr h = { .type = ST_IDLE, .idle = (uint32_t)idle };
+    steal_hdr h = { .type = ST_IDLE, .idle = (uint32_t)idle, .ticket = ++S->told_seq,
+                    .graph = (uint32_t)(run >> 32), .run = (uint32_t)run };
+    /* how fast this rank runs its kernels: a victim sends nothing to a much slower rank */
+    int n = 0, nk = atomic_load(&S->nkern);
+    for (int i = 0; idle && i < nk && n < STEAL_ADV; i++) {
+        uint64_t ns = atomic_load_explicit(&S->kern[i].ns, memory_order_relaxed);
+        if (ns) {
+            h.khash[n] = S->kern[i].hash;
+            h.kus[n++] = ns / 1000 < UINT32_MAX ? (uint32_t)(ns / 1000) + 1 : UINT32_MAX;
+        }
+    }
     for (int r = 0; r < dist->size; r++)
         if (r != dist->rank && xport_ucx_peer_status(dist->ucx, r) == CASK_OK)
             xport_ucx_am_send(dist->ucx, r, DIST_AM_STEAL, &h, sizeof h, NULL, 0, NULL, NULL);
 #else
-    (void)S; (void)idle;
+    (void)S; (void)idle; (void)run;
 #endif
 }
 
@@ -191,6 +205,15 @@ void steal_on_msg(void *arg, xport_ucx_msg *m)
         return;
     memcpy(&h, m->header, sizeof h);
     if (h.type == ST_IDLE) {
+        if ((int32_t)(h.ticket - S->idle_seq[m->peer]) <= 0)
+            return;   /* overtaken by a later one: a stale IDLE would draw tasks to a busy rank */
+        S->idle_seq[m->peer] = h.ticket;
+        atomic_store(&S->idle_run[m->peer], (uint64_t)h.graph << 32 | h.run);
+        if (h.idle)
+            for (int i = 0; i < STEAL_ADV; i++) {
+                atomic_store(&S->adv_hash[m->peer * STEAL_ADV + i], h.khash[i]);
+                atomic_store(&S->adv_us[m->peer * STEAL_ADV + i], h.kus[i]);
+            }
         int v = h.idle ? 1 : 0;
         int old = atomic_exchange(&S->idle[m->peer], v);
         atomic_fetch_add(&S->nidle, v - old);
@@ -244,6 +267,12 @@ static int ship(steal_task *t, cask_task_ctx *ctx)
     if (!ns || !dist->ucx)
         return -1;   /* not timed here yet */
     uint32_t run = g->run;
+    uint64_t this_run = (uint64_t)g->id << 32 | run;
+    size_t all_bytes = 0;
+    for (int a = 0; a < dt->naccess; a++)
+        all_bytes += cask_task_buffer_size(ctx, a) * ((dt->access[a].mode & CASK_READ ? 1 : 0) +
+                                                      (dt->access[a].mode & CASK_WRITE ? 1 : 0));
+    double wire_ns = (double)all_bytes / S->bw * 1e9 + 50e3;
     pthread_mutex_lock(&S->mu);
     /* An idle peer gets as many of our tasks queued as it serves in 1.5 times the time
      * one takes here (two while its speed is unknown): a slow rank hands out more, a
@@ -251,11 +280,22 @@ static int ship(steal_task *t, cask_task_ctx *ctx)
     int p = -1;
     for (int k = 1; k <= dist->size && p < 0; k++) {
         int q = (S->rr + k) % dist->size;
-        double svc = S->svc_ns[q];
+        /* its time for one: what it said it takes for this kernel, else what it took
+         * for ours, else unknown */
+        double svc = 0;
+        for (int i = 0; i < STEAL_ADV && svc == 0; i++)
+            if (atomic_load(&S->adv_hash[q * STEAL_ADV + i]) == t->k->hash &&
+                atomic_load(&S->adv_us[q * STEAL_ADV + i]))
+                svc = 1e3 * (double)atomic_load(&S->adv_us[q * STEAL_ADV + i]) + wire_ns;
+        if (svc == 0)
+            svc = S->svc_ns[q];
         int credit = svc > 0 ? (int)(1.5 * (double)ns / svc) : STEAL_CREDIT;
         if (credit > STEAL_CREDIT_MAX)
             credit = STEAL_CREDIT_MAX;
-        if (q != dist->rank && atomic_load(&S->idle[q]) && S->inflight[q] < credit)
+        /* idle in this very run: an IDLE of the run before (every rank is idle at its
+         * end) must not draw this run's first tasks to ranks busy with their own */
+        if (q != dist->rank && atomic_load(&S->idle[q]) && S->inflight[q] < credit &&
+            atomic_load(&S->idle_run[q]) == this_run)
             p = q;
     }
     vslot *v = NULL;
@@ -418,18 +458,22 @@ static cask_status wrap_cpu(cask_task_ctx *ctx)
 
 static steal_kernel *wrapper_of(struct dist_steal *S, cask_kernel *k)
 {
-    for (int i = 0; i < S->nkern; i++)
+    int n = atomic_load(&S->nkern);
+    for (int i = 0; i < n; i++)
         if (S->kern[i].orig == k)
             return &S->kern[i];
-    if (S->nkern == STEAL_MAX_KERNELS)
+    if (n == STEAL_MAX_KERNELS)
         return NULL;
     cask_kernel_desc kd = { .name = k->name, .cpu = wrap_cpu };
-    steal_kernel *e = &S->kern[S->nkern];
+    steal_kernel *e = &S->kern[n];
     if (cask_kernel_register(S->dist->rt, &kd, &e->wrap))
         return NULL;
     e->orig = k;
+    e->hash = 2166136261u;   /* FNV-1a */
+    for (const char *c = k->name; *c; c++)
+        e->hash = (e->hash ^ (uint8_t)*c) * 16777619u;
     atomic_store(&e->ns, 0);
-    S->nkern++;
+    atomic_store(&S->nkern, n + 1);
     return e;
 }
 

@@ -382,17 +382,19 @@ static void *steal_thread(void *arg)
         int idle = idle_now(S, &last_started);
         int two = idle && prev && (idle == 2 || prev == 2);
         prev = idle;
+        uint64_t run = atomic_load(&S->cur_run);
+        pthread_mutex_lock(&S->mu);
         if (!idle) {
             if (S->announced) {
-                steal_tell_idle(S, 0);
+                steal_tell_idle(S, 0, 0);
                 S->announced = 0;
             }
-        } else if (!S->announced && two) {
+        } else if (two && (!S->announced || S->announced_run != run)) {
             LOG_DEBUG(S->dist->rt, "dist rank %d: idle", S->dist->rank);
-            steal_tell_idle(S, 1);
+            steal_tell_idle(S, 1, run);
             S->announced = 1;
+            S->announced_run = run;
         }
-        pthread_mutex_lock(&S->mu);
         if (!S->qhead && !S->stop) {   /* deferred tasks are looked at again then */
             struct timespec dl;
             clock_gettime(CLOCK_REALTIME, &dl);
@@ -417,6 +419,7 @@ void dist_steal_run_begin(cask_dist_graph *g)
     if (!S || !g->stl)
         return;
     g->stl->local_done = 0;
+    atomic_store(&S->cur_run, (uint64_t)g->id << 32 | g->run);
     atomic_fetch_add(&S->active, 1);
     pthread_mutex_lock(&S->mu);
     pthread_cond_broadcast(&S->cv);
@@ -440,7 +443,12 @@ void dist_steal_run_end(cask_dist_graph *g)
     if (g->stl->local_done)
         atomic_fetch_sub(&S->active_done, 1);
     g->stl->local_done = 0;
-    atomic_fetch_sub(&S->active, 1);
+    pthread_mutex_lock(&S->mu);
+    if (atomic_fetch_sub(&S->active, 1) == 1 && S->announced) {
+        steal_tell_idle(S, 0, 0);   /* at once: the next run may begin before the thread looks */
+        S->announced = 0;
+    }
+    pthread_mutex_unlock(&S->mu);
     size_t out = atomic_load(&g->stl->out), in = atomic_load(&g->stl->in);
     if (out || in)
         log_msg(g->dist->rt, CASK_LOG_INFO, "dist graph %u run %u rank %d: balancing: %zu "
@@ -496,10 +504,15 @@ cask_status dist_steal_init(cask_dist *dist, const cask_dist_config *cfg)
     S->idle = calloc((size_t)dist->size, sizeof *S->idle);
     S->inflight = calloc((size_t)dist->size, sizeof *S->inflight);
     S->svc_ns = calloc((size_t)dist->size, sizeof *S->svc_ns);
+    S->idle_seq = calloc((size_t)dist->size, sizeof *S->idle_seq);
+    S->idle_run = calloc((size_t)dist->size, sizeof *S->idle_run);
+    S->adv_hash = calloc((size_t)dist->size * STEAL_ADV, sizeof *S->adv_hash);
+    S->adv_us = calloc((size_t)dist->size * STEAL_ADV, sizeof *S->adv_us);
     S->nvs = STEAL_CREDIT_MAX * (dist->size - 1);
     S->vs = calloc(S->nvs ? (size_t)S->nvs : 1, sizeof *S->vs);
     dist->stl = S;
-    if (!S->idle || !S->inflight || !S->vs || !S->svc_ns)
+    if (!S->idle || !S->inflight || !S->vs || !S->svc_ns || !S->idle_seq || !S->idle_run ||
+        !S->adv_hash || !S->adv_us)
         return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_init");
     for (int i = 0; i < STEAL_CREDIT * (dist->size - 1); i++) {   /* room for what peers
                                                                   may give (more: made) */
@@ -601,6 +614,10 @@ void dist_steal_finalize(cask_dist *dist)
     free((void *)S->idle);
     free(S->inflight);
     free(S->svc_ns);
+    free(S->idle_seq);
+    free((void *)S->idle_run);
+    free((void *)S->adv_hash);
+    free((void *)S->adv_us);
     pthread_mutex_destroy(&S->mu);
     pthread_cond_destroy(&S->cv);
     free(S);

@@ -17,24 +17,29 @@ enum { STEAL_CREDIT = 2,     /* tasks a rank may have out at one peer before it 
                                 how fast that peer serves them */
        STEAL_CREDIT_MAX = 8,
        STEAL_MAX_KERNELS = 64,
+       STEAL_ADV = 8,        /* kernel times an IDLE message carries */
        STEAL_ALIGN = 64 };
 
 typedef struct steal_hdr {
     uint32_t type;
     uint32_t graph, run;
     uint32_t index;           /* TASK: the task's number in the graph */
-    uint32_t ticket;          /* TASK, RESULT: the victim's slot (generation << 16 | slot) */
+    uint32_t ticket;          /* TASK, RESULT: the victim's slot (generation << 16 | slot);
+                                 IDLE: the sender's sequence (messages are not ordered) */
     int32_t status;           /* RESULT: CASK_OK, or the failure (data: the message) */
     uint32_t inmask;          /* TASK: accesses whose content the data carries */
     uint32_t keepmask;        /* TASK: inputs the thief keeps (or has kept) for this run */
-    uint32_t idle;            /* IDLE: 1 idle, 0 busy */
+    uint32_t idle;            /* IDLE: 1 idle (during run `run` of graph `graph`), 0 busy */
     uint64_t exec_ns;         /* RESULT: how long the thief took to run it */
+    uint32_t khash[STEAL_ADV];   /* IDLE: kernels (hash of the name) the sender timed, */
+    uint32_t kus[STEAL_ADV];     /* and its time of one body of each, microseconds */
     uint32_t version[CASK_MAX_BUFFERS];   /* TASK: version of each access */
 } steal_hdr;
 
 /* A kernel and the wrapper of the same name that the local graph runs instead. */
 typedef struct steal_kernel {
     cask_kernel *orig, *wrap;
+    uint32_t hash;            /* of the name (kernels are named alike on every rank) */
     _Atomic uint64_t ns;      /* learnt time of one body here (EWMA), 0: unknown */
 } steal_kernel;
 
@@ -119,9 +124,14 @@ struct dist_steal {
     pthread_t thread;
     int thread_on, stop;
     steal_kernel kern[STEAL_MAX_KERNELS];   /* set while planning (computing thread) */
-    int nkern;
+    _Atomic int nkern;        /* entries set (each before it is counted) */
+    _Atomic uint32_t *adv_hash, *adv_us;   /* per peer x STEAL_ADV: what its IDLE said */
     _Atomic int *idle;        /* per peer: it said it is idle (lock-free reads) */
     _Atomic int nidle;
+    uint32_t *idle_seq;       /* per peer: sequence of its latest IDLE (progress thread) */
+    _Atomic uint64_t *idle_run;   /* per peer: graph << 32 | run it said it is idle in */
+    uint32_t told_seq;        /* of this rank's latest IDLE (under mu) */
+    _Atomic uint64_t cur_run; /* graph << 32 | run of the latest run begun here */
     int *inflight;            /* per peer: this rank's tasks it runs */
     double *svc_ns;           /* per peer: its time to serve one of them (EWMA), 0 unknown */
     int rr;
@@ -134,15 +144,17 @@ struct dist_steal {
     _Atomic int exec_busy;    /* the thread runs a taken task */
     _Atomic int bodies;       /* wrapped task bodies running here now */
     _Atomic uint64_t started; /* wrapped task bodies started here, ever */
-    int announced;            /* what this rank last told (thread only) */
+    int announced;            /* what this rank last told (under mu) */
+    uint64_t announced_run;   /* the run it said it is idle in (under mu) */
 };
 
 /* dist_steal.c */
 /* The test hook (CASK_DIST_SLOW_RANK): on the slowed rank, sleeps or spins (factor - 1)
  * x el after a body that took el seconds; returns the time added. */
 double steal_slow_down(struct dist_steal *S, double el);
-/* Tells every live peer whether this rank is idle. */
-void steal_tell_idle(struct dist_steal *S, int idle);
+/* Tells every live peer whether this rank is idle (in run `run`, graph << 32 | run).
+ * Under S->mu. */
+void steal_tell_idle(struct dist_steal *S, int idle, uint64_t run);
 #ifdef CASK_HAVE_UCX
 void steal_on_msg(void *arg, xport_ucx_msg *m);
 #endif

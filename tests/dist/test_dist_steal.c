@@ -22,7 +22,7 @@
 #include "cask/cask.h"
 #include "dist_test.h"
 
-enum { PER_RANK = 12, LEN = 2048, TAB = 256, REPS = 900 };
+enum { PER_RANK = 24, LEN = 2048, TAB = 256, REPS = 900 };
 
 static int g_rank = -1;   /* this process's rank: the kernels tell a thief from the owner */
 
