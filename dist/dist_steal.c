@@ -331,7 +331,7 @@ static int ship(steal_task *t, cask_task_ctx *ctx)
         bytes += sz;
     }
     double move_ns = (double)bytes / S->bw * 1e9 + 50e3;
-    if ((double)ns < 2.0 * move_ns || steal_grow(&v->in, &v->in_cap, inlen ? inlen : 1)) {
+    if ((double)ns < STEAL_WORTH * move_ns || steal_grow(&v->in, &v->in_cap, inlen ? inlen : 1)) {
         pthread_mutex_unlock(&S->mu);
         return -1;   /* cheaper here */
     }

@@ -18,7 +18,10 @@ enum { STEAL_CREDIT = 2,     /* tasks a rank may have out at one peer before it 
        STEAL_CREDIT_MAX = 8,
        STEAL_MAX_KERNELS = 64,
        STEAL_ADV = 8,        /* kernel times an IDLE message carries */
-       STEAL_ALIGN = 64 };
+       STEAL_ALIGN = 64,
+       STEAL_WORTH = 4 };     /* a task moves only if it takes this many times its bytes'
+                                 time on the wire (a quarter of its time at most goes to
+                                 moving it) */
 
 typedef struct steal_hdr {
     uint32_t type;

@@ -8,7 +8,9 @@
  * order. Each data handle has an owner rank, which holds its initial content. cask
  * then places each task on the rank that holds most of its input bytes (ties: the rank
  * holding what it writes, then the lowest rank), every rank deriving the same placement
- * without talking; a task is run only by its rank, and the data it reads from other
+ * without talking; a task is run by its rank (or, when balancing while running, by an
+ * idle rank on its behalf: its inputs go there and its outputs come back, the results
+ * are the same bytes; see cask_dist_config.balance), and the data it reads from other
  * ranks is sent there (UCX active messages, rendezvous and zero copy for large
  * chunks). After the graph, each datum's latest content is back in its owner's handle
  * and, if asked with cask_dist_graph_gather, in the root's handle too.
