@@ -58,6 +58,7 @@ static void refuse(struct dist_steal *S, tslot *ts)
     steal_send_result(S, ts, CASK_ERR_PEER, msg);
 }
 
+#ifdef CASK_HAVE_UCX
 static void enqueue(struct dist_steal *S, tslot *ts)
 {
     pthread_mutex_lock(&S->mu);
@@ -76,7 +77,6 @@ static void enqueue(struct dist_steal *S, tslot *ts)
     pthread_mutex_unlock(&S->mu);
 }
 
-#ifdef CASK_HAVE_UCX
 static void inputs_landed(void *arg, cask_status st, const char *why)
 {
     tslot *ts = arg;
