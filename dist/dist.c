@@ -2,6 +2,7 @@
  * (bootstrap + UCX), the data declarations that name handles across ranks, control
  * messages, barriers, and noticing lost peers. See include/cask/dist.h. */
 #include "dist/dist_impl.h"
+#include "dist/dist_steal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -118,6 +119,7 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
     snprintf(msg, sizeof msg, "%s", dist->err);
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
+    dist_steal_on_lost(dist, peer);
     for (int i = 0; i < ng; i++)
         dist_xfer_end_run(gs[i], tok[i], ntok[i], CASK_ERR_PEER, msg);
     pthread_mutex_lock(&dist->mu);
@@ -230,6 +232,8 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
     }
     if (xport_boot_error(dist->boot)[0])
         log_msg(rt, CASK_LOG_WARN, "cask_dist_init: %s", xport_boot_error(dist->boot));
+    if ((st = dist_steal_init(dist, cfg)))
+        goto fail;
     if (dist->size > 1) {
 #ifdef CASK_HAVE_UCX
         xport_ucx_config uc = { .field_mask = XPORT_UCX_ON_PEER, .on_peer_failure = on_peer_lost,
@@ -254,6 +258,7 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
             st = log_error(rt, st, "cask_dist_init");
             goto fail;
         }
+        dist_steal_register(dist);
         st = xport_ucx_connect(dist->ucx);
         if (st) {
             xport_ucx_error(dist->ucx, err, sizeof err);
@@ -281,6 +286,8 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         goto fail;
     }
     dist_dashboard_announce(dist);
+    if ((st = dist_steal_start(dist)))
+        goto fail;
     log_msg(rt, CASK_LOG_INFO, "cask_dist_init: rank %d of %d (job %s)", dist->rank,
             dist->size, xport_boot_job(dist->boot));
     *out = dist;
@@ -288,9 +295,11 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
 fail:
     dist_dashboard_leave(dist);
     dist_route_free(dist);
+    dist_steal_stop(dist);
 #ifdef CASK_HAVE_UCX
     xport_ucx_destroy(dist->ucx, NULL, 0);
 #endif
+    dist_steal_finalize(dist);
     xport_boot_finalize(dist->boot);
     free(dist->lost);
     free(dist->left);
@@ -310,6 +319,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
         cask_dist_graph_destroy(dist->graphs);
     dist_nccl_finalize(dist);
     dist_route_free(dist);
+    dist_steal_stop(dist);
 #ifdef CASK_HAVE_UCX
     if (dist->ucx) {
         char why[512];
@@ -323,6 +333,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
         dist->ucx = NULL;
     }
 #endif
+    dist_steal_finalize(dist);
     for (size_t i = 0; i < dist->ndata; i++) {
         dist_datum *dd = &dist->data[i];
         if (!dd->made_here)

@@ -91,6 +91,7 @@ struct cask_dist {
     cask_kernel *k_gsend, *k_grecv;
     struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
     struct dist_dash *dash;   /* this job in the live dashboard (dist_dashboard.c) */
+    struct dist_steal *stl;   /* balancing while running (dist_steal.c), NULL if off */
     char err[1024];
 };
 
@@ -244,6 +245,7 @@ struct cask_dist_graph {
     uint64_t host_staging[2]; /* by run parity: bytes of GPU->GPU chunks that crossed
                                  host memory (a copy may land before its run starts) */
     size_t transfers_gpu_ucx, transfers_nccl;   /* planned, this rank's (in and out) */
+    struct dist_steal_graph *stl;   /* balancing while running (dist_steal.c) */
     char error[1024];
 };
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "dist/dist_impl.h"
+#include "dist/dist_steal.h"
 #include "runtime/graph.h"
 
 /* The local graph: exchange step 0's transfers, phase 0's tasks, exchange 1, ...,
@@ -23,6 +24,8 @@ static cask_status add_task(cask_dist_graph *g, size_t i)
         .kernel = t->kernel, .access = acc, .naccess = t->naccess,
         .args = t->args, .args_size = t->args_size, .priority = t->priority,
         .name = t->name, .where = t->where, .device = t->device };
+    dist_xfer_arg wrap;
+    dist_steal_wrap(g, i, &desc, &wrap);   /* may run on an idle rank (dist_steal.c) */
     cask_status st = cask_graph_add_task(g->local, &desc, NULL);
     if (st)
         dist_graph_error(g, "task %zu (%s) on rank %d: %s", i, t->name ? t->name : t->kernel->name,
@@ -40,6 +43,8 @@ cask_status dist_local_build(cask_dist_graph *g)
     dist_send *sends = malloc((g->nsends ? g->nsends : 1) * sizeof *sends);
     dist_slot **slots = malloc((g->nslots ? g->nslots : 1) * sizeof *slots);
     cask_status st = start && order && sends && slots ? CASK_OK : CASK_ERR_NOMEM;
+    if (!st)
+        st = dist_steal_plan(g);
     if (!st) {
         for (size_t i = 0; i < g->ntasks; i++)
             if (g->tasks[i].rank == dist->rank)

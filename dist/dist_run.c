@@ -4,6 +4,7 @@
  * returns the same verdict and none waits for a rank that stopped. Also the handler of
  * control messages. */
 #include "dist/dist_impl.h"
+#include "dist/dist_steal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -227,6 +228,7 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
 static cask_status run_once(cask_dist_graph *g)
 {
     cask_status st = cask_graph_compute(g->local);
+    dist_steal_local_done(g);   /* this rank is free to run others' tasks */
     if (st) {
         pthread_mutex_lock(&g->dist->mu);
         cask_status why = dist_broken(g);   /* a remote cause says more than ours */
@@ -263,6 +265,7 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
     g->error[0] = 0;
     g->comm_wait_s = 0;
 
+    dist_steal_run_begin(g);
     st = run_once(g);
     if (st) {
         /* Tell everybody, so that nobody waits for this rank's data or verdict. */
@@ -278,6 +281,7 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
         st = wait_until(g, all_done, NULL, 0);
     }
     wait_until(g, sends_drained, NULL, 1);
+    dist_steal_run_end(g);
     pthread_mutex_lock(&dist->mu);
     while (g->handlers_in)   /* a handler still ending this run's tasks uses g */
         pthread_cond_wait(&dist->cv, &dist->mu);
@@ -317,6 +321,7 @@ cask_status cask_dist_graph_query(const cask_dist_graph *g, cask_dist_graph_info
     info->bytes_out = g->bytes_out;
     info->bytes_in = g->bytes_in;
     info->moved = g->moved;
+    dist_steal_counts(g, &info->stolen_out, &info->stolen_in);
     info->elapsed_s = g->elapsed_s;
     info->comm_wait_s = g->comm_wait_s;
     info->transfers_gpu_ucx = g->transfers_gpu_ucx;
@@ -345,6 +350,7 @@ cask_status cask_dist_graph_destroy(cask_dist_graph *g)
             break;
         }
     pthread_mutex_unlock(&dist->mu);
+    dist_steal_graph_free(g);
     dist_plan_free(g);
     for (size_t i = 0; i < g->ntasks; i++) {
         free(g->tasks[i].access);

@@ -8,7 +8,9 @@
  * order. Each data handle has an owner rank, which holds its initial content. cask
  * then places each task on the rank that holds most of its input bytes (ties: the rank
  * holding what it writes, then the lowest rank), every rank deriving the same placement
- * without talking; a task is run only by its rank, and the data it reads from other
+ * without talking; a task is run by its rank (or, when balancing while running, by an
+ * idle rank on its behalf: its inputs go there and its outputs come back, the results
+ * are the same bytes; see cask_dist_config.balance), and the data it reads from other
  * ranks is sent there (UCX active messages, rendezvous and zero copy for large
  * chunks). After the graph, each datum's latest content is back in its owner's handle
  * and, if asked with cask_dist_graph_gather, in the root's handle too.
@@ -38,7 +40,8 @@ typedef struct cask_dist cask_dist;
 enum cask_dist_field {
     CASK_DIST_PEER_TIMEOUT_MS = 1u << 0,
     CASK_DIST_HEARTBEAT_MS    = 1u << 1,
-    CASK_DIST_STEAL           = 1u << 2
+    CASK_DIST_STEAL           = 1u << 2,
+    CASK_DIST_BALANCE         = 1u << 3
 };
 
 typedef struct cask_dist_config {
@@ -48,6 +51,10 @@ typedef struct cask_dist_config {
     int heartbeat_ms;      /* CASK_UCX_HEARTBEAT_MS; 1000 */
     int steal;             /* move tasks from ranks with more work to ranks with less
                               when placing them (see docs). CASK_DIST_STEAL; 1 */
+    int balance;           /* while running, let an idle rank run CPU tasks of a busy
+                              one (their inputs travel to it, their outputs come back;
+                              results are the same bytes; see docs). CASK_DIST_BALANCE;
+                              1 */
 } cask_dist_config;
 
 /* Joins the job: learns rank and size from the launcher (PMIx), connects to every
@@ -148,6 +155,9 @@ typedef struct cask_dist_graph_info {
     uint64_t bytes_out, bytes_in;         /* their bytes */
     size_t moved;             /* tasks the balancer moved off the rank holding most
                                  of their input (steal) */
+    size_t stolen_out;        /* tasks of this rank's that ran on idle ranks (balancing
+                              while running), all computes so far */
+    size_t stolen_in;         /* tasks of other ranks' that ran here */
     double elapsed_s;         /* last compute, wall time */
     double comm_wait_s;       /* of which waiting for other ranks' data */
     size_t transfers_gpu_ucx; /* this rank's (in and out) that go GPU memory to GPU
