@@ -13,9 +13,13 @@ typedef struct task_edge {
     struct task_edge *next;
 } task_edge;
 
+struct subflow;
+struct cask_future;
+
 struct cask_task {
     sched_node node;              /* must stay first: tasks sit in inboxes */
     _Atomic int32_t pending;      /* predecessors not yet finished in this run */
+    _Atomic uint32_t done_run;    /* the run (graph->run) in which it last finished */
     int32_t indegree;
     int32_t nsucc;
     task_edge *succ;              /* built while adding tasks */
@@ -34,9 +38,20 @@ struct cask_task {
     const char *name;
     int last_worker;              /* where it ran last (traces, tests) */
     int priority;                 /* as given (level is its clamped bucket) */
+    /* dynamic graphs (graph_dynamic.c): successors added while it may be running, and
+     * futures waiting for it, as a list of dyn_node; or DYN_CLOSED(run) once finished */
+    _Atomic uintptr_t dyn;
+    /* subflows (subflow.c): 1 + joined children not finished while it has some, else 0 */
+    _Atomic int32_t join;
+    int32_t status;               /* cask_status in run status_run (futures) */
+    uint32_t status_run;
+    struct cask_task *parent;     /* joined child: the task that spawned it */
+    struct subflow *sub;          /* a child not yet launched: its subflow */
+    char *errmsg;                 /* why it failed (arena), NULL if it did not */
 };
 
 enum { GRAPH_IDLE = 0, GRAPH_RUNNING = 1 };
+#define GRAPH_POOL_LIMIT ((size_t)512 << 20)   /* arena bytes a runtime keeps for reuse */
 
 struct cask_graph {
     cask_runtime *rt;
@@ -47,6 +62,7 @@ struct cask_graph {
     size_t nroots;
     int roots_valid;
     int dirty;                    /* pending counts need a reset before the next run */
+    int maybe_cyclic;             /* an explicit edge to a task added earlier */
     struct cask_data **datas;     /* distinct handles used */
     size_t ndatas, datas_cap;
     sched_range *ranges;          /* one per worker, reused each run */
@@ -54,8 +70,14 @@ struct cask_graph {
     _Atomic int64_t remaining;
     _Atomic int failed;
     _Atomic uint64_t ntasks_run;
-    int state;
+    _Atomic int state;            /* GRAPH_IDLE / GRAPH_RUNNING */
     int done;
+    int open;                     /* submitted, holding one count of remaining until
+                                     wait (or shutdown) ends the submission */
+    struct cask_graph *open_next, *open_prev;   /* rt->open_graphs */
+    _Atomic int dynamic;          /* this run: completions publish to dyn lists */
+    int want_dynamic;             /* futures made while idle: next run is dynamic */
+    size_t nadded;                /* tasks added while running, this run */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     cask_status status;
@@ -78,6 +100,52 @@ void graph_set_fail_hook(cask_graph *g, void (*fn)(void *arg), void *arg);
 void graph_describe_task(const cask_task *t, char *buf, size_t len);
 /* Called when remaining reaches 0. */
 void graph_finish(cask_graph *g);
+/* Roots, cycles, where tasks can run, successor arrays (graph_check.c). */
+cask_status graph_check(cask_graph *g);
+/* Makes t's successor array (and release ranges) in a; tmp holds nsucc entries when
+ * by_prio (sort by priority). -1 out of memory. */
+int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio, task_edge **tmp);
+/* Appends t, added while g runs, to g's task list (g->lock held); -1 out of memory. */
+int graph_append_running(cask_graph *g, cask_task *t);
+/* Validates desc and makes a task in arena a (not linked anywhere); ERR with a message. */
+cask_status graph_make_task(cask_graph *g, arena *a, const cask_task_desc *desc,
+                            const char *call, cask_task **out);
+/* Sequential-task-flow edges of t from the handles' build state (static build). */
+cask_status graph_link_static(cask_graph *g, cask_task *t);
+/* Adds an edge of the static graph (0, or -1 out of memory). */
+int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after);
+/* Notes that g uses d (its datas list); -1 out of memory. */
+int graph_note_data(cask_graph *g, cask_data *d);
+
+/* ---- dynamic graphs (graph_dynamic.c) ---- */
+/* Registers the process for membarrier; nonzero if it cannot (then completions fence). */
+int graph_dynamic_init(void);
+/* Adds a task to a running graph (cask_graph_add_task while running). */
+cask_status graph_add_running(cask_graph *g, const cask_task_desc *desc, cask_task **out);
+/* With g->lock held and g running: makes the run dynamic (completions publish). */
+void graph_go_dynamic(cask_graph *g);
+/* A task of a dynamic run finished: its dyn list (successors, futures) is closed and
+ * served. Called by sched_complete. */
+void graph_dyn_complete(struct worker *self, cask_task *t);
+/* Ends the submission of every graph submitted and not waited for (shutdown). */
+void graph_close_open(cask_runtime *rt);
+/* Records t's failure for its futures (status, message); thread safe. */
+void graph_task_failed(cask_task *t, cask_status st, const char *msg);
+
+/* The completion marker and the hand-over to the dynamic path, on every task's
+ * completion: a release store and a load of a flag, ordered against graph_go_dynamic by
+ * its membarrier (or by a fence where membarrier is missing). */
+static inline void graph_task_done(struct worker *self, cask_task *t)
+{
+    cask_graph *g = t->graph;
+    atomic_store_explicit(&t->done_run, g->run, memory_order_release);
+    if (__builtin_expect(g->rt->strong_fence, 0))
+        atomic_thread_fence(memory_order_seq_cst);
+    else
+        atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(atomic_load_explicit(&g->dynamic, memory_order_relaxed), 0))
+        graph_dyn_complete(self, t);
+}
 
 static inline int task_can_cpu(const cask_task *t)
 {
