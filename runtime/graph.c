@@ -174,6 +174,16 @@ cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc
     return CASK_OK;
 }
 
+/* What the check needs to know of t, kept as tasks are added (so that it needs one
+ * pass over the tasks): a priority, a task no worker can run. */
+void graph_note_task(cask_graph *g, cask_task *t)
+{
+    cask_runtime *rt = g->rt;
+    g->any_priority |= t->priority != 0;
+    if (!g->unrunnable && !((task_can_cpu(t) && rt->ncpu > 0) || (task_can_gpu(t) && rt->ngpu > 0)))
+        g->unrunnable = t;
+}
+
 /* Appends t to g->tasks. */
 static int append_task(cask_graph *g, cask_task *t)
 {
@@ -236,6 +246,7 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
         return st;
     if (append_task(g, t))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
+    graph_note_task(g, t);
     if ((st = graph_link_static(g, t)))
         return st;
     if (out)

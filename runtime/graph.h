@@ -63,6 +63,9 @@ struct cask_graph {
     int roots_valid;
     int dirty;                    /* pending counts need a reset before the next run */
     int maybe_cyclic;             /* an explicit edge to a task added earlier */
+    int any_priority;             /* a task has a priority other than 0 */
+    int lists_grew;               /* edges added while running: nsucc lags the lists */
+    cask_task *unrunnable;        /* first task no worker of the runtime can run */
     struct cask_data **datas;     /* distinct handles used */
     size_t ndatas, datas_cap;
     sched_range *ranges;          /* one per worker, reused each run */
@@ -104,7 +107,10 @@ void graph_finish(cask_graph *g);
 cask_status graph_check(cask_graph *g);
 /* Makes t's successor array (and release ranges) in a; tmp holds nsucc entries when
  * by_prio (sort by priority). -1 out of memory. */
-int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio, task_edge **tmp);
+int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio, task_edge **tmp,
+                       int count_list);
+/* Notes what the check needs of a task added to g->tasks (priority, can it run). */
+void graph_note_task(cask_graph *g, cask_task *t);
 /* Appends t, added while g runs, to g's task list (g->lock held); -1 out of memory. */
 int graph_append_running(cask_graph *g, cask_task *t);
 /* Validates desc and makes a task in arena a (not linked anywhere); ERR with a message. */

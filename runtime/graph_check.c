@@ -26,22 +26,30 @@ static int cmp_root_prio(const void *a, const void *b)
  * fan-out get range nodes so that their release can be shared among workers. Done once
  * per change of the graph, so it costs nothing per run. tmp (by_prio only) holds nsucc
  * entries. */
-int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio, task_edge **tmp)
+int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio, task_edge **tmp,
+                       int count_list)
 {
     t->succv = NULL;
     t->release = NULL;
-    /* counted from the list: edges added while the graph ran are in the list only (a
-     * running task's nsucc must not change under the worker releasing its successors) */
-    size_t k = 0;
-    for (task_edge *e = t->succ; e; e = e->next)
-        k++;
-    t->nsucc = (int32_t)k;
+    size_t k = (size_t)t->nsucc;
+    if (count_list) {
+        /* edges added while the graph ran are in the list only (a running task's nsucc
+         * must not change under the worker releasing its successors) */
+        k = 0;
+        for (task_edge *e = t->succ; e; e = e->next)
+            k++;
+        t->nsucc = (int32_t)k;
+    }
     if (k == 0)
         return 0;
+    if (k == 1) {   /* the most common case: the edge itself holds the array */
+        t->succv = &t->succ->task;
+        return 0;
+    }
     cask_task **v = arena_alloc(a, k * sizeof *v);
     if (!v)
         return -1;
-    if (by_prio && k > 1) {
+    if (by_prio) {
         size_t n = 0;
         for (task_edge *e = t->succ; e; e = e->next)
             tmp[n++] = e;
@@ -116,12 +124,17 @@ cask_status graph_check(cask_graph *g)
         if (st)
             return st;
     }
+    if (g->unrunnable) {
+        char d[256];
+        graph_describe_task(g->unrunnable, d, sizeof d);
+        graph_fail(g, CASK_ERR_UNSUPPORTED, "%s: no worker can run it (%d CPU workers, %d GPUs)",
+                   d, rt->ncpu, rt->ngpu);
+        return log_error(rt, CASK_ERR_UNSUPPORTED, "%s: no worker can run it", d);
+    }
     int nw = rt->sched->nworkers;
-    int any = 0;
+    int any = g->any_priority, count = g->lists_grew;
     size_t maxdeg = 0;
-    for (size_t i = 0; i < n; i++)
-        any |= g->tasks[i]->priority != 0;
-    if (any)   /* nsucc may lag behind the lists after adds while running: count them */
+    if (any)
         for (size_t i = 0; i < n; i++) {
             size_t k = 0;
             for (task_edge *e = g->tasks[i]->succ; e; e = e->next)
@@ -130,33 +143,37 @@ cask_status graph_check(cask_graph *g)
                 maxdeg = k;
         }
     task_edge **tmp = any ? malloc((maxdeg ? maxdeg : 1) * sizeof *tmp) : NULL;
-    cask_task **roots = malloc((n ? n : 1) * sizeof *roots);
+    size_t roots_cap = 64, nroots = 0;
+    cask_task **roots = malloc(roots_cap * sizeof *roots);
     if (!roots || (any && !tmp)) {
         free(tmp);
         free(roots);
         return log_error(rt, CASK_ERR_NOMEM, "graph check");
     }
-    size_t nroots = 0;
-    int has_cpu = rt->ncpu > 0, has_gpu = rt->ngpu > 0;
+    /* one pass over the tasks (the cycle, priority and can-run facts were kept while
+     * building) */
     for (size_t i = 0; i < n; i++) {
         cask_task *t = g->tasks[i];
-        if (!((task_can_cpu(t) && has_cpu) || (task_can_gpu(t) && has_gpu))) {
-            char d[256];
-            graph_describe_task(t, d, sizeof d);
-            free(tmp);
-            free(roots);
-            graph_fail(g, CASK_ERR_UNSUPPORTED, "%s: no worker can run it (%d CPU workers, %d GPUs)",
-                       d, rt->ncpu, rt->ngpu);
-            return log_error(rt, CASK_ERR_UNSUPPORTED, "%s: no worker can run it", d);
-        }
-        if (t->indegree == 0)
+        if (t->indegree == 0) {
+            if (nroots == roots_cap) {
+                cask_task **r = realloc(roots, 2 * roots_cap * sizeof *r);
+                if (!r) {
+                    free(tmp);
+                    free(roots);
+                    return log_error(rt, CASK_ERR_NOMEM, "graph check");
+                }
+                roots = r;
+                roots_cap *= 2;
+            }
             roots[nroots++] = t;
-        if (graph_compact_task(&g->ar, t, nw, any, tmp)) {
+        }
+        if (graph_compact_task(&g->ar, t, nw, any, tmp, count)) {
             free(tmp);
             free(roots);
             return log_error(rt, CASK_ERR_NOMEM, "graph check");
         }
     }
+    g->lists_grew = 0;
     free(tmp);
     g->roots = roots;
     g->nroots = nroots;
