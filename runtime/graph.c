@@ -28,8 +28,44 @@ cask_status cask_graph_create(cask_runtime *rt, cask_graph **out)
     pthread_cond_init(&g->cond, NULL);
     g->id = atomic_fetch_add(&next_graph_id, 1);
     g->done = 1;
+    pthread_mutex_lock(&rt->lock);
+    g->all_next = rt->graphs;
+    if (rt->graphs)
+        rt->graphs->all_prev = g;
+    rt->graphs = g;
+    pthread_mutex_unlock(&rt->lock);
     *out = g;
     return CASK_OK;
+}
+
+/* Keeps "every edge goes to a higher ord" after the edge before -> after went against
+ * it (an edge to a task added earlier, as a fan-in's sink added first): raises the ords
+ * of after and what follows it, as far as needed. A cycle shows as reaching `before`;
+ * a long walk gives up. Either way the check then runs Kahn's algorithm, so that graphs
+ * built in order (access modes, edges to later or newly placed tasks) skip it. */
+static void reorder(cask_graph *g, cask_task *before, cask_task *after)
+{
+    enum { WALK = 64 };
+    cask_task *stack[WALK];
+    int n = 0, visited = 0;
+    after->ord = before->ord + 1;
+    stack[n++] = after;
+    while (n) {
+        cask_task *t = stack[--n];
+        if (t->ord >= g->next_ord)
+            g->next_ord = t->ord + 1;
+        for (task_edge *e = t->succ; e; e = e->next) {
+            cask_task *s = e->task;
+            if (s->ord > t->ord)
+                continue;
+            if (s == before || ++visited > WALK || n == WALK) {
+                g->maybe_cyclic = 1;   /* a cycle, or too far to follow */
+                return;
+            }
+            s->ord = t->ord + 1;
+            stack[n++] = s;
+        }
+    }
 }
 
 int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
@@ -50,8 +86,8 @@ int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
     if (g) {
         g->nedges++;
         g->roots_valid = 0;
-        if (before->id > after->id)
-            g->maybe_cyclic = 1;
+        if (before->ord >= after->ord)
+            reorder(g, before, after);
     }
     return 0;
 }
@@ -148,6 +184,7 @@ cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc
     t->level = (int8_t)sched_prio_level(prio);
     t->device = (int16_t)device;
     t->id = 0;
+    t->ord = 0;
     t->args = NULL;
     t->args_size = 0;
     t->last_worker = -1;
@@ -184,6 +221,17 @@ void graph_note_task(cask_graph *g, cask_task *t)
         g->unrunnable = t;
 }
 
+void graph_orphan_all(cask_runtime *rt)
+{
+    pthread_mutex_lock(&rt->lock);
+    for (cask_graph *g = rt->graphs; g; g = g->all_next) {
+        g->orphan = 1;
+        g->ar.pool = NULL;
+    }
+    rt->graphs = NULL;
+    pthread_mutex_unlock(&rt->lock);
+}
+
 /* Appends t to g->tasks. */
 static int append_task(cask_graph *g, cask_task *t)
 {
@@ -196,6 +244,7 @@ static int append_task(cask_graph *g, cask_task *t)
         g->tasks_cap = cap;
     }
     t->id = (uint32_t)g->ntasks;
+    t->ord = g->next_ord++;
     g->tasks[g->ntasks++] = t;
     g->roots_valid = 0;
     return 0;
@@ -320,6 +369,17 @@ cask_status cask_graph_destroy(cask_graph *g)
     pthread_mutex_unlock(&g->lock);
     if (busy)
         return log_error(g->rt, CASK_ERR_BUSY, "cask_graph_destroy: graph is running");
+    if (!g->orphan) {
+        cask_runtime *rt = g->rt;
+        pthread_mutex_lock(&rt->lock);
+        if (g->all_prev)
+            g->all_prev->all_next = g->all_next;
+        else
+            rt->graphs = g->all_next;
+        if (g->all_next)
+            g->all_next->all_prev = g->all_prev;
+        pthread_mutex_unlock(&rt->lock);
+    }
     arena_free_all(&g->ar);
     free(g->tasks);
     free(g->roots);

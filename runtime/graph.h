@@ -33,6 +33,7 @@ struct cask_task {
     uint8_t where;                /* CASK_WHERE_* allowed, resolved at add */
     int16_t device;               /* preferred GPU, -1 none */
     uint32_t id;
+    uint32_t ord;                 /* topological order: every edge goes to a higher ord */
     void *args;
     size_t args_size;
     const char *name;
@@ -62,7 +63,8 @@ struct cask_graph {
     size_t nroots;
     int roots_valid;
     int dirty;                    /* pending counts need a reset before the next run */
-    int maybe_cyclic;             /* an explicit edge to a task added earlier */
+    int maybe_cyclic;             /* an edge the order could not place: run Kahn */
+    uint32_t next_ord;            /* ord of the next task added */
     int any_priority;             /* a task has a priority other than 0 */
     int lists_grew;               /* edges added while running: nsucc lags the lists */
     cask_task *unrunnable;        /* first task no worker of the runtime can run */
@@ -78,6 +80,8 @@ struct cask_graph {
     int open;                     /* submitted, holding one count of remaining until
                                      wait (or shutdown) ends the submission */
     struct cask_graph *open_next, *open_prev;   /* rt->open_graphs */
+    struct cask_graph *all_next, *all_prev;     /* rt->graphs (rt->lock) */
+    int orphan;                   /* the runtime shut down before the graph was destroyed */
     _Atomic int dynamic;          /* this run: completions publish to dyn lists */
     int want_dynamic;             /* futures made while idle: next run is dynamic */
     size_t nadded;                /* tasks added while running, this run */
@@ -133,6 +137,9 @@ void graph_go_dynamic(cask_graph *g);
 /* A task of a dynamic run finished: its dyn list (successors, futures) is closed and
  * served. Called by sched_complete. */
 void graph_dyn_complete(struct worker *self, cask_task *t);
+/* At shutdown: graphs not destroyed yet stop using the runtime's arena pool (their
+ * destroy frees to the system). */
+void graph_orphan_all(cask_runtime *rt);
 /* Ends the submission of every graph submitted and not waited for (shutdown). */
 void graph_close_open(cask_runtime *rt);
 /* Records t's failure for its futures (status, message); thread safe. */

@@ -174,6 +174,7 @@ cask_status cask_shutdown(cask_runtime *rt)
     pthread_mutex_destroy(&rt->lock);
     pthread_mutex_destroy(&rt->error_lock);
     pthread_cond_destroy(&rt->graphs_cond);
+    graph_orphan_all(rt);
     arena_pool_destroy(&rt->graph_pool);
     free(rt);
     return st;

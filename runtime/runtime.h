@@ -50,6 +50,7 @@ struct cask_runtime {
     pthread_cond_t graphs_cond;
 
     arena_pool graph_pool;          /* arena blocks of destroyed graphs, for new ones */
+    struct cask_graph *graphs;      /* every graph not destroyed (rt->lock) */
     struct cask_graph *open_graphs; /* submitted, not yet waited (rt->lock): shutdown
                                        ends their submission */
     int strong_fence;               /* no membarrier: completions fence (graph_dynamic.c) */
