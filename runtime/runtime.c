@@ -144,6 +144,7 @@ cask_status cask_shutdown(cask_runtime *rt)
     while (rt->ngraphs_running > 0)
         pthread_cond_wait(&rt->graphs_cond, &rt->lock);
     pthread_mutex_unlock(&rt->lock);
+    graph_orphan_all(rt);   /* graphs destroyed after this free to the system */
 
     int nw = rt->sched->nworkers;
     cask_worker_stats *stats = rt->cfg.stats ? calloc((size_t)nw, sizeof *stats) : NULL;
@@ -174,7 +175,6 @@ cask_status cask_shutdown(cask_runtime *rt)
     pthread_mutex_destroy(&rt->lock);
     pthread_mutex_destroy(&rt->error_lock);
     pthread_cond_destroy(&rt->graphs_cond);
-    graph_orphan_all(rt);
     arena_pool_destroy(&rt->graph_pool);
     free(rt);
     return st;
