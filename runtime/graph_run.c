@@ -44,15 +44,15 @@ static void open_unlink(cask_runtime *rt, cask_graph *g)
 static int close_submission(cask_graph *g)
 {
     cask_runtime *rt = g->rt;
+    pthread_mutex_lock(&g->lock);   /* g->lock before rt->lock, as adds while running */
     pthread_mutex_lock(&rt->lock);
-    pthread_mutex_lock(&g->lock);
     int was = g->open;
     if (was) {
         g->open = 0;
         open_unlink(rt, g);
     }
-    pthread_mutex_unlock(&g->lock);
     pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&g->lock);
     if (was)
         sched_count_done(NULL, g, 1, 0);
     return was;
@@ -128,14 +128,14 @@ cask_status cask_graph_submit(cask_graph *g)
     g->nadded = 0;
     atomic_store(&g->dynamic, g->want_dynamic);
     g->want_dynamic = 0;
-    pthread_mutex_lock(&rt->lock);
     pthread_mutex_lock(&g->lock);
+    pthread_mutex_lock(&rt->lock);
     atomic_store(&g->state, GRAPH_RUNNING);
     g->done = 0;
     g->open = 1;
     open_link(rt, g);
-    pthread_mutex_unlock(&g->lock);
     pthread_mutex_unlock(&rt->lock);
+    pthread_mutex_unlock(&g->lock);
     g->t_submit = sched_now_ns();
     if (g->nroots)
         sched_submit(rt->sched, g);
