@@ -17,6 +17,7 @@ struct subflow;
 struct cask_future;
 
 struct cask_task {
+    /* hot: what running and finishing a task touch, in its first 128 bytes */
     sched_node node;              /* must stay first: tasks sit in inboxes */
     _Atomic int32_t pending;      /* predecessors not yet finished in this run */
     _Atomic uint32_t done_run;    /* the run (graph->run) in which it last finished */
@@ -33,20 +34,21 @@ struct cask_task {
     uint8_t where;                /* CASK_WHERE_* allowed, resolved at add */
     int16_t device;               /* preferred GPU, -1 none */
     uint32_t id;
-    uint32_t ord;                 /* topological order: every edge goes to a higher ord */
+    /* subflows (subflow.c): 1 + joined children not finished while it has some, else 0 */
+    _Atomic int32_t join;
+    struct cask_task *parent;     /* joined child: the task that spawned it */
     void *args;
     size_t args_size;
-    const char *name;
     int last_worker;              /* where it ran last (traces, tests) */
     int priority;                 /* as given (level is its clamped bucket) */
+    /* cold */
     /* dynamic graphs (graph_dynamic.c): successors added while it may be running, and
      * futures waiting for it, as a list of dyn_node; or DYN_CLOSED(run) once finished */
     _Atomic uintptr_t dyn;
-    /* subflows (subflow.c): 1 + joined children not finished while it has some, else 0 */
-    _Atomic int32_t join;
+    uint32_t ord;                 /* topological order: every edge goes to a higher ord */
     int32_t status;               /* cask_status in run status_run (futures) */
     uint32_t status_run;
-    struct cask_task *parent;     /* joined child: the task that spawned it */
+    const char *name;
     struct subflow *sub;          /* a child not yet launched: its subflow */
     char *errmsg;                 /* why it failed (arena), NULL if it did not */
 };
