@@ -75,7 +75,11 @@ struct cask_graph {
     sched_range *ranges;          /* one per worker, reused each run */
 
     _Atomic int64_t remaining;
+    /* read by every task's run and completion: kept on one line */
     _Atomic int failed;
+    _Atomic int dynamic;          /* this run: completions publish to dyn lists */
+    uint32_t run;                 /* submissions so far (trace flow ids; done_run marks) */
+    int strong_fence;             /* rt->strong_fence, copied at submit */
     _Atomic uint64_t ntasks_run;
     _Atomic int state;            /* GRAPH_IDLE / GRAPH_RUNNING */
     int done;
@@ -84,7 +88,6 @@ struct cask_graph {
     struct cask_graph *open_next, *open_prev;   /* rt->open_graphs */
     struct cask_graph *all_next, *all_prev;     /* rt->graphs (rt->lock) */
     int orphan;                   /* the runtime shut down before the graph was destroyed */
-    _Atomic int dynamic;          /* this run: completions publish to dyn lists */
     int want_dynamic;             /* futures made while idle: next run is dynamic */
     size_t nadded;                /* tasks added while running, this run */
     pthread_mutex_t lock;
@@ -93,7 +96,6 @@ struct cask_graph {
     char error[CASK_ERRMSG_LEN];
     uint64_t t_submit, t_done;
     uint32_t id;
-    uint32_t run;                 /* submissions so far (trace flow ids) */
     void (*fail_hook)(void *arg); /* called once, at the first failure of a run */
     void *fail_hook_arg;
 };
@@ -154,7 +156,7 @@ static inline void graph_task_done(struct worker *self, cask_task *t)
 {
     cask_graph *g = t->graph;
     atomic_store_explicit(&t->done_run, g->run, memory_order_release);
-    if (__builtin_expect(g->rt->strong_fence, 0))
+    if (__builtin_expect(g->strong_fence, 0))
         atomic_thread_fence(memory_order_seq_cst);
     else
         atomic_signal_fence(memory_order_seq_cst);

@@ -125,6 +125,7 @@ cask_status cask_graph_submit(cask_graph *g)
      * be added until then */
     atomic_store(&g->remaining, (int64_t)g->ntasks + 1);
     g->run++;
+    g->strong_fence = rt->strong_fence;
     g->nadded = 0;
     atomic_store(&g->dynamic, g->want_dynamic);
     g->want_dynamic = 0;
