@@ -238,9 +238,12 @@ cask_status cask_graph_query(const cask_graph *g, cask_graph_info *info)
 {
     if (!g || !info)
         return CASK_ERR_INVALID;
+    cask_graph *mg = (cask_graph *)g;
+    pthread_mutex_lock(&mg->lock);   /* tasks may be added while it runs */
     info->ntasks = g->ntasks;
     info->nedges = g->nedges;
-    info->ntasks_run = atomic_load(&((cask_graph *)g)->ntasks_run);
+    pthread_mutex_unlock(&mg->lock);
+    info->ntasks_run = atomic_load(&mg->ntasks_run);
     info->elapsed_s = g->t_done > g->t_submit ? (double)(g->t_done - g->t_submit) * 1e-9 : 0.0;
     return CASK_OK;
 }
