@@ -4,6 +4,7 @@
  *
  *   bench-sched [--workers 1,2,4,16] [--tasks N] [--reps R] [--cases a,b] [--window W]
  *               [--chains C] [--sched ws|locality|eager] [--work-ns NS] [--json-only]
+ *               [--mode compute|bcd] [--peers starpu,openmp]
  *
  * Shapes: independent (T tasks, no edges); fanout (1 root -> T children -> 1 sink, explicit
  * edges); chains (C chains of T/C tasks); random (each task depends on up to 3 distinct
@@ -13,6 +14,9 @@
  * barrier per level (independent, chains: 1; fanout: 3; random: one per depth level).
  * --work-ns makes every task (both implementations) busy-wait about NS nanoseconds, to see
  * the overhead against a realistic task grain; by default tasks are empty calls.
+ * --mode bcd times what a program that builds once and runs once pays: a fresh graph per
+ * repetition, built, computed and destroyed (sched_build.c), beside the peers asked for
+ * with --peers and built in (StarPU, OpenMP tasks: sched_peers.c) on the same shapes.
  * Output: one JSON object per measurement on stdout as it is taken, then a table on
  * stderr (--json-only: no table). */
 #include <errno.h>
@@ -27,6 +31,7 @@
 
 #include "cask/cask.h"
 #include "common/timing.h"
+#include "sched_bench.h"
 
 /* ---- the task body, called through a pointer the compiler cannot see through ---- */
 
@@ -40,7 +45,14 @@ static void empty_body(void)
 }
 static void (*volatile empty_fn)(void) = empty_body;
 
-static cask_status empty_kernel(cask_task_ctx *ctx)
+const char *shape_names[NSHAPES] = { "independent", "fanout", "chains", "random" };
+
+void bench_task_body(void)
+{
+    empty_fn();
+}
+
+cask_status bench_empty_kernel(cask_task_ctx *ctx)
 {
     (void)ctx;
     empty_fn();
@@ -55,35 +67,6 @@ static uint64_t rng_next(uint64_t *s)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
-
-/* ---- shapes ---- */
-
-enum shape { INDEPENDENT, FANOUT, CHAINS, RANDOM, NSHAPES };
-static const char *shape_names[NSHAPES] = { "independent", "fanout", "chains", "random" };
-
-typedef struct options {
-    int workers[64];
-    int nworkers;
-    long tasks;
-    int reps;
-    int cases[NSHAPES];
-    int window;
-    int chains;
-    int sched;          /* -1: runtime default */
-    int json_only;
-    long work_ns;
-} options;
-
-/* The random DAG, shared by both implementations: preds[i][0..npred[i]-1]. */
-typedef struct dag {
-    long n;
-    int32_t (*preds)[3];
-    uint8_t *npred;
-    int32_t *level;      /* depth: 0 for roots */
-    long *by_level;      /* task ids sorted by level */
-    long *level_start;   /* nlevels + 1 offsets into by_level */
-    int nlevels;
-} dag;
 
 static int make_dag(long n, int window, dag *d)
 {
@@ -163,7 +146,7 @@ static cask_task *add_empty(cask_graph *g, cask_kernel *k)
 }
 
 /* Builds shape s of about T tasks; returns the exact task count in *ntasks. */
-static cask_graph *build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
+cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
                                const options *o, const dag *d, long *ntasks)
 {
     cask_graph *g;
@@ -221,7 +204,7 @@ static cask_graph *build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
     return g;
 }
 
-static double time_cask(enum shape s, int workers, const options *o, const dag *d,
+double bench_time_cask(enum shape s, int workers, const options *o, const dag *d,
                         long *ntasks)
 {
     cask_config cfg = { 0 };
@@ -235,10 +218,10 @@ static double time_cask(enum shape s, int workers, const options *o, const dag *
     }
     cask_runtime *rt;
     CHECK(cask_init(&cfg, &rt));
-    cask_kernel_desc kd = { .name = "empty", .cpu = empty_kernel };
+    cask_kernel_desc kd = { .name = "empty", .cpu = bench_empty_kernel };
     cask_kernel *k;
     CHECK(cask_kernel_register(rt, &kd, &k));
-    cask_graph *g = build_graph(rt, k, s, o, d, ntasks);
+    cask_graph *g = bench_build_graph(rt, k, s, o, d, ntasks);
     CHECK(cask_graph_compute(g)); /* warm-up: pools, pages, caches */
     double *t = malloc((size_t)o->reps * sizeof *t);
     for (int r = 0; r < o->reps; r++) {
@@ -366,7 +349,7 @@ static void usage(void)
             "usage: bench-sched [--workers 1,2,4,...] [--tasks N] [--reps R]\n"
             "                   [--cases independent,fanout,chains,random] [--window W]\n"
             "                   [--chains C] [--sched ws|locality|eager] [--work-ns NS]\n"
-            "                   [--json-only]\n");
+            "                   [--mode compute|bcd] [--peers starpu,openmp] [--json-only]\n");
     exit(2);
 }
 
@@ -423,6 +406,22 @@ static void parse(int argc, char **argv, options *o)
             o->window = (int)parse_long(v, 1);
         } else if (!strcmp(a, "--work-ns")) {
             o->work_ns = parse_long(v, 0);
+        } else if (!strcmp(a, "--mode")) {
+            if (!strcmp(v, "bcd"))
+                o->bcd = 1;
+            else if (strcmp(v, "compute"))
+                usage();
+        } else if (!strcmp(a, "--peers")) {
+            char *copy = strdup(v), *save = NULL;
+            for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+                if (!strcmp(tok, "starpu"))
+                    o->peers |= PEER_STARPU;
+                else if (!strcmp(tok, "openmp"))
+                    o->peers |= PEER_OPENMP;
+                else if (strcmp(tok, "none"))
+                    usage();
+            }
+            free(copy);
         } else if (!strcmp(a, "--chains")) {
             o->chains = (int)parse_long(v, 1);
         } else if (!strcmp(a, "--sched")) {
@@ -457,8 +456,7 @@ static void parse(int argc, char **argv, options *o)
 static char *table;
 static size_t table_len, table_cap;
 
-static void table_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void table_add(const char *fmt, ...)
+void bench_table_add(const char *fmt, ...)
 {
     char line[256];
     va_list ap;
@@ -483,8 +481,8 @@ static void table_add(const char *fmt, ...)
     table_len += (size_t)n;
 }
 
-static void emit(const char *shape, int workers, const char *impl, long tasks, double sec,
-                 double ratio, long work_ns)
+void bench_emit(const char *shape, int workers, const char *impl, long tasks, double sec,
+                double ratio, long work_ns, const char *extra, int add_row)
 {
     double tps = sec > 0 ? (double)tasks / sec : 0;
     double ns = tasks > 0 ? sec * 1e9 / (double)tasks : 0;
@@ -495,12 +493,14 @@ static void emit(const char *shape, int workers, const char *impl, long tasks, d
         printf(",\"work_ns\":%ld", work_ns);
     if (ratio > 0)
         printf(",\"ratio_vs_baseline\":%.4g", ratio);
-    printf("}\n");
+    printf("%s}\n", extra ? extra : "");
     fflush(stdout);
+    if (!add_row)
+        return;
     char r[16] = "";
     if (ratio > 0)
         snprintf(r, sizeof r, "%.2f", ratio);
-    table_add("%-12s %7d  %-8s %10ld %11.6f %14.4g %10.1f %8s\n", shape, workers, impl, tasks,
+    bench_table_add("%-12s %7d  %-8s %10ld %11.6f %14.4g %10.1f %8s\n", shape, workers, impl, tasks,
               sec, tps, ns, r);
 }
 
@@ -533,7 +533,11 @@ int main(int argc, char **argv)
         double per_ns = calibrate();
         work_iters = (uint64_t)(per_ns * (double)o.work_ns + 0.5);
     }
-    table_add("%-12s %7s  %-8s %10s %11s %14s %10s %8s\n", "case", "workers", "impl", "tasks",
+    if (o.bcd) {
+        bench_bcd(&o, &d);
+        goto out;
+    }
+    bench_table_add("%-12s %7s  %-8s %10s %11s %14s %10s %8s\n", "case", "workers", "impl", "tasks",
               "median s", "tasks/s", "ns/task", "cask/pth");
     for (int s = 0; s < NSHAPES; s++) {
         if (!o.cases[s])
@@ -542,12 +546,13 @@ int main(int argc, char **argv)
             int workers = o.workers[w];
             long ntasks = 0;
             double base = time_baseline((enum shape)s, workers, &o, &d);
-            double cask = time_cask((enum shape)s, workers, &o, &d, &ntasks);
-            emit(shape_names[s], workers, "pthreads", ntasks, base, 0, o.work_ns);
-            emit(shape_names[s], workers, "cask", ntasks, cask, base > 0 ? cask / base : 0,
-                 o.work_ns);
+            double cask = bench_time_cask((enum shape)s, workers, &o, &d, &ntasks);
+            bench_emit(shape_names[s], workers, "pthreads", ntasks, base, 0, o.work_ns, NULL, 1);
+            bench_emit(shape_names[s], workers, "cask", ntasks, cask, base > 0 ? cask / base : 0,
+                       o.work_ns, NULL, 1);
         }
     }
+out:
     if (o.cases[RANDOM])
         free_dag(&d);
     if (!o.json_only && table) {

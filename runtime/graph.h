@@ -13,9 +13,14 @@ typedef struct task_edge {
     struct task_edge *next;
 } task_edge;
 
+struct subflow;
+struct cask_future;
+
 struct cask_task {
+    /* hot: what running and finishing a task touch, in its first 128 bytes */
     sched_node node;              /* must stay first: tasks sit in inboxes */
     _Atomic int32_t pending;      /* predecessors not yet finished in this run */
+    _Atomic uint32_t done_run;    /* the run (graph->run) in which it last finished */
     int32_t indegree;
     int32_t nsucc;
     task_edge *succ;              /* built while adding tasks */
@@ -29,14 +34,27 @@ struct cask_task {
     uint8_t where;                /* CASK_WHERE_* allowed, resolved at add */
     int16_t device;               /* preferred GPU, -1 none */
     uint32_t id;
+    /* subflows (subflow.c): 1 + joined children not finished while it has some, else 0 */
+    _Atomic int32_t join;
+    struct cask_task *parent;     /* joined child: the task that spawned it */
     void *args;
     size_t args_size;
-    const char *name;
     int last_worker;              /* where it ran last (traces, tests) */
     int priority;                 /* as given (level is its clamped bucket) */
+    /* cold */
+    /* dynamic graphs (graph_dynamic.c): successors added while it may be running, and
+     * futures waiting for it, as a list of dyn_node; or DYN_CLOSED(run) once finished */
+    _Atomic uintptr_t dyn;
+    uint32_t ord;                 /* topological order: every edge goes to a higher ord */
+    int32_t status;               /* cask_status in run status_run (futures) */
+    uint32_t status_run;
+    const char *name;
+    struct subflow *sub;          /* a child not yet launched: its subflow */
+    char *errmsg;                 /* why it failed (arena), NULL if it did not */
 };
 
 enum { GRAPH_IDLE = 0, GRAPH_RUNNING = 1 };
+#define GRAPH_POOL_LIMIT ((size_t)512 << 20)   /* arena bytes a runtime keeps for reuse */
 
 struct cask_graph {
     cask_runtime *rt;
@@ -47,22 +65,37 @@ struct cask_graph {
     size_t nroots;
     int roots_valid;
     int dirty;                    /* pending counts need a reset before the next run */
+    int maybe_cyclic;             /* an edge the order could not place: run Kahn */
+    uint32_t next_ord;            /* ord of the next task added */
+    int any_priority;             /* a task has a priority other than 0 */
+    int lists_grew;               /* edges added while running: nsucc lags the lists */
+    cask_task *unrunnable;        /* first task no worker of the runtime can run */
     struct cask_data **datas;     /* distinct handles used */
     size_t ndatas, datas_cap;
     sched_range *ranges;          /* one per worker, reused each run */
 
     _Atomic int64_t remaining;
+    /* read by every task's run and completion: kept on one line */
     _Atomic int failed;
+    _Atomic int dynamic;          /* this run: completions publish to dyn lists */
+    uint32_t run;                 /* submissions so far (trace flow ids; done_run marks) */
+    int strong_fence;             /* rt->strong_fence, copied at submit */
     _Atomic uint64_t ntasks_run;
-    int state;
+    _Atomic int state;            /* GRAPH_IDLE / GRAPH_RUNNING */
     int done;
+    int open;                     /* submitted, holding one count of remaining until
+                                     wait (or shutdown) ends the submission */
+    struct cask_graph *open_next, *open_prev;   /* rt->open_graphs */
+    struct cask_graph *all_next, *all_prev;     /* rt->graphs (rt->lock) */
+    int orphan;                   /* the runtime shut down before the graph was destroyed */
+    int want_dynamic;             /* futures made while idle: next run is dynamic */
+    size_t nadded;                /* tasks added while running, this run */
     pthread_mutex_t lock;
     pthread_cond_t cond;
     cask_status status;
     char error[CASK_ERRMSG_LEN];
     uint64_t t_submit, t_done;
     uint32_t id;
-    uint32_t run;                 /* submissions so far (trace flow ids) */
     void (*fail_hook)(void *arg); /* called once, at the first failure of a run */
     void *fail_hook_arg;
 };
@@ -78,6 +111,58 @@ void graph_set_fail_hook(cask_graph *g, void (*fn)(void *arg), void *arg);
 void graph_describe_task(const cask_task *t, char *buf, size_t len);
 /* Called when remaining reaches 0. */
 void graph_finish(cask_graph *g);
+/* Roots, cycles, where tasks can run, successor arrays (graph_check.c). */
+cask_status graph_check(cask_graph *g);
+/* Makes t's successor array (and release ranges) in a; tmp holds nsucc entries when
+ * by_prio (sort by priority). -1 out of memory. */
+int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio, task_edge **tmp,
+                       int count_list);
+/* Notes what the check needs of a task added to g->tasks (priority, can it run). */
+void graph_note_task(cask_graph *g, cask_task *t);
+/* Appends t, added while g runs, to g's task list (g->lock held); -1 out of memory. */
+int graph_append_running(cask_graph *g, cask_task *t);
+/* Validates desc and makes a task in arena a (not linked anywhere); ERR with a message. */
+cask_status graph_make_task(cask_graph *g, arena *a, const cask_task_desc *desc,
+                            const char *call, cask_task **out);
+/* Sequential-task-flow edges of t from the handles' build state (static build). */
+cask_status graph_link_static(cask_graph *g, cask_task *t);
+/* Adds an edge of the static graph (0, or -1 out of memory). */
+int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after);
+/* Notes that g uses d (its datas list); -1 out of memory. */
+int graph_note_data(cask_graph *g, cask_data *d);
+
+/* ---- dynamic graphs (graph_dynamic.c) ---- */
+/* Registers the process for membarrier; nonzero if it cannot (then completions fence). */
+int graph_dynamic_init(void);
+/* Adds a task to a running graph (cask_graph_add_task while running). */
+cask_status graph_add_running(cask_graph *g, const cask_task_desc *desc, cask_task **out);
+/* With g->lock held and g running: makes the run dynamic (completions publish). */
+void graph_go_dynamic(cask_graph *g);
+/* A task of a dynamic run finished: its dyn list (successors, futures) is closed and
+ * served. Called by sched_complete. */
+void graph_dyn_complete(struct worker *self, cask_task *t);
+/* At shutdown: graphs not destroyed yet stop using the runtime's arena pool (their
+ * destroy frees to the system). */
+void graph_orphan_all(cask_runtime *rt);
+/* Ends the submission of every graph submitted and not waited for (shutdown). */
+void graph_close_open(cask_runtime *rt);
+/* Records t's failure for its futures (status, message); thread safe. */
+void graph_task_failed(cask_task *t, cask_status st, const char *msg);
+
+/* The completion marker and the hand-over to the dynamic path, on every task's
+ * completion: a release store and a load of a flag, ordered against graph_go_dynamic by
+ * its membarrier (or by a fence where membarrier is missing). */
+static inline void graph_task_done(struct worker *self, cask_task *t)
+{
+    cask_graph *g = t->graph;
+    atomic_store_explicit(&t->done_run, g->run, memory_order_release);
+    if (__builtin_expect(g->strong_fence, 0))
+        atomic_thread_fence(memory_order_seq_cst);
+    else
+        atomic_signal_fence(memory_order_seq_cst);
+    if (__builtin_expect(atomic_load_explicit(&g->dynamic, memory_order_relaxed), 0))
+        graph_dyn_complete(self, t);
+}
 
 static inline int task_can_cpu(const cask_task *t)
 {

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/runtime.h"
+#include "runtime/graph.h"
 #include "runtime/data.h"
 #include "runtime/device.h"
 #include "runtime/log.h"
@@ -77,6 +78,8 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
     pthread_mutex_init(&rt->lock, NULL);
     pthread_mutex_init(&rt->error_lock, NULL);
     pthread_cond_init(&rt->graphs_cond, NULL);
+    arena_pool_init(&rt->graph_pool, GRAPH_POOL_LIMIT);
+    rt->strong_fence = graph_dynamic_init() != 0;
     st = topology_load(&rt->topo, err, sizeof err);
     if (st)
         goto fail;
@@ -165,6 +168,7 @@ cask_status cask_shutdown(cask_runtime *rt)
 {
     if (!rt)
         return CASK_OK;
+    graph_close_open(rt);   /* submitted graphs never waited for: end their submission */
     pthread_mutex_lock(&rt->lock);
     while (rt->ngraphs_running > 0)
         pthread_cond_wait(&rt->graphs_cond, &rt->lock);
@@ -173,6 +177,7 @@ cask_status cask_shutdown(cask_runtime *rt)
     dashboard_stop(rt->dash);   /* it reads the workers and graphs: first */
     rt->dash = NULL;
 #endif
+    graph_orphan_all(rt);   /* graphs destroyed after this free to the system */
 
     int nw = rt->sched->nworkers;
     cask_worker_stats *stats = rt->cfg.stats ? calloc((size_t)nw, sizeof *stats) : NULL;
@@ -209,6 +214,7 @@ cask_status cask_shutdown(cask_runtime *rt)
     pthread_mutex_destroy(&rt->lock);
     pthread_mutex_destroy(&rt->error_lock);
     pthread_cond_destroy(&rt->graphs_cond);
+    arena_pool_destroy(&rt->graph_pool);
     free(rt);
     return st;
 }

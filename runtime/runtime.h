@@ -8,6 +8,7 @@
 #include "cask/cask.h"
 #include "runtime/config.h"
 #include "runtime/topology.h"
+#include "runtime/arena.h"
 
 #define CASK_ERRMSG_LEN 1024
 #define CASK_MAX_GPUS 16
@@ -53,6 +54,12 @@ struct cask_runtime {
     struct cask_data *data_list;    /* registered handles, for shutdown */
     int ngraphs_running;
     pthread_cond_t graphs_cond;
+
+    arena_pool graph_pool;          /* arena blocks of destroyed graphs, for new ones */
+    struct cask_graph *graphs;      /* every graph not destroyed (rt->lock) */
+    struct cask_graph *open_graphs; /* submitted, not yet waited (rt->lock): shutdown
+                                       ends their submission */
+    int strong_fence;               /* no membarrier: completions fence (graph_dynamic.c) */
 
     pthread_mutex_t error_lock;
     char error[CASK_ERRMSG_LEN];

@@ -57,9 +57,11 @@ cask_status cask_task_fail(cask_task_ctx *ctx, const char *fmt, ...)
 
 void task_ctx_report(cask_task_ctx *ctx, cask_status st)
 {
-    char d[512];
+    char d[512], m[CASK_ERRMSG_LEN + 1100];
     graph_describe_task(ctx->task, d, sizeof d);
-    graph_fail(ctx->task->graph, st, "%s failed on %s %d: %s", d,
-               ctx->device >= 0 ? "GPU" : "worker", ctx->device >= 0 ? ctx->device : ctx->worker,
-               ctx->has_msg ? ctx->msg : cask_status_string(st));
+    snprintf(m, sizeof m, "%s failed on %s %d: %s", d,
+             ctx->device >= 0 ? "GPU" : "worker", ctx->device >= 0 ? ctx->device : ctx->worker,
+             ctx->has_msg ? ctx->msg : cask_status_string(st));
+    graph_task_failed(ctx->task, st, m);   /* before the graph's: futures see it */
+    graph_fail(ctx->task->graph, st, "%s", m);
 }

@@ -13,6 +13,7 @@ struct cask_task_ctx {
     int worker;
     int has_msg;
     int async;           /* cask_task_async_begin was called: ends later */
+    struct subflow *sub; /* children spawned so far (cask_task_spawn), or NULL */
     char msg[512];
 };
 

@@ -8,6 +8,7 @@
 #include "scheduler/sched.h"
 #include "scheduler/placement.h"
 #include "runtime/graph.h"
+#include "runtime/subflow.h"
 #include "runtime/log.h"
 #include "runtime/trace_task.h"
 
@@ -80,7 +81,7 @@ static cask_task *pop_local(worker *w)
     return NULL;
 }
 
-static void release_one(sched *s, worker *self, cask_task *succ)
+void sched_release(sched *s, worker *self, cask_task *succ)
 {
     if (atomic_fetch_sub_explicit(&succ->pending, 1, memory_order_acq_rel) == 1) {
         if (self && WORKER_TRACE(self))
@@ -116,7 +117,7 @@ static void release_range(sched *s, worker *self, cask_task *t, size_t begin, si
             self->dec_count++;
             continue;
         }
-        release_one(s, self, succ);
+        sched_release(s, self, succ);
     }
 }
 
@@ -160,6 +161,8 @@ int sched_drain_inbox(worker *w)
                 else
                     sched_ready(s, w, t);
             }
+            if (end - begin > 1)   /* surplus work: let a sleeping thief know */
+                sched_wake_kind(s, w->kind);
         }
         n = next;
     }
@@ -324,7 +327,15 @@ void sched_count_done(worker *self, cask_graph *g, int64_t n, int64_t ran)
 
 void sched_complete(sched *s, worker *self, cask_task *t, int ran)
 {
+    /* a task with joined children finishes when the last of them has (subflow.c) */
+    if (atomic_load_explicit(&t->join, memory_order_relaxed) &&
+        atomic_fetch_sub_explicit(&t->join, 1, memory_order_acq_rel) != 1)
+        return;
     cask_graph *g = t->graph;
+    if (!ran) {   /* skipped: the graph failed before it could run */
+        t->status = CASK_ERR_CANCELLED;
+        t->status_run = g->run;
+    }
     /* only this task's predecessors touch its count, and they are done: reset it for
      * the next run of the graph */
     atomic_store_explicit(&t->pending, t->indegree, memory_order_relaxed);
@@ -351,7 +362,11 @@ void sched_complete(sched *s, worker *self, cask_task *t, int ran)
         n = per < n ? per : n;
     }
     release_range(s, self, t, 0, n);
+    graph_task_done(self, t);
+    cask_task *parent = t->parent;
     sched_count_done(self, g, 1, ran != 0);
+    if (parent)   /* still counted, so g is alive */
+        subflow_child_done(s, self, t, parent);
 }
 
 void sched_submit(sched *s, cask_graph *g)

@@ -118,6 +118,9 @@ void sched_submit(sched *s, struct cask_graph *g);
 /* The calling worker (NULL when called from outside) made t ready: place and queue it. */
 void sched_ready(sched *s, worker *self, struct cask_task *t);
 
+/* One predecessor of succ finished: the last one makes it ready. */
+void sched_release(sched *s, worker *self, struct cask_task *succ);
+
 /* t finished (or was skipped): release its successors and count it. */
 void sched_complete(sched *s, worker *self, struct cask_task *t, int ran);
 

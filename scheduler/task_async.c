@@ -3,6 +3,7 @@
  * ran it (a lock-free stack) and wakes that worker, which then finishes the task as it
  * finishes any other (coherence, write-backs, successors, counts): the worker's own
  * state is never touched from another thread. */
+#include <stdio.h>
 #include "scheduler/sched.h"
 #include "runtime/graph.h"
 #include "runtime/task_ctx.h"
@@ -21,9 +22,11 @@ void cask_task_async_end(cask_task_async *token, cask_status st, const char *msg
     if (!t)
         return;
     if (st) {
-        char d[512];
+        char d[512], m[CASK_ERRMSG_LEN];
         graph_describe_task(t, d, sizeof d);
-        graph_fail(t->graph, st, "%s failed: %s", d, msg && *msg ? msg : cask_status_string(st));
+        snprintf(m, sizeof m, "%s failed: %s", d, msg && *msg ? msg : cask_status_string(st));
+        graph_task_failed(t, st, m);
+        graph_fail(t->graph, st, "%s", m);
     }
     sched *s = t->graph->rt->sched;
     worker *w = &s->w[t->last_worker];

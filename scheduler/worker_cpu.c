@@ -4,6 +4,7 @@
 #include "scheduler/sched.h"
 #include "runtime/graph.h"
 #include "runtime/task_ctx.h"
+#include "runtime/subflow.h"
 #include "runtime/coherence.h"
 #include "runtime/log.h"
 #include "runtime/trace_task.h"
@@ -29,6 +30,7 @@ static void run_task(worker *w, cask_task *t)
         ctx.worker = w->id;
         ctx.has_msg = 0;
         ctx.async = 0;
+        ctx.sub = NULL;
         uint64_t t0 = WORKER_TRACE(w) ? sched_now_ns() : 0;
         uint64_t d0 = w->live && dash_viewed(w->live) ? dash_now_ns() : 0;
         cask_status st = coh_prepare_host(g->rt, t, ctx.buf, ctx.size, ctx.msg, sizeof ctx.msg);
@@ -42,6 +44,8 @@ static void run_task(worker *w, cask_task *t)
             st = t->kernel->cpu(&ctx);
             if (w->live)
                 dash_running(w->live, w->id, -1);
+            if (ctx.sub)   /* children it spawned: launched, or dropped if it failed */
+                subflow_end(w, &ctx, st);
             if (st || !ctx.async)
                 coh_finish_host(g->rt, t);
         }

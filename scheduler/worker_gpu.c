@@ -298,6 +298,7 @@ static int start_task(worker *w, cask_task *t, int retry)
     ctx.worker = w->id;
     ctx.has_msg = 0;
     ctx.async = 0;
+    ctx.sub = NULL;
     int si = gw->next_stream;
     gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);

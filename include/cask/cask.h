@@ -8,6 +8,7 @@
 #include "cask/data.h"
 #include "cask/task.h"
 #include "cask/graph.h"
+#include "cask/future.h"
 #include "cask/knn.h"
 #include "cask/array.h"
 #include "cask/dist.h"

@@ -61,23 +61,36 @@ cask_status cask_graph_create(cask_runtime *rt, cask_graph **out);
 /* Adds a task. Dependencies follow from the access modes in the order tasks are added
  * (sequential task flow, as StarPU): a task reading d waits for the last task that
  * wrote d; a task writing d waits for the last writer and every reader since. *out
- * (may be NULL) is valid until the graph is destroyed. Not thread safe for one graph:
- * build a graph from one thread. Errors: CASK_ERR_INVALID (no kernel, NULL data,
- * too many buffers, mode 0, where excludes every implementation of the kernel),
- * CASK_ERR_STATE (graph running), CASK_ERR_NOMEM. */
+ * (may be NULL) is valid until the graph is destroyed.
+ * While the graph is not running: not thread safe for one graph (build it from one
+ * thread). While it runs (from cask_graph_submit until cask_graph_wait ends the
+ * submission): thread safe, from any thread and from its tasks; the task joins the run
+ * under way and starts as soon as its predecessors finished. Adds are serialised and
+ * their dependencies follow that serial order (tasks added by one thread are ordered as
+ * that thread added them). Errors: CASK_ERR_INVALID (no kernel, NULL data, too many
+ * buffers, mode 0, where excludes every implementation of the kernel), CASK_ERR_STATE
+ * (the run is ending: cask_graph_wait already ended its submission and every task
+ * finished), CASK_ERR_BUSY (running: a data handle new to the graph is acquired or used
+ * by another running graph), CASK_ERR_UNSUPPORTED (running: no worker can run it),
+ * CASK_ERR_NOMEM. */
 cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_task **out);
 
 /* Adds an explicit edge: `after` waits for `before`. Both in g. A cycle is reported by
- * compute (CASK_ERR_CYCLE). Errors: CASK_ERR_INVALID (different graphs, same task). */
+ * compute (CASK_ERR_CYCLE). Also between two children of one subflow before the kernel
+ * that spawned them returns (cask/future.h). Errors: CASK_ERR_INVALID (different
+ * graphs, same task, children of different subflows), CASK_ERR_STATE (graph running). */
 cask_status cask_task_depend(cask_task *after, cask_task *before);
 
-/* Starts running the graph and returns at once. Checks it first: CASK_ERR_CYCLE,
+/* Starts running the graph and returns at once; the graph stays open for
+ * cask_graph_add_task until cask_graph_wait (or cask_shutdown) ends the submission.
+ * Checks it first: CASK_ERR_CYCLE,
  * CASK_ERR_UNSUPPORTED (a task can run nowhere, e.g. CUDA-only without GPU),
  * CASK_ERR_BUSY (a data handle is used by another running graph or acquired),
  * CASK_ERR_STATE (already running). */
 cask_status cask_graph_submit(cask_graph *g);
 
-/* Waits for a submitted graph to finish. Returns CASK_OK, or the first error of a task
+/* Ends the submission of a submitted graph and waits for every task added to it so far
+ * (before the run and while it ran) to finish. Returns CASK_OK, or the first error of a task
  * (CASK_ERR_TASK_FAILED, CASK_ERR_CUDA, ...): then tasks not yet started are skipped,
  * running ones finish, and cask_graph_error tells which task failed and why. Data
  * written by tasks that ran keeps their results. Must not be called from a task. */

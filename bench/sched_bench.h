@@ -1,0 +1,71 @@
+/* bench/sched_bench.h: what the parts of bench-sched share: options, shapes, the random
+ * DAG, the task body, and the output (one JSON line per measurement, a table at the end). */
+#ifndef CASK_BENCH_SCHED_BENCH_H
+#define CASK_BENCH_SCHED_BENCH_H
+
+#include <stdint.h>
+#include "cask/cask.h"
+
+/* ---- shapes ---- */
+
+enum shape { INDEPENDENT, FANOUT, CHAINS, RANDOM, NSHAPES };
+extern const char *shape_names[NSHAPES];
+
+typedef struct options {
+    int workers[64];
+    int nworkers;
+    long tasks;
+    int reps;
+    int cases[NSHAPES];
+    int window;
+    int chains;
+    int sched;          /* -1: runtime default */
+    int json_only;
+    long work_ns;
+    int bcd;            /* --mode bcd: build + compute + destroy per repetition */
+    int peers;          /* PEER_* bits (--peers starpu,openmp) */
+} options;
+enum { PEER_STARPU = 1, PEER_OPENMP = 2 };
+
+/* The random DAG, shared by both implementations: preds[i][0..npred[i]-1]. */
+typedef struct dag {
+    long n;
+    int32_t (*preds)[3];
+    uint8_t *npred;
+    int32_t *level;      /* depth: 0 for roots */
+    long *by_level;      /* task ids sorted by level */
+    long *level_start;   /* nlevels + 1 offsets into by_level */
+    int nlevels;
+} dag;
+
+
+/* The task body every implementation calls: an empty call, or --work-ns of busy work. */
+void bench_task_body(void);
+
+/* Records one measurement: a JSON line on stdout now, a table row for the end. ratio > 0
+ * is printed as "ratio_vs_baseline"; extra (may be NULL) is appended to the JSON object
+ * (",\"key\":value..."); add_row 0 leaves the table to the caller. */
+void bench_emit(const char *shape, int workers, const char *impl, long tasks, double sec,
+                double ratio, long work_ns, const char *extra, int add_row);
+void bench_table_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* cask's side (sched.c): the kernel, a graph of shape s (exact task count in *ntasks),
+ * and the median compute time of a graph built once and computed o->reps times. */
+cask_status bench_empty_kernel(cask_task_ctx *ctx);
+cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
+                              const options *o, const dag *d, long *ntasks);
+double bench_time_cask(enum shape s, int workers, const options *o, const dag *d,
+                       long *ntasks);
+
+/* Build + compute + destroy mode (sched_build.c): a fresh graph per repetition, timed in
+ * phases, then the peers that were found (sched_peers.c). */
+void bench_bcd(const options *o, const dag *d);
+
+/* Peers on the same shapes and body; each returns the median seconds of create + submit
+ * + run of the whole shape, or a negative value when not built in. */
+double peer_starpu(enum shape s, int workers, const options *o, const dag *d, long *ntasks);
+double peer_openmp(enum shape s, int workers, const options *o, const dag *d, long *ntasks);
+int peer_starpu_available(void);
+int peer_openmp_available(void);
+
+#endif
