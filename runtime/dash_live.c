@@ -17,16 +17,19 @@ cask_status dash_live_create(cask_runtime *rt, dash_live **out)
     l->nstreams = rt->ngpu ? rt->cfg.gpu_streams : 0;
     l->t_origin = trace_now_ns();
     l->ring = aligned_alloc(64, sizeof *l->ring * (size_t)l->nworkers);
-    l->runs = calloc((size_t)l->nworkers * DASH_MAX_KERNELS, sizeof *l->runs);
-    l->fails = calloc((size_t)l->nworkers * DASH_MAX_KERNELS, sizeof *l->fails);
-    l->running = calloc((size_t)l->nworkers, sizeof *l->running);
+    size_t rows = (size_t)l->nworkers * DASH_MAX_KERNELS * sizeof *l->runs;   /* a row: 2 KiB */
+    l->runs = aligned_alloc(64, rows);
+    l->fails = aligned_alloc(64, rows);
+    l->running = aligned_alloc(64, (size_t)l->nworkers * DASH_RUNNING_STRIDE * sizeof *l->running);
     if (!l->ring || !l->runs || !l->fails || !l->running) {
         dash_live_destroy(l);
         return CASK_ERR_NOMEM;
     }
     memset(l->ring, 0, sizeof *l->ring * (size_t)l->nworkers);
+    memset(l->runs, 0, rows);
+    memset(l->fails, 0, rows);
     for (int w = 0; w < l->nworkers; w++)
-        atomic_init(&l->running[w], -1);
+        atomic_init(&l->running[(size_t)w * DASH_RUNNING_STRIDE], -1);
     pthread_mutex_init(&l->mu, NULL);
     *out = l;
     return CASK_OK;
@@ -78,7 +81,18 @@ void dash_graph_start(cask_runtime *rt, cask_graph *g)
         return;
     dash_graph e = { .g = g, .id = g->id, .ntasks = g->ntasks, .nedges = g->nedges,
                      .t_submit = trace_now_ns() };
-    for (size_t i = 0; i < g->ntasks; i++) {      /* tasks per kernel, first 8 kernels */
+    /* tasks per kernel (first 8 kernels): a walk over the tasks, so only while someone
+     * looks, and once per graph and size */
+    pthread_mutex_lock(&l->mu);
+    dash_graph last = l->last_shape;
+    pthread_mutex_unlock(&l->mu);
+    if (last.id == e.id && last.ntasks == e.ntasks && last.nedges == e.nedges) {
+        e.nkernels = last.nkernels;
+        memcpy(e.kernel_id, last.kernel_id, sizeof e.kernel_id);
+        memcpy(e.kernel_tasks, last.kernel_tasks, sizeof e.kernel_tasks);
+    }
+    int walk = !e.nkernels && dash_viewed(l);
+    for (size_t i = 0; walk && i < g->ntasks; i++) {
         uint32_t k = g->tasks[i]->kernel->id, j = 0;
         while (j < e.nkernels && e.kernel_id[j] != k)
             j++;
@@ -90,6 +104,8 @@ void dash_graph_start(cask_runtime *rt, cask_graph *g)
         e.kernel_tasks[j]++;
     }
     pthread_mutex_lock(&l->mu);
+    if (e.nkernels)
+        l->last_shape = e;
     for (int i = 0; i < DASH_MAX_GRAPHS; i++)
         if (!l->graphs[i].g) {
             l->graphs[i] = e;

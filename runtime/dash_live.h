@@ -28,6 +28,7 @@
 #define DASH_MAX_KERNELS 256         /* kernels counted one by one; later ones as the last */
 #define DASH_MAX_GRAPHS 64           /* graphs shown at once */
 #define DASH_VIEW_NS 5000000000ull   /* a viewer counts for 5 s after its last read */
+#define DASH_RUNNING_STRIDE 16       /* int32s: 64 bytes */
 
 typedef struct dash_slot {
     _Atomic uint64_t seq;            /* index + 1 once written; 0 while being written */
@@ -64,11 +65,15 @@ typedef struct dash_live {
     dash_ring *ring;                 /* [nworkers] */
     _Atomic uint64_t *runs;          /* [nworkers][DASH_MAX_KERNELS] */
     _Atomic uint64_t *fails;
-    _Atomic int32_t *running;        /* [nworkers]: kernel id running now (GPU: last
-                                        issued while work is in flight), -1 none */
+    _Atomic int32_t *running;        /* [nworkers * DASH_RUNNING_STRIDE]: kernel id
+                                        running now (GPU: last issued while work is in
+                                        flight), -1 none; one cache line a worker, as
+                                        each writes its own twice a task */
     pthread_mutex_t mu;              /* graphs */
     dash_graph graphs[DASH_MAX_GRAPHS];
     uint64_t graphs_done, tasks_done_in_finished;
+    dash_graph last_shape;           /* tasks per kernel of the last graph counted: a
+                                        graph computed again is not walked again */
     uint64_t t_origin;               /* runtime start, ns */
 } dash_live;
 
@@ -141,7 +146,7 @@ static inline void dash_task(dash_live *l, int w, uint32_t k, uint32_t lane, uin
 /* Worker w starts running a task of kernel k (k < 0: runs none now). Worker only. */
 static inline void dash_running(dash_live *l, int w, int32_t k)
 {
-    atomic_store_explicit(&l->running[w], k, memory_order_relaxed);
+    atomic_store_explicit(&l->running[(size_t)w * DASH_RUNNING_STRIDE], k, memory_order_relaxed);
 }
 
 /* Reader: copies worker w's slices that ended after `since` (ns) into out (at most max),

@@ -145,7 +145,7 @@ char *dash_render_status(cask_runtime *rt, const dash_job *job)
                 (long long)s.queued[w], (unsigned long long)s.ws[w].bytes_h2d,
                 (unsigned long long)s.ws[w].bytes_d2h, (unsigned long long)s.ws[w].bytes_peer,
                 (unsigned long long)s.ws[w].evictions, (unsigned long long)s.ws[w].spills,
-                (int)atomic_load_explicit(&l->running[w], memory_order_relaxed));
+                (int)atomic_load_explicit(&l->running[(size_t)w * DASH_RUNNING_STRIDE], memory_order_relaxed));
     fputs("],\"kernels\":[", f);
     pthread_mutex_lock(&rt->lock);
     int first = 1;
@@ -288,7 +288,7 @@ char *dash_render_metrics(cask_runtime *rt, const dash_job *job)
     family(f, "cask_worker_running", "gauge", "1 while a worker runs a task (GPU: has work in flight).");
     for (int w = 0; w < s.n; w++)
         fprintf(f, "cask_worker_running{worker=\"%d\",kind=\"%s\"} %d\n", w, worker_kind(&s.ws[w]),
-                atomic_load_explicit(&l->running[w], memory_order_relaxed) >= 0);
+                atomic_load_explicit(&l->running[(size_t)w * DASH_RUNNING_STRIDE], memory_order_relaxed) >= 0);
     family(f, "cask_queue_depth", "gauge", "Ready tasks queued at a worker.");
     for (int w = 0; w < s.n; w++)
         fprintf(f, "cask_queue_depth{worker=\"%d\",kind=\"%s\"} %lld\n", w, worker_kind(&s.ws[w]),
