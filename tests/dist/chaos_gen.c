@@ -159,6 +159,7 @@ static void gen_graph(cg_spec *s, cg_graph *g, rng *r)
         }
         t.salt = next(r);
         t.rounds = chance(r, 10) ? (uint32_t)pick(r, 50, 200) : (uint32_t)pick(r, 1, 8);
+        t.nap_us = chance(r, 50) ? (uint32_t)pick(r, 1000, 40000) : 0;
         for (int i = 0; i < t.nacc; i++)
             if (t.mode[i] != CG_W)
                 ensure_written(s, g, written, t.gid[i], r);

@@ -33,6 +33,8 @@ typedef struct cg_task {
     int mode[CG_MAXACC];
     uint64_t salt;
     uint32_t rounds;           /* hash rounds per element: the task's cost */
+    uint32_t nap_us;           /* the test's kernel sleeps this long first (a task that
+                                  takes time without taking a core); no effect on data */
 } cg_task;
 
 typedef struct cg_graph {

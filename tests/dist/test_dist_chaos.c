@@ -26,6 +26,9 @@
  * COMPUTE of graph GRAPH (both taken modulo the case's counts), inside the K-th task it
  * runs there (K modulo its task count) or, K = -1 or no task there, right after that
  * compute returns. Same on every rank (it is part of the case), acted on by one.
+ * Two more modes prove that chaos.sh can fail: corrupt (from that task on, every task of
+ * that compute on RANK flips a bit of what it writes: a wrong result) and hang (the task
+ * sleeps for ever on a live rank: a hang).
  * $CHAOS_PEER_TIMEOUT_MS: cask_dist_config.peer_timeout_ms (default 4000). */
 #include <stdarg.h>
 #include <signal.h>
@@ -42,10 +45,13 @@ typedef struct chaos_args {
     int graph, index;
 } chaos_args;
 
+enum chaos_mode { MODE_KILL, MODE_STOP, MODE_CORRUPT, MODE_HANG };
+static const char *const mode_names[] = { "kill", "stop", "corrupt", "hang" };
+
 /* The fault this case injects (set by main before the computes; read by tasks). */
 typedef struct chaos_fault {
     int armed;                 /* 0: none */
-    int kill;                  /* else stop */
+    int mode;                  /* chaos_mode */
     int rank, graph, compute;
     long k;                    /* the K-th task run here; -1: after the compute */
     long ntasks_here;
@@ -79,13 +85,18 @@ static void fire(const char *where)
     if (atomic_exchange(&F->fired, 1))
         return;
     char text[256];
-    snprintf(text, sizeof text, "%s %s graph %d compute %d pid %d\n", F->kill ? "kill" : "stop",
+    snprintf(text, sizeof text, "%s %s graph %d compute %d pid %d\n", mode_names[F->mode],
              where, F->graph, F->compute, (int)getpid());
     write_file(F->dir, "fault", F->me, text);
     fprintf(stderr, "[rank %d] chaos: %s myself %s of graph %d compute %d\n", F->me,
-            F->kill ? "SIGKILL" : "SIGSTOP", where, F->graph, F->compute);
-    raise(F->kill ? SIGKILL : SIGSTOP);
-    fprintf(stderr, "[rank %d] chaos: continued\n", F->me);
+            mode_names[F->mode], where, F->graph, F->compute);
+    if (F->mode == MODE_HANG)
+        for (;;)
+            sleep(1);   /* alive, heartbeating, never done: only chaos.sh's limit ends it */
+    if (F->mode == MODE_KILL || F->mode == MODE_STOP) {
+        raise(F->mode == MODE_KILL ? SIGKILL : SIGSTOP);
+        fprintf(stderr, "[rank %d] chaos: continued\n", F->me);
+    }
 }
 
 static cask_status k_chaos(cask_task_ctx *ctx)
@@ -99,6 +110,8 @@ static cask_status k_chaos(cask_task_ctx *ctx)
         snprintf(where, sizeof where, "in task %d", a->index);
         fire(where);
     }
+    if (a->t.nap_us)
+        dt_sleep_ms((int)(a->t.nap_us / 1000));
     uint64_t *buf[CG_MAXACC];
     size_t len[CG_MAXACC];
     for (int i = 0; i < a->t.nacc; i++) {
@@ -106,6 +119,10 @@ static cask_status k_chaos(cask_task_ctx *ctx)
         len[i] = cask_task_buffer_size(ctx, i) / sizeof(uint64_t);
     }
     cg_apply(&a->t, buf, len);
+    if (F->mode == MODE_CORRUPT && atomic_load(&F->fired) && F->me == F->rank &&
+        a->graph == F->graph && F->cur_compute == F->compute)
+        for (int w = 0; w < a->t.nw; w++)
+            buf[w][0] ^= 1;   /* the self-test: chaos.sh must call this a wrong result */
     return CASK_OK;
 }
 
@@ -118,10 +135,14 @@ static void parse_fault(chaos_fault *F, const cg_spec *s)
     if (!v || !*v || !strcmp(v, "none"))
         return;
     CHECK(sscanf(v, "%15[a-z]:%d:%d:%d:%ld", mode, &rank, &graph, &compute, &k) == 5 &&
-          (!strcmp(mode, "kill") || !strcmp(mode, "stop")) && rank >= 0 && graph >= 0 &&
-          compute >= 0, "CHAOS_FAULT=%s: expected kill|stop:RANK:GRAPH:COMPUTE:K", v);
+          rank >= 0 && graph >= 0 && compute >= 0,
+          "CHAOS_FAULT=%s: expected MODE:RANK:GRAPH:COMPUTE:K", v);
+    F->mode = -1;
+    for (int m = 0; m < 4; m++)
+        if (!strcmp(mode, mode_names[m]))
+            F->mode = m;
+    CHECK(F->mode >= 0, "CHAOS_FAULT=%s: MODE is kill, stop, corrupt or hang", v);
     F->armed = 1;
-    F->kill = !strcmp(mode, "kill");
     F->rank = rank % s->nranks;
     F->graph = graph % s->ngraphs;
     F->compute = compute % s->graph[F->graph].ncomputes;
@@ -310,19 +331,32 @@ static int run_graph(chaos_case *c, int gi, outcome *o)
     return ok;
 }
 
+/* The enum's name of a status (one word, for chaos.sh). */
+static const char *status_name(cask_status st)
+{
+    static const char *const names[] = {
+        "CASK_OK", "CASK_ERR_INVALID", "CASK_ERR_NOMEM", "CASK_ERR_CYCLE", "CASK_ERR_STATE",
+        "CASK_ERR_BUSY", "CASK_ERR_TASK_FAILED", "CASK_ERR_UNSUPPORTED", "CASK_ERR_CUDA",
+        "CASK_ERR_NCCL", "CASK_ERR_UCX", "CASK_ERR_HWLOC", "CASK_ERR_IO", "CASK_ERR_FORMAT",
+        "CASK_ERR_NOT_FOUND", "CASK_ERR_CANCELLED", "CASK_ERR_PEER", "CASK_ERR_INTERNAL"
+    };
+    _Static_assert(sizeof names / sizeof *names == CASK_STATUS_COUNT_, "a status without a name");
+    return (unsigned)st < CASK_STATUS_COUNT_ ? names[st] : "unknown";
+}
+
 static void write_outcome(const char *dir, int rank, const outcome *o, cask_status fin)
 {
     char text[2048];
     if (!strcmp(o->kind, "ok"))
         snprintf(text, sizeof text, "ok computes=%d digest=%016llx fin=%s\n", o->computes,
-                 (unsigned long long)o->digest, cask_status_string(fin));
+                 (unsigned long long)o->digest, status_name(fin));
     else if (!strcmp(o->kind, "error"))
         snprintf(text, sizeof text, "error phase=%s status=%s computes=%d fin=%s t=%.3f msg=%s\n",
-                 o->phase, cask_status_string(o->status), o->computes, cask_status_string(fin),
+                 o->phase, status_name(o->status), o->computes, status_name(fin),
                  o->t, o->msg);
     else
         snprintf(text, sizeof text, "wrong phase=%s computes=%d fin=%s msg=%s\n", o->phase,
-                 o->computes, cask_status_string(fin), o->msg);
+                 o->computes, status_name(fin), o->msg);
     for (char *p = text; *p; p++)   /* one line */
         if (*p == '\n' && p[1])
             *p = ' ';
