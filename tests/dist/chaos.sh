@@ -4,10 +4,14 @@
 # seed) for a given time, on a random number of ranks, killing (SIGKILL) or freezing
 # (SIGSTOP, then SIGCONT after a while, or never) a random rank at a random moment:
 # inside a task or right after a compute (the program's own hook, CHAOS_FAULT), or from
-# outside at a random delay after every rank joined (kill on the rank's pid).
+# outside (kill on the rank's pid) at a random delay after every rank joined, after a
+# compute started, or while the rank joins (--boot-faults; the default with the file
+# bootstrap only, see below); in 15% of the cases on 3 ranks or more, a second rank is
+# killed up to 3 s after the first fault.
 #
 #   chaos.sh [--minutes M | --seconds S] [--cases N] [--np A..B | --np N] [--seed S]
-#            [--limit SEC] [--launcher mpirun|local] [--program PATH] [--logs DIR] [-v]
+#            [--limit SEC] [--launcher mpirun|local] [--boot-faults] [--program PATH]
+#            [--logs DIR] [-v]
 #   chaos.sh --replay SEED --np N --fault SPEC      one case again, its log printed
 #   chaos.sh --selftest                             the verdicts themselves can fail
 #
@@ -27,7 +31,8 @@
 # error there is NOT-RECOVERED, a failure. Informational counts (not failures):
 # suspected (a freeze shorter than the peer timeout still made the survivors give up),
 # split (some ranks succeeded where others failed), missed (an outside fault whose
-# moment came after the victim, or every rank, was through).
+# moment came after the victim, or every rank, was through), second (cases where a
+# second rank was killed). Split and suspected cases are printed.
 # Exit status: 0 if no HANG, WRONG, CRASH, UNEXPLAINED or NOT-RECOVERED, else 1 (the
 # replay command of each bad case is printed, its log kept under --logs); 77 (skip)
 # without a launcher.
@@ -36,7 +41,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 seconds=60 cases=0 nplo=2 nphi=4 seed0="" limit=90 launcher="" program="" logs="" verbose=0
-replay="" rfault="" selftest=0
+replay="" rfault="" selftest=0 boot_faults=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) seconds=$(( $2 * 60 )); shift 2 ;;
@@ -54,6 +59,7 @@ while [ $# -gt 0 ]; do
     --replay) replay=$2; shift 2 ;;
     --fault) rfault=$2; shift 2 ;;
     --selftest) selftest=1; shift ;;
+    --boot-faults) boot_faults=1; shift ;;
     -v) verbose=1; shift ;;
     *) echo "chaos.sh: unknown argument $1 (see the top of $0)" >&2; exit 2 ;;
   esac
@@ -80,6 +86,10 @@ if [ "$launcher" = mpirun ]; then
   export PRTE_ALLOW_RUN_AS_ROOT=1 PRTE_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 fi
+# A rank killed inside PMIx_Init leaves Open MPI 4.1's PMIx server unable to serve the
+# others, whose PMIx_Init then never returns (seen with mpirun 4.1.4: "PMIX ERROR:
+# UNREACHABLE"): faults while joining only with the file bootstrap, unless asked.
+[ -n "$boot_faults" ] || { [ "$launcher" = local ] && boot_faults=1 || boot_faults=0; }
 export CHAOS_PEER_TIMEOUT_MS=${CHAOS_PEER_TIMEOUT_MS:-4000}
 export CASK_BOOT_TIMEOUT=${CASK_BOOT_TIMEOUT:-20}
 require_recovery=${CHAOS_REQUIRE_RECOVERY:-0}
@@ -89,11 +99,14 @@ mkdir -p "$logs"
 tick() { local t=${EPOCHREALTIME/./}; NOW=$(( t / 1000 )); }   # ms
 
 # ---- choosing a case's fault (bash's RANDOM seeded by the case's seed) ----
-# SPEC: none | in:MODE:RANK:GRAPH:COMPUTE:K[:CONT] | out:SIG:RANK:AT[:CONT]
-# in: the program's hook (test_dist_chaos.c); out: kill -SIG on the rank's pid, AT
-# milliseconds after every rank joined (AT a number) or after the N-th start of a
-# compute on any rank (AT = cN+MS); CONT (stops only): milliseconds until SIGCONT, or
-# never.
+# SPEC: none | FAULT[,KILL:RANK2:MS]
+# FAULT: in:MODE:RANK:GRAPH:COMPUTE:K[:CONT]  the program's hook (test_dist_chaos.c)
+#        out:SIG:RANK:AT[:CONT]               kill -SIG on the rank's pid, AT ms after
+#                                             every rank joined (AT a number), after the
+#                                             N-th start of a compute on any rank (cN+MS),
+#                                             or after the rank began joining (bMS)
+# CONT (stops only): milliseconds until SIGCONT, or never. ,KILL:RANK2:MS: a second
+# rank is killed MS ms after the first fault hit (a failure while the first is handled).
 pick_cont() {
   local c=$(( RANDOM % 100 ))
   if [ $c -lt 30 ]; then echo $(( 100 + RANDOM % 1400 ))                      # < the timeout
@@ -101,22 +114,30 @@ pick_cont() {
   else echo never; fi
 }
 pick_fault() {   # $1 np
-  local np=$1 c=$(( RANDOM % 100 ))
-  if [ $c -lt 15 ]; then echo none
-  elif [ $c -lt 40 ]; then
+  local np=$1 c=$(( RANDOM % 100 )) f victim
+  if [ $c -lt 15 ]; then echo none; return; fi
+  if [ $c -lt 40 ]; then
     local k=$(( RANDOM % 40 )); [ $(( RANDOM % 5 )) = 0 ] && k=-1
-    echo "in:kill:$(( RANDOM % np )):$(( RANDOM % 2 )):$(( RANDOM % 3 )):$k"
+    victim=$(( RANDOM % np ))
+    f="in:kill:$victim:$(( RANDOM % 2 )):$(( RANDOM % 3 )):$k"
   elif [ $c -lt 60 ]; then
     local k=$(( RANDOM % 40 )); [ $(( RANDOM % 5 )) = 0 ] && k=-1
-    echo "in:stop:$(( RANDOM % np )):$(( RANDOM % 2 )):$(( RANDOM % 3 )):$k:$(pick_cont)"
+    victim=$(( RANDOM % np ))
+    f="in:stop:$victim:$(( RANDOM % 2 )):$(( RANDOM % 3 )):$k:$(pick_cont)"
   else
-    local spans=(80 300 1000) sig=KILL d
+    local spans=(80 300 1000) sig=KILL d a=$(( RANDOM % 100 ))
     [ $(( RANDOM % 100 )) -lt 40 ] && sig=STOP
-    if [ $(( RANDOM % 2 )) = 0 ]; then d=$(( RANDOM % ${spans[$(( RANDOM % 3 ))]} ))
+    if [ $boot_faults = 1 ] && [ $a -lt 20 ]; then d=b$(( RANDOM % 300 ))
+    elif [ $a -lt 60 ]; then d=$(( RANDOM % ${spans[$(( RANDOM % 3 ))]} ))
     else d=c$(( 1 + RANDOM % 3 ))+$(( RANDOM % 100 )); fi
-    if [ $sig = STOP ]; then echo "out:STOP:$(( RANDOM % np )):$d:$(pick_cont)"
-    else echo "out:KILL:$(( RANDOM % np )):$d"; fi
+    victim=$(( RANDOM % np ))
+    if [ $sig = STOP ]; then f="out:STOP:$victim:$d:$(pick_cont)"
+    else f="out:KILL:$victim:$d"; fi
   fi
+  if [ "$np" -ge 3 ] && [ $(( RANDOM % 100 )) -lt 15 ]; then
+    f="$f,KILL:$(( (victim + 1 + RANDOM % (np - 1)) % np )):$(( RANDOM % 3000 ))"
+  fi
+  echo "$f"
 }
 
 field() {   # $1 line, $2 name: the value of name=... (msg: the rest of the line)
@@ -126,16 +147,23 @@ field() {   # $1 line, $2 name: the value of name=... (msg: the rest of the line
   esac
 }
 
+pid_of() {   # $1 dir, $2 rank: its pid once it joined, else before ("" if not yet)
+  if [ -e "$1/pid.$2" ]; then cat "$1/pid.$2"
+  elif [ -e "$1/boot.$2" ]; then cat "$1/boot.$2"; fi
+}
+
 # ---- one case: sets VERDICT, WHY, INFO ----
 run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
-  local seed=$1 np=$2 spec=$3 dir=$4
-  local kind a b c d e f mode="" victim=-1 delay=0 cont=none hook="none"
+  local seed=$1 np=$2 spec=${3%%,*} dir=$4 second=""
+  case "$3" in *,*) second=${3#*,} ;; esac
+  local kind a b c d e f mode="" victim=-1 delay=0 cont=none hook="none" victim2=-1 after2=0
   IFS=: read -r kind a b c d e f <<< "$spec"
   case "$kind" in
     in) mode=$a; victim=$b; hook="$a:$b:$c:$d:$e"; cont=${f:-none} ;;
     out) mode=$a; victim=$b; delay=$c; cont=${d:-none} ;;
   esac
-  mkdir -p "$dir"
+  [ -n "$second" ] && IFS=: read -r a victim2 after2 <<< "$second"
+  rm -rf "$dir"; mkdir -p "$dir"
   local log=$dir/log
   tick; local t0=$NOW
   if [ "$launcher" = mpirun ]; then
@@ -146,32 +174,40 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
     CHAOS_DIR=$dir CHAOS_FAULT=$hook setsid "$here/launch-local.sh" "$np" "$program" "$seed" \
       > "$log" 2>&1 &
   fi
-  local job=$! hit=0 missed=0 t_all=0 t_fault=0 vpid="" hung=0 stopped=0 r
-  local anchor=0   # out: the compute start to count from (0: from joining)
-  case "$delay" in c*) anchor=${delay%%+*}; anchor=${anchor#c}; delay=${delay#*+} ;; esac
+  local job=$! hit=0 hit2=0 missed=0 t_all=0 t_fault=0 vpid="" hung=0 stopped=0 r p
+  local anchor=j   # out: count AT from every rank joined (j), the N-th compute (cN), boot (b)
+  case "$delay" in
+    c*) anchor=${delay%%+*}; delay=${delay#*+} ;;
+    b*) anchor=b; delay=${delay#b} ;;
+  esac
   while kill -0 "$job" 2>/dev/null; do
     sleep 0.05
     tick
     if [ $(( NOW - t0 )) -gt $(( limit * 1000 )) ]; then
       hung=1
-      { echo "chaos.sh: case over its ${limit} s limit: ranks without an outcome:"
+      { echo "chaos.sh: case over its ${limit} s limit; ranks without an outcome, last said:"
         for r in $(seq 0 $(( np - 1 ))); do
-          [ -e "$dir/out.$r" ] || echo "  rank $r (pid $(cat "$dir/pid.$r" 2>/dev/null))"
+          [ -e "$dir/out.$r" ] ||
+            echo "  rank $r (pid $(pid_of "$dir" $r)): $(grep "^\[rank $r\]" "$log" | tail -n 1)"
         done; } >> "$log"
       kill -KILL -- -"$job" 2>/dev/null
-      for f in "$dir"/pid.*; do [ -e "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null; done
+      for r in $(seq 0 $(( np - 1 ))); do
+        p=$(pid_of "$dir" $r); [ -n "$p" ] && kill -KILL "$p" 2>/dev/null
+      done
       break
     fi
     if [ "$kind" = out ] && [ $hit = 0 ] && [ $missed = 0 ]; then
       if [ $t_all = 0 ]; then
-        local n; n=$(ls "$dir" | grep -c '^pid\.')
-        if [ "$n" -ge "$np" ]; then
-          if [ "$anchor" = 0 ] || [ "$(grep -c 'chaos: graph' "$log")" -ge "$anchor" ]; then
-            t_all=$NOW
-          fi
-        fi
+        case "$anchor" in
+          b) [ -e "$dir/boot.$victim" ] && t_all=$NOW ;;
+          *) if [ "$(ls "$dir" | grep -c '^pid\.')" -ge "$np" ]; then
+               if [ "$anchor" = j ] || [ "$(grep -c 'chaos: graph' "$log")" -ge "${anchor#c}" ]; then
+                 t_all=$NOW
+               fi
+             fi ;;
+        esac
       elif [ $(( NOW - t_all )) -ge "$delay" ]; then
-        vpid=$(cat "$dir/pid.$victim")
+        vpid=$(pid_of "$dir" "$victim")
         if [ ! -e "$dir/out.$victim" ] && kill -"$mode" "$vpid" 2>/dev/null; then
           hit=1; t_fault=$NOW
           echo "chaos.sh: SIG$mode to rank $victim (pid $vpid) $(( NOW - t0 )) ms into the case" >> "$log"
@@ -183,8 +219,17 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
     fi
     if [ "$kind" = in ] && [ $hit = 0 ] && [ -e "$dir/fault.$victim" ]; then
       hit=1; t_fault=$NOW
-      vpid=$(cat "$dir/pid.$victim")
+      vpid=$(pid_of "$dir" "$victim")
       [ "$mode" = stop ] && stopped=1
+    fi
+    if [ $hit = 1 ] && [ "$victim2" -ge 0 ] && [ $hit2 = 0 ] && [ $(( NOW - t_fault )) -ge "$after2" ]; then
+      p=$(pid_of "$dir" "$victim2")
+      if [ -n "$p" ] && [ ! -e "$dir/out.$victim2" ] && kill -KILL "$p" 2>/dev/null; then
+        hit2=1
+        echo "chaos.sh: SIGKILL to rank $victim2 (pid $p) $(( NOW - t_fault )) ms after the first fault" >> "$log"
+      else
+        hit2=2   # too late
+      fi
     fi
     if [ $stopped = 1 ]; then
       if [ "$cont" != never ] && [ $(( NOW - t_fault )) -ge "$cont" ]; then
@@ -197,7 +242,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
         for r in $(seq 0 $(( np - 1 ))); do
           [ "$r" = "$victim" ] && continue
           if [ ! -e "$dir/out.$r" ]; then
-            local p; p=$(cat "$dir/pid.$r" 2>/dev/null)
+            p=$(pid_of "$dir" $r)
             if [ -z "$p" ] || kill -0 "$p" 2>/dev/null; then left=1; fi
           fi
         done
@@ -217,17 +262,22 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   [ "$kind" = out ] && [ $hit = 0 ] && missed=1
   tick; local secs; secs=$(( (NOW - t0) / 1000 )).$(( (NOW - t0) % 1000 / 100 ))
   INFO="${secs} s"
-  if [ $hung = 1 ]; then VERDICT=HANG; WHY="no end within ${limit} s"; return; fi
+  if [ $hung = 1 ]; then VERDICT=HANG; WHY=" no end within ${limit} s"; return; fi
   # the victim is gone for good if killed, or frozen and never continued
   local faulted=0 gone=0
   case "$mode" in kill|KILL) [ $hit = 1 ] && { faulted=1; gone=1; } ;;
                   stop|STOP) [ $hit = 1 ] && faulted=1; [ $stopped = 3 ] && gone=1 ;; esac
   [ $missed = 1 ] && INFO="$INFO, missed (the ranks were through before the fault)"
-  local nok=0 nerr=0 bad="" why="" line st msg reproducible
+  local named="rank $victim([^0-9]|\$)"
+  if [ $hit2 = 1 ]; then
+    faulted=1; named="rank ($victim|$victim2)([^0-9]|\$)"; INFO="$INFO, second kill"
+  fi
+  local nok=0 nerr=0 bad="" why="" line st msg ph reproducible
   reproducible=$(sed -n 's/.*reproducible \([01]\).*/\1/p' "$log" | head -n 1)
   for r in $(seq 0 $(( np - 1 ))); do
     if [ ! -e "$dir/out.$r" ]; then
       if [ "$r" = "$victim" ] && [ $gone = 1 ]; then continue; fi
+      if [ "$r" = "$victim2" ] && [ $hit2 = 1 ]; then continue; fi
       if [ "$r" = "$victim" ] && [ "$mode" = hang ]; then continue; fi
       bad=${bad:-CRASH}; why="$why rank $r ended without an outcome;"; continue
     fi
@@ -244,16 +294,18 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
       error*)
         nerr=$((nerr + 1))
         st=$(field "$line" status); msg=$(field "$line" msg)
+        ph=$(printf '%s\n' "$line" | sed -n 's/.*phase=\(.*\) status=.*/\1/p')
         if [ $faulted = 0 ]; then
           bad=${bad:-UNEXPLAINED}; why="$why rank $r: $st without a fault: $msg;"
         elif [ "$r" = "$victim" ]; then
           :   # continued after being given up: any clean error of its own
-        elif [ "$st" != CASK_ERR_PEER ] || ! printf '%s' "$msg" | grep -Eq "rank $victim([^0-9]|\$)"; then
-          bad=${bad:-UNEXPLAINED}; why="$why rank $r: $st does not name rank $victim: $msg;"
-        elif [ "$require_recovery" = 1 ] && [ "$reproducible" = 1 ]; then
+        elif ! { [ "$st" = CASK_ERR_PEER ] || { [ "$ph" = init ] && [ "$st" = CASK_ERR_UCX ]; }; } ||
+             ! printf '%s' "$msg" | grep -Eq "$named"; then
+          bad=${bad:-UNEXPLAINED}; why="$why rank $r: $st in $ph does not name the lost rank: $msg;"
+        elif [ "$require_recovery" = 1 ] && [ "$reproducible" = 1 ] && [ "$ph" != init ]; then
           bad=${bad:-NOT-RECOVERED}; why="$why rank $r: $msg;"
         else
-          [ -z "$why" ] && why=" survivors: $st after $(field "$line" t) s: $msg"
+          [ -z "$why" ] && why=" survivors: $st in $ph after $(field "$line" t) s: $msg"
         fi ;;
       *) bad=${bad:-CRASH}; why="$why rank $r: unreadable outcome '$line';" ;;
     esac
@@ -263,7 +315,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
     VERDICT=clean; WHY=$why
     [ $nok -gt 0 ] && INFO="$INFO, split ($nok ok, $nerr errors)"
     if [ "$mode" = stop ] || [ "$mode" = STOP ]; then
-      [ "$cont" != never ] && [ "$cont" -lt "$CHAOS_PEER_TIMEOUT_MS" ] &&
+      [ "$cont" != never ] && [ "$cont" -lt "$CHAOS_PEER_TIMEOUT_MS" ] && [ $hit2 != 1 ] &&
         INFO="$INFO, suspected (frozen ${cont} ms < the peer timeout)"
     fi
   else
@@ -299,7 +351,7 @@ fi
 
 # ---- the soak ----
 [ -n "$seed0" ] || seed0=$(( $(date +%s) % 1000000 * 1000 ))
-echo "chaos.sh: ${seconds} s${cases:+ (or $cases cases)}, $nplo..$nphi ranks, launcher $launcher, seeds from $seed0, limit ${limit} s a case, peer timeout ${CHAOS_PEER_TIMEOUT_MS} ms, require recovery $require_recovery, logs $logs"
+echo "chaos.sh: ${seconds} s$( [ "$cases" -gt 0 ] && echo " (or $cases cases)"), $nplo..$nphi ranks, launcher $launcher, seeds from $seed0, limit ${limit} s a case, peer timeout ${CHAOS_PEER_TIMEOUT_MS} ms, require recovery $require_recovery, logs $logs"
 declare -A count=()
 tick; start=$NOW; n=0; failed=0
 while :; do
@@ -316,9 +368,12 @@ while :; do
   case "$INFO" in *split*) count[split]=$(( ${count[split]:-0} + 1 )) ;; esac
   case "$INFO" in *suspected*) count[suspected]=$(( ${count[suspected]:-0} + 1 )) ;; esac
   case "$INFO" in *missed*) count[missed]=$(( ${count[missed]:-0} + 1 )) ;; esac
+  case "$INFO" in *second*) count[second]=$(( ${count[second]:-0} + 1 )) ;; esac
   case "$VERDICT" in
     ok|clean)
-      [ $verbose = 1 ] && echo "[$n] seed $seed np $np $spec -> $VERDICT ($INFO)$WHY"
+      case "$verbose$INFO" in
+        1*|*split*|*suspected*) echo "[$n] seed $seed np $np $spec -> $VERDICT ($INFO)$WHY" ;;
+      esac
       rm -rf "$logs/case.$seed" ;;
     *)
       failed=$((failed + 1))
@@ -328,7 +383,7 @@ while :; do
   esac
 done
 summary="chaos.sh: $n cases in $(( (NOW - start) / 1000 )) s:"
-for k in ok clean HANG WRONG CRASH UNEXPLAINED NOT-RECOVERED split suspected missed; do
+for k in ok clean HANG WRONG CRASH UNEXPLAINED NOT-RECOVERED split suspected missed second; do
   summary="$summary $k ${count[$k]:-0}"
 done
 echo "$summary"

@@ -11,10 +11,14 @@
  * The program does not judge failures itself: it writes what happened to it, and
  * chaos.sh, which knows which rank it killed or froze, judges. Files in $CHAOS_DIR
  * (nothing is written without it):
+ *   boot.R    this process's pid before it joins (R from the launcher's environment:
+ *             PMIX_RANK, or CASK_RANK with the file bootstrap)
  *   pid.R     this rank's pid, once cask_dist_init returned (chaos.sh signals it)
  *   fault.R   written by the fault hook just before this rank kills or stops itself
  *   out.R     the outcome, written last, after cask_shutdown: one line,
  *               ok    computes=N digest=HEX fin=STATUS
+ *               error phase=init status=STATUS computes=0 fin=CASK_OK t=SECONDS msg=...
+ *                     (cask_dist_init failed: R from the environment as boot.R)
  *               error phase=WHERE status=STATUS computes=N fin=STATUS t=SECONDS msg=...
  *               wrong phase=WHERE computes=N fin=STATUS msg=...
  *             (fin: what the closing barrier and cask_dist_finalize returned; error:
@@ -387,13 +391,27 @@ int main(int argc, char **argv)
                                           CASK_DIST_STEAL,
                             .peer_timeout_ms = pt && *pt ? atoi(pt) : 4000, .heartbeat_ms = 250,
                             .steal = steal };
-    cask_status st = cask_dist_init(c.rt, &dc, &c.dist);
-    char err[1024];
-    cask_runtime_error(c.rt, err, sizeof err);
-    CHECK_OK(st, "cask_dist_init: %s", err);
-    c.rank = dt_rank_ = cask_dist_rank(c.dist);
+    const char *envrank = getenv("PMIX_RANK") ? getenv("PMIX_RANK") : getenv("CASK_RANK");
     char pid[32];
     snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+    if (envrank)
+        write_file(dir, "boot", atoi(envrank), pid);
+    double t0 = dt_now();
+    cask_status st = cask_dist_init(c.rt, &dc, &c.dist);
+    if (st) {
+        /* a rank lost while joining: a clean error is all there can be */
+        outcome o = { .kind = "ok" };
+        char err[1024];
+        cask_runtime_error(c.rt, err, sizeof err);
+        failed(&o, "init", st, dt_now() - t0, err);
+        dt_rank_ = envrank ? atoi(envrank) : -1;
+        fprintf(stderr, "[rank %d] chaos: cask_dist_init: %s\n", dt_rank_, err);
+        CHECK_OK(cask_shutdown(c.rt), "cask_shutdown");
+        if (envrank)
+            write_outcome(dir, dt_rank_, &o, CASK_OK);
+        return 0;
+    }
+    c.rank = dt_rank_ = cask_dist_rank(c.dist);
     write_file(dir, "pid", c.rank, pid);
 
     cg_generate(s, seed, cask_dist_size(c.dist));
@@ -431,10 +449,10 @@ int main(int argc, char **argv)
     if (!strcmp(o.kind, "error")) {
         fin = cask_dist_finalize(c.dist);
     } else {
-        double t0 = dt_now();
+        double t1 = dt_now();
         fin = cask_dist_barrier(c.dist);
         if (fin && !strcmp(o.kind, "ok"))
-            failed(&o, "closing barrier", fin, dt_now() - t0, cask_dist_error(c.dist));
+            failed(&o, "closing barrier", fin, dt_now() - t1, cask_dist_error(c.dist));
         cask_status f2 = cask_dist_finalize(c.dist);
         if (!fin)
             fin = f2;
