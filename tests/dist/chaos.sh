@@ -174,7 +174,9 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
     CHAOS_DIR=$dir CHAOS_FAULT=$hook setsid "$here/launch-local.sh" "$np" "$program" "$seed" \
       > "$log" 2>&1 &
   fi
-  local job=$! hit=0 hit2=0 missed=0 t_all=0 t_fault=0 vpid="" hung=0 stopped=0 r p
+  local job=$!
+  disown "$job"   # no "Killed" notice from bash for a case that had to be ended
+  local hit=0 hit2=0 missed=0 t_all=0 t_fault=0 vpid="" hung=0 stopped=0 r p
   local anchor=j   # out: count AT from every rank joined (j), the N-th compute (cN), boot (b)
   case "$delay" in
     c*) anchor=${delay%%+*}; delay=${delay#*+} ;;
@@ -254,10 +256,6 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
       fi
     fi
   done
-  exec 3>&2 2>/dev/null   # not bash's "Killed" notice for a case that had to be ended
-  wait "$job"
-  jobs > /dev/null        # (bash tells of a killed job here)
-  exec 2>&3 3>&-
   [ "$kind" = in ] && [ -e "$dir/fault.$victim" ] && hit=1
   [ "$kind" = out ] && [ $hit = 0 ] && missed=1
   tick; local secs; secs=$(( (NOW - t0) / 1000 )).$(( (NOW - t0) % 1000 / 100 ))
