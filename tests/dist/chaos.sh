@@ -299,7 +299,9 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
           :   # continued after being given up: any clean error of its own
         elif ! { [ "$st" = CASK_ERR_PEER ] || { [ "$ph" = init ] && [ "$st" = CASK_ERR_UCX ]; }; } ||
              ! printf '%s' "$msg" | grep -Eq "$named"; then
-          bad=${bad:-UNEXPLAINED}; why="$why rank $r: $st in $ph does not name the lost rank: $msg;"
+          bad=${bad:-UNEXPLAINED}; why="$why rank $r: $st in $ph does not name the lost rank: $msg"
+          # another rank named: suspected while alive, or gone after its own error
+          why="$why (it names a rank that was not hit);"
         elif [ "$require_recovery" = 1 ] && [ "$reproducible" = 1 ] && [ "$ph" != init ]; then
           bad=${bad:-NOT-RECOVERED}; why="$why rank $r: $msg;"
         else
