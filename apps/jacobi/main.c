@@ -16,7 +16,12 @@
  * distributed layer moves the halo rows between neighbouring ranks. Every rank receives
  * every block's residual (gathered to each rank) so that all decide alike when to stop;
  * --verify gathers the grid on rank 0. Only rank 0 prints. Without a launcher the job has
- * one process and the local graphs are used, as before. */
+ * one process and the local graphs are used, as before.
+ *
+ * The initial state (zeros; the fixed edges) has loaders (cask_dist_data_set_loader):
+ * if a rank dies, the survivors make its blocks again and recompute the sweeps, and the
+ * result is the same bits. --out FILE writes the final interior rows (float32, row
+ * after row) on rank 0, for comparing runs byte for byte. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -30,6 +35,7 @@ typedef struct opts {
     int64_t n, iters, check;
     double tol;
     int gpus, cpu_only, blocks, verify;
+    const char *out;
 } opts;
 
 static void usage(const char *p)
@@ -44,16 +50,17 @@ static void usage(const char *p)
             "  --cpu-only   run every task on CPU workers\n"
             "  --blocks B   row blocks (default 2 per GPU, or 2 per CPU worker)\n"
             "  --check K    sweeps per graph, residual checked after each (default 50)\n"
-            "  --verify     compare with a serial solver at the end (small N)\n", p);
+            "  --verify     compare with a serial solver at the end (small N)\n"
+            "  --out FILE   write the final interior rows (float32) to FILE (rank 0)\n", p);
 }
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){4096, 1000, 50, 1e-6, -1, 0, 0, 0};
+    *o = (opts){4096, 1000, 50, 1e-6, -1, 0, 0, 0, NULL};
     static const struct option lo[] = {
         {"n", 1, 0, 'n'}, {"iters", 1, 0, 'i'}, {"tol", 1, 0, 't'}, {"gpus", 1, 0, 'g'},
         {"cpu-only", 0, 0, 'c'}, {"blocks", 1, 0, 'b'}, {"check", 1, 0, 'k'},
-        {"verify", 0, 0, 'v'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"verify", 0, 0, 'v'}, {"out", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
@@ -65,6 +72,7 @@ static int parse(int argc, char **argv, opts *o)
         case 'b': o->blocks = atoi(optarg); break;
         case 'k': o->check = atoll(optarg); break;
         case 'v': o->verify = 1; break;
+        case 'o': o->out = optarg; break;
         default: usage(argv[0]); return -1;
         }
     }
@@ -145,6 +153,25 @@ typedef struct block {
     double *res_copy;          /* rows + 1 doubles: res gathered here (several ranks) */
 } block;
 
+/* "jacobi.fill": the loader of the initial state: buffer 0 (W) = value everywhere. */
+static cask_status fill_cpu(cask_task_ctx *ctx)
+{
+    const float *v = cask_task_args(ctx, NULL);
+    float *x = cask_task_buffer(ctx, 0);
+    size_t n = cask_task_buffer_size(ctx, 0) / sizeof *x;
+    for (size_t i = 0; i < n; i++)
+        x[i] = *v;
+    return CASK_OK;
+}
+
+/* Declares how a survivor makes d again: filled with value (a job of several). */
+static cask_status loader(cask_dist *dist, cask_data *d, cask_kernel *kfill, float value)
+{
+    return cask_dist_size(dist) > 1 ? cask_dist_data_set_loader(dist, d, kfill, &value,
+                                                                 sizeof value)
+                                    : CASK_OK;
+}
+
 /* "jacobi.copy": buffer 0 (W) = buffer 1 (R), of the same size. */
 static cask_status copy_cpu(cask_task_ctx *ctx)
 {
@@ -208,7 +235,7 @@ int main(int argc, char **argv)
     if (nb > interior) nb = (int)interior;
 
     cask_kernel_desc kd;
-    cask_kernel *kstep, *kinit, *kcopy;
+    cask_kernel *kstep, *kinit, *kcopy, *kfill;
     memset(&kd, 0, sizeof kd);
     kd.name = "jacobi.step";
     kd.cpu = jacobi_step_cpu;
@@ -226,6 +253,9 @@ int main(int argc, char **argv)
     kd.name = "jacobi.copy";
     kd.cpu = copy_cpu;
     TRY(cask_kernel_register(rt, &kd, &kcopy));
+    kd.name = "jacobi.fill";
+    kd.cpu = fill_cpu;
+    TRY(cask_kernel_register(rt, &kd, &kfill));
 
     size_t row = sizeof(float) * (size_t)o.n;
     ones = malloc(row);
@@ -234,6 +264,8 @@ int main(int argc, char **argv)
     /* the fixed edges belong to the ranks of the first and the last block */
     TRY(make_data(rt, dist, row, 0, ones, &edge_top));
     TRY(make_data(rt, dist, row, (int)((int64_t)(nb - 1) * P / nb), zeros, &edge_bot));
+    TRY(loader(dist, edge_top, kfill, 1.0f));
+    TRY(loader(dist, edge_bot, kfill, 0.0f));
 
     bl = calloc((size_t)nb, sizeof *bl);
     /* With several ranks, the GPUs of a node are shared among its ranks: one each
@@ -260,6 +292,10 @@ int main(int argc, char **argv)
         }
         TRY(make_data(rt, dist, sizeof(double) * (size_t)(k->rows + 1), k->owner, NULL,
                       &k->res));
+        /* the state the sweeps start from, as jacobi.init makes it */
+        TRY(loader(dist, k->u[0], kfill, 0.0f));
+        TRY(loader(dist, k->top[0], kfill, 0.0f));
+        TRY(loader(dist, k->bot[0], kfill, 0.0f));
         if (P > 1 && !(k->res_copy = malloc(sizeof(double) * (size_t)(k->rows + 1)))) {
             fprintf(stderr, "cask-jacobi: out of memory\n");
             goto fail;
@@ -319,7 +355,7 @@ int main(int argc, char **argv)
                                     CASK_WHERE_CPU, 0};
                 TRY(sg_add(&g, &d));
             }
-        if (o.verify) {
+        if (o.verify || o.out) {
             if (me == 0 && !(grid = malloc(row * (size_t)o.n))) {
                 fprintf(stderr, "cask-jacobi: out of memory\n");
                 goto fail;
@@ -387,6 +423,25 @@ int main(int argc, char **argv)
         printf("verify: max |cask - serial| = %.3g %s\n", maxd, maxd == 0 ? "(identical)" : "");
         free(ref);
         if (maxd > 1e-5) goto fail;
+    }
+    if (o.out && me == 0) {
+        FILE *f = fopen(o.out, "wb");
+        int bad = !f;
+        for (int b = 0; f && b < nb && !bad; b++) {   /* latest values in u[0] */
+            int mine = !grid || bl[b].owner == 0;
+            void *ptr = grid ? grid + bl[b].row0 * o.n : NULL;
+            if (mine)
+                TRY(cask_data_acquire(bl[b].u[0], CASK_READ, &ptr));
+            bad = fwrite(ptr, row, (size_t)bl[b].rows, f) != (size_t)bl[b].rows;
+            if (mine)
+                TRY(cask_data_release(bl[b].u[0]));
+        }
+        if (f && fclose(f))
+            bad = 1;
+        if (bad) {
+            fprintf(stderr, "cask-jacobi: writing %s failed\n", o.out);
+            goto fail;
+        }
     }
     rc = 0;
 fail:
