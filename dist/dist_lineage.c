@@ -297,15 +297,31 @@ cask_status dist_lineage_plan(cask_dist_graph *g)
     if (st)
         goto out;
     /* the outputs still wanted */
-    for (uint32_t gid = 0; gid < dist->ndata; gid++)
-        if (rec->touched[gid] && !rec->done[g->ngathers + gid])
-            rec->out_home[gid] = pending[gid] = used[gid] = 1;
+    for (uint32_t gid = 0; gid < dist->ndata; gid++) {
+        if (!rec->touched[gid] || rec->done[g->ngathers + gid])
+            continue;
+        int delivered = 0;
+        for (size_t k = 0; k < g->ngathers; k++)
+            if (g->gathers[k].gid == gid && rec->done[k])
+                delivered = 1;
+        if (rec->orphan[gid] && delivered && !rec->first_reads[gid]) {
+            /* its owner is gone and its result was delivered: not made again (the graph
+             * does not read it before writing it); later graphs that read it first fail
+             * (no content) */
+            dist->data[gid].lost = 1;
+            continue;
+        }
+        rec->out_home[gid] = pending[gid] = used[gid] = 1;
+    }
     for (size_t k = 0; k < g->ngathers; k++)
         if (!dist->excluded[g->gathers[k].root] && !rec->done[k]) {
             rec->out_gather[k] = 1;
             pending[g->gathers[k].gid] = used[g->gathers[k].gid] = 1;
         }
     walk_back(rec, nt, pending, used);
+    rec->nrun = 0;
+    for (size_t x = 0; x < rec->nxt; x++)
+        rec->nrun += !rec->skip[x];
     /* the sources */
     char bad[640] = "";
     size_t nbad = 0, off = 0;

@@ -67,21 +67,24 @@ int dist_all_losses_agreed(cask_dist *dist)
     return 1;
 }
 
-static void send_member(cask_dist *dist, int to, uint32_t epoch, uint64_t mask)
+/* reply: an answer to another rank's message (never answered in turn: no ping-pong) */
+static void send_member(cask_dist *dist, int to, uint32_t epoch, uint64_t mask, int reply)
 {
 #ifdef CASK_HAVE_UCX
-    dist_ctrl_hdr h = { 0, 0, CTRL_MEMBER, 0, epoch, 0, mask };
+    dist_ctrl_hdr h = { 0, 0, CTRL_MEMBER, (uint32_t)reply, epoch, 0, mask };
     xport_ucx_am_send(dist->ucx, to, DIST_AM_CTRL, &h, sizeof h, NULL, 0, NULL, NULL);
 #else
-    (void)dist; (void)to; (void)epoch; (void)mask;
+    (void)dist; (void)to; (void)epoch; (void)mask; (void)reply;
 #endif
 }
 
+/* To every rank, those held dead included: one that was only slow learns from it that
+ * it is fenced out (a send to a dead one fails at once). */
 static void send_member_all(cask_dist *dist, uint32_t epoch, uint64_t mask)
 {
     for (int r = 0; r < dist->size; r++)
-        if (r != dist->rank && !(mask >> r & 1))
-            send_member(dist, r, epoch, mask);
+        if (r != dist->rank && !dist->excluded[r] && !dist->lost[r])
+            send_member(dist, r, epoch, mask, 0);
 }
 
 void dist_member_break_runs(cask_dist *dist, const char *why)
@@ -153,7 +156,7 @@ void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h)
                 snprintf(why, sizeof why, "rank %d started a new view of the job", from);
             }
         }
-        if (!dist->agreeing) {
+        if (!dist->agreeing && !h->status) {
             reply = 1;
             if (h->epoch > dist->epoch) {
                 r_epoch = h->epoch;
@@ -167,7 +170,7 @@ void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h)
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
     if (reply && !(r_mask >> from & 1))
-        send_member(dist, from, r_epoch, r_mask);
+        send_member(dist, from, r_epoch, r_mask, 1);
     if (brk)
         dist_member_break_runs(dist, why);
 }
@@ -255,8 +258,8 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
                 agreed = 0;
         if (agreed)
             break;
-        if (dist_now_s() - t0 > 120) {
-            snprintf(err, errlen, "rank %d: the survivors did not agree on a view in 120 s",
+        if (dist_now_s() - t0 > 60) {
+            snprintf(err, errlen, "rank %d: the survivors did not agree on a view in 60 s",
                      dist->rank);
             st = CASK_ERR_PEER;
             break;

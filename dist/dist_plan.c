@@ -507,6 +507,10 @@ static void plan_final(planner *P, int final_exchange)
                     root = -1;
                 break;
             }
+        if (!need_home && d->touched && owner == P->me && li_owner >= 0 &&
+            (!P->rp || P->rp->out_home[gid]))
+            /* written in place at home: a mark that it got there (a recovery skips it) */
+            push_copy(P, gid, d->h[0].local, NULL, NULL);
         if (need_home) {
             if (li_owner >= 0) {
                 if (owner == P->me)

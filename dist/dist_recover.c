@@ -60,6 +60,7 @@ void dist_recover_free(cask_dist_graph *g)
     free(rec->state_run);
     free(rec->state_flags);
     free(rec->ready_epoch);
+    free(rec->orphan);
     free(rec);
     g->rec = NULL;
 }
@@ -77,11 +78,12 @@ static cask_status rec_create(cask_dist_graph *g)
     rec->state_run = calloc(n, sizeof *rec->state_run);
     rec->state_flags = calloc(n, 1);
     rec->ready_epoch = calloc(n, sizeof *rec->ready_epoch);
+    rec->orphan = calloc(dist->ndata ? dist->ndata : 1, 1);
     pthread_mutex_lock(&dist->mu);
     g->rec = rec;   /* handlers look at it */
     pthread_mutex_unlock(&dist->mu);
     if (!rec->done || !rec->state_epoch || !rec->state_run || !rec->state_flags ||
-        !rec->ready_epoch)
+        !rec->ready_epoch || !rec->orphan)
         return CASK_ERR_NOMEM;
     return dist_lineage_prepare(g);
 }
@@ -144,6 +146,7 @@ cask_status dist_recover_begin(cask_dist_graph *g)
     dist_recovery *rec = g->rec;
     rec->computes++;
     memset(rec->done, 0, rec->ndone ? rec->ndone : 1);
+    memset(rec->orphan, 0, g->dist->ndata ? g->dist->ndata : 1);
     if (g->replan && (st = replan(g, 0)))   /* after a recovery: the survivors' plan */
         return st;
     if (rec->computes == 1 && (st = dist_lineage_snapshot(g))) {
@@ -185,7 +188,7 @@ static void note_done(cask_dist_graph *g)
         for (size_t k = 0; c->dest && k < g->ngathers; k++)
             if (g->gathers[k].gid == c->gid)
                 rec->done[k] = 1;
-        if (c->to)
+        if (c->to || !c->dest)   /* a copy home, or the mark of a result made there */
             rec->done[g->ngathers + c->gid] = 1;
     }
 }
@@ -293,10 +296,12 @@ void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, v
 #endif
 }
 
+/* READY's value: 2 epoch (a recovery plan is in place) or 2 epoch + 1 (after it, the
+ * plan of the next computes is) */
 void dist_recover_on_ready(cask_dist_graph *g, int from, const dist_ctrl_hdr *h)
 {
-    if (g->rec && h->epoch > g->rec->ready_epoch[from])
-        g->rec->ready_epoch[from] = h->epoch;
+    if (g->rec && h->value > g->rec->ready_epoch[from])
+        g->rec->ready_epoch[from] = (uint32_t)h->value;
 }
 
 typedef int (*rec_ready_fn)(cask_dist_graph *g, uint32_t run);
@@ -316,12 +321,10 @@ static int states_in(cask_dist_graph *g, uint32_t run)
     return 1;
 }
 
-static int readies_in(cask_dist_graph *g, uint32_t run)
+static int readies_in(cask_dist_graph *g, uint32_t value)
 {
-    (void)run;
     for (int r = 0; r < g->dist->size; r++)
-        if (r != g->dist->rank && !g->dist->excluded[r] &&
-            g->rec->ready_epoch[r] < g->dist->epoch)
+        if (r != g->dist->rank && !g->dist->excluded[r] && g->rec->ready_epoch[r] < value)
             return 0;
     return 1;
 }
@@ -361,10 +364,10 @@ cask_status dist_recover(cask_dist_graph *g)
         return CASK_ERR_PEER;
     uint32_t failed_run = g->run;
     char err[768];
+    note_done(g);
     pthread_mutex_lock(&dist->mu);
     g->run = failed_run + 1;   /* the recovery's run: late messages of the failed one drop */
     pthread_mutex_unlock(&dist->mu);
-    note_done(g);
     cask_status st;
     for (int attempt = 1;; attempt++) {
         if ((st = dist_member_agree(dist, err, sizeof err))) {
@@ -376,8 +379,10 @@ cask_status dist_recover(cask_dist_graph *g)
                 "epoch %u, %d ranks live)", dist->rank, g->id, failed_run, attempt, epoch,
                 dist->size - dist->nexcluded);
         for (uint32_t gid = 0; gid < dist->ndata; gid++)
-            if (dist->excluded[dist->data[gid].owner])
-                rec->done[g->ngathers + gid] = 0;   /* its home is gone: goes to the new one */
+            if (dist->excluded[dist->data[gid].owner]) {
+                rec->done[g->ngathers + gid] = 0;   /* its home is gone */
+                rec->orphan[gid] = 1;
+            }
         if ((st = dist_lineage_adopt(dist, err, sizeof err))) {
             dist_graph_error(g, "%s", err);
             return st;
@@ -411,6 +416,10 @@ cask_status dist_recover(cask_dist_graph *g)
                                  cask_status_string(st));
             return st;
         }
+        log_msg(dist->rt, CASK_LOG_WARN, "rank %d: graph %u: the recovery runs %zu of the %zu "
+                "tasks of %u compute%s (%zu here, %zu sources loaded here)", dist->rank, g->id,
+                rec->nrun, rec->nxt, rec->computes, rec->computes > 1 ? "s" : "",
+                g->ntasks_here, rec->nloads);
         pthread_mutex_lock(&dist->mu);
         memset(g->done_from, 0, (size_t)dist->size * sizeof *g->done_from);
         g->abort_run = 0;
@@ -418,16 +427,29 @@ cask_status dist_recover(cask_dist_graph *g)
         g->send_msg[0] = 0;
         pthread_mutex_unlock(&dist->mu);
         g->error[0] = 0;
-        dist_ctrl_all(dist, g->id, g->run, CTRL_READY, 0, 0, NULL);
-        if ((st = rec_wait(g, readies_in, g->run)))
+        dist_ctrl_all(dist, g->id, g->run, CTRL_READY, 0, 2ull * epoch, NULL);
+        if ((st = rec_wait(g, readies_in, 2 * epoch)))
             continue;
         st = dist_run_local(g);
-        if (st != CASK_ERR_PEER) {
-            if (!st)
-                log_msg(dist->rt, CASK_LOG_WARN, "rank %d: graph %u recovered on %d ranks "
-                        "(epoch %u)", dist->rank, g->id, dist->size - dist->nexcluded, epoch);
+        if (st == CASK_ERR_PEER) {
+            note_done(g);
+            continue;
+        }
+        if (st)
+            return st;
+        log_msg(dist->rt, CASK_LOG_WARN, "rank %d: graph %u recovered on %d ranks (epoch %u)",
+                dist->rank, g->id, dist->size - dist->nexcluded, epoch);
+        /* The next computes run every task on the survivors: that plan now, and nobody
+         * sends data of the next run before every rank has it (a rank still finishing
+         * this run would take it into this plan's slots). A loss now is met by the next
+         * compute. */
+        if ((st = replan(g, 0))) {
+            dist_graph_error(g, "rank %d: planning the graph over the survivors: %s",
+                             dist->rank, cask_status_string(st));
             return st;
         }
-        note_done(g);
+        dist_ctrl_all(dist, g->id, g->run, CTRL_READY, 0, 2ull * epoch + 1, NULL);
+        rec_wait(g, readies_in, 2 * epoch + 1);
+        return CASK_OK;
     }
 }

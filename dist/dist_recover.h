@@ -30,6 +30,7 @@ typedef struct dist_recovery {
     uint8_t *first_reads;      /* per gid: the graph's first access to it reads it */
     void **snap;               /* per gid: this rank's snapshot at the first compute */
     uint8_t *done;             /* ngathers + ndata: delivered / home in this compute */
+    uint8_t *orphan;           /* per gid: its owner was lost during this compute */
     size_t ndone;
     /* the protocol (under dist->mu) */
     uint32_t *state_epoch, *state_run;
@@ -40,6 +41,7 @@ typedef struct dist_recovery {
     size_t saved_ntasks;
     dist_task *xt;             /* the tasks replayed: computes x the graph's tasks */
     size_t nxt;
+    size_t nrun;               /* of which the recovery runs */
     uint8_t *skip, *out_home, *out_gather, *fresh;
     cask_data **start;
     cask_data **made;          /* start handles made here */

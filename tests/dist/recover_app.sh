@@ -61,8 +61,8 @@ freeze)
   victim=$1 k=$2 ms=$3
   CASK_PEER_TIMEOUT_MS=1000 CASK_UCX_HEARTBEAT_MS=200 CASK_DIST_TEST_FREEZE="$victim:$k:$ms" \
     run $((np - 1)) "rank $victim frozen ${ms} ms at task $k"
-  grep -q 'fenced out' "$tmp/log" ||
-    { grep -v 'PMIX ERROR' "$tmp/log" | tail; echo "FAIL: rank $victim did not say it was fenced out"; exit 1; }
+  grep -q "fenced out" "$tmp/log" ||
+    { grep -v "PMIX ERROR" "$tmp/log" | tail -n 40; echo "FAIL: rank $victim did not say it was fenced out"; exit 1; }
   echo "ok: rank $victim exited $(cat "$tmp/rc/rc.$victim"): $(grep -o 'rank [0-9]* was fenced out' "$tmp/log" | head -n 1)" ;;
 second)
   CASK_DIST_TEST_KILL="$1:$2,$3:r$4" run $((np - 2)) "rank $1 killed at task $2, rank $3 at recovery task $4"
