@@ -326,6 +326,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
 #endif
     for (size_t i = 0; i < dist->ndata; i++) {
         dist_datum *dd = &dist->data[i];
+        free(dd->loader_args);
         if (dd->home_made)
             cask_data_destroy(dd->home);
         if (!dd->made_here)

@@ -78,13 +78,23 @@ static void send_member(cask_dist *dist, int to, uint32_t epoch, uint64_t mask, 
 #endif
 }
 
-/* To every rank, those held dead included: one that was only slow learns from it that
- * it is fenced out (a send to a dead one fails at once). */
-static void send_member_all(cask_dist *dist, uint32_t epoch, uint64_t mask)
+/* To every rank in `to`, those held dead included: one that was only slow learns from
+ * it that it is fenced out (a send to a dead one fails at once). */
+static void send_member_all(cask_dist *dist, uint32_t epoch, uint64_t mask, uint64_t to)
 {
     for (int r = 0; r < dist->size; r++)
-        if (r != dist->rank && !dist->excluded[r] && !dist->lost[r])
+        if (to >> r & 1)
             send_member(dist, r, epoch, mask, 0);
+}
+
+/* The ranks a proposal goes to (under mu): all but this one, the fenced and the dead. */
+static uint64_t member_dests(const cask_dist *dist)
+{
+    uint64_t to = 0;
+    for (int r = 0; r < dist->size; r++)
+        if (r != dist->rank && !dist->excluded[r] && !dist->lost[r])
+            to |= 1ull << r;
+    return to;
 }
 
 void dist_member_break_runs(cask_dist *dist, const char *why)
@@ -230,8 +240,9 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
             break;
         }
         if (send) {
+            uint64_t to = member_dests(dist);
             pthread_mutex_unlock(&dist->mu);
-            send_member_all(dist, e, M);
+            send_member_all(dist, e, M, to);
             pthread_mutex_lock(&dist->mu);
             send = 0;
         }

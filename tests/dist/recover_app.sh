@@ -5,7 +5,7 @@
 #   recover_app.sh NP APP knn|jacobi kill VICTIM K...    VICTIM is SIGKILLed when its K-th
 #                                                        task starts, once per K
 #   recover_app.sh NP APP knn|jacobi freeze VICTIM K MS  VICTIM stops for MS ms at its K-th
-#                                                        task (peer timeout 1 s): fenced
+#                                                        task (peer timeout 1.5 s): fenced
 #                                                        out, it must exit non-zero
 #   recover_app.sh NP APP knn|jacobi second V1 K1 V2 K2  V1 dies at its K1-th task, V2 at
 #                                                        its K2-th task of the recovery
@@ -59,7 +59,7 @@ kill)
   done ;;
 freeze)
   victim=$1 k=$2 ms=$3
-  CASK_PEER_TIMEOUT_MS=1000 CASK_UCX_HEARTBEAT_MS=200 CASK_DIST_TEST_FREEZE="$victim:$k:$ms" \
+  CASK_PEER_TIMEOUT_MS=1500 CASK_UCX_HEARTBEAT_MS=250 CASK_DIST_TEST_FREEZE="$victim:$k:$ms" \
     run $((np - 1)) "rank $victim frozen ${ms} ms at task $k"
   grep -q "fenced out" "$tmp/log" ||
     { grep -v "PMIX ERROR" "$tmp/log" | tail -n 40; echo "FAIL: rank $victim did not say it was fenced out"; exit 1; }
