@@ -198,9 +198,17 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
     dist_ctrl_all(dist, g->id, 0, CTRL_PLAN, (uint32_t)st, g->hash, NULL);
     /* a rank lost meanwhile: once the survivors agree, they wait for each other only
      * (a plan that still places tasks on the lost rank is recovered by the compute) */
-    while (!wst && dist->size > 1 && (wst = dist_wait_until(g, plans_in, NULL, 0)) &&
-           !dist->fenced && dist_member_settle(dist) == CASK_OK)
-        wst = CASK_OK;
+    while (!wst && dist->size > 1) {
+        wst = dist_wait_until(g, plans_in, NULL, 0);
+        if (wst != CASK_ERR_PEER)
+            break;
+        pthread_mutex_lock(&dist->mu);
+        int loss = dist_unagreed(dist) && !dist->fenced;
+        pthread_mutex_unlock(&dist->mu);
+        if (!loss || dist_member_settle(dist))
+            break;
+        wst = CASK_OK;   /* agreed: wait for the survivors' PLAN only */
+    }
     if (!st && wst)
         st = wst;
     if (!st) {
