@@ -264,9 +264,16 @@ void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, v
     reply.epoch = dist->epoch;
     cask_dist_graph *g = dist_find_graph(dist, h.graph);
     int drop = dist->excluded[from];
-    if (!drop && (h.flags == STATE_RECOVERING) && (!g || !g->rec || !g->running))
-        /* this rank is not computing that graph: it finished the run, or gave up */
-        reply.flags = g && g->ok_run >= h.run ? STATE_COMPLETED : STATE_GONE;
+    if (!drop && h.flags == STATE_RECOVERING) {
+        /* this rank is not computing that run: it finished it, or gave up on it, or
+         * (no answer) has not started it yet and will recover it with the others */
+        if (!g && h.graph <= dist->next_graph)
+            reply.flags = STATE_GONE;   /* destroyed */
+        else if (g && !g->running && g->ok_run >= h.run)
+            reply.flags = STATE_COMPLETED;
+        else if (g && !g->running && g->run >= h.run)
+            reply.flags = STATE_GONE;
+    }
     pthread_mutex_unlock(&dist->mu);
     if (drop)
         return;
