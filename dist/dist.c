@@ -104,7 +104,10 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
     int ng = 0;
     char msg[sizeof dist->err];
     pthread_mutex_lock(&dist->mu);
-    if (!dist->lost[peer]) {
+    if (!dist->lost[peer] && dist->excluded[peer]) {
+        dist->lost[peer] = 1;   /* fenced out already: the survivors went on without it */
+        dist->nlost++;
+    } else if (!dist->lost[peer]) {
         dist->lost[peer] = 1;
         dist->nlost++;
         if (!dist->err[0])
@@ -146,6 +149,11 @@ static void on_ctrl_msg(void *arg, xport_ucx_msg *m)
     dist_on_ctrl(dist, m->peer, &h, msg);
 }
 
+static void on_state_msg(void *arg, xport_ucx_msg *m)
+{
+    dist_on_state(arg, m->peer, m->header, m->header_len, m);
+}
+
 static void on_data_msg(void *arg, xport_ucx_msg *m)
 {
     cask_dist *dist = arg;
@@ -169,9 +177,11 @@ void dist_ctrl_all(cask_dist *dist, uint32_t graph, uint32_t run, uint32_t type,
 #ifdef CASK_HAVE_UCX
     if (!dist->ucx)
         return;
-    dist_ctrl_hdr h = { graph, run, type, status, value };
+    pthread_mutex_lock(&dist->mu);
+    dist_ctrl_hdr h = { graph, run, type, status, dist->epoch, 0, value };
+    pthread_mutex_unlock(&dist->mu);
     for (int r = 0; r < dist->size; r++) {
-        if (r == dist->rank || dist->lost[r])
+        if (r == dist->rank || dist->lost[r] || dist->excluded[r])
             continue;
         char *copy = NULL;
         size_t len = 0;
@@ -222,8 +232,15 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
     dist->local_size = xport_boot_local_size(dist->boot);
     dist->lost = calloc((size_t)dist->size, sizeof *dist->lost);
     dist->left = calloc((size_t)dist->size, sizeof *dist->left);
-    if (!dist->lost || !dist->left) {
+    dist->excluded = calloc((size_t)dist->size, sizeof *dist->excluded);
+    dist->mem_epoch = calloc((size_t)dist->size, sizeof *dist->mem_epoch);
+    dist->mem_mask = calloc((size_t)dist->size, sizeof *dist->mem_mask);
+    if (!dist->lost || !dist->left || !dist->excluded || !dist->mem_epoch || !dist->mem_mask) {
         st = log_error(rt, CASK_ERR_NOMEM, "cask_dist_init");
+        goto fail;
+    }
+    if ((st = dist_recover_init(dist))) {
+        st = log_error(rt, st, "cask_dist_init: %s", dist->err);
         goto fail;
     }
     if ((st = dist_xfer_register(dist))) {
@@ -259,6 +276,7 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
             goto fail;
         }
         dist_steal_register(dist);
+        xport_ucx_set_handler(dist->ucx, DIST_AM_STATE, on_state_msg, dist);
         st = xport_ucx_connect(dist->ucx);
         if (st) {
             xport_ucx_error(dist->ucx, err, sizeof err);
@@ -303,6 +321,10 @@ fail:
     xport_boot_finalize(dist->boot);
     free(dist->lost);
     free(dist->left);
+    free(dist->excluded);
+    free(dist->mem_epoch);
+    free(dist->mem_mask);
+    free(dist->testkill);
     pthread_mutex_destroy(&dist->mu);
     pthread_cond_destroy(&dist->cv);
     free(dist);
@@ -325,6 +347,8 @@ cask_status cask_dist_finalize(cask_dist *dist)
         char why[512];
         dist_leave_announce(dist);   /* a rank still computing must not wait for this one */
         st = xport_ucx_destroy(dist->ucx, why, sizeof why);   /* goodbyes with every rank */
+        if (st && dist->nexcluded && !dist->fenced && dist_all_losses_agreed(dist))
+            st = CASK_OK;   /* the ranks lost were fenced out and the run recovered */
         if (st && !dist->err[0])
             dist_fail(dist, "%s", why);
         if (st)
@@ -336,6 +360,9 @@ cask_status cask_dist_finalize(cask_dist *dist)
     dist_steal_finalize(dist);
     for (size_t i = 0; i < dist->ndata; i++) {
         dist_datum *dd = &dist->data[i];
+        free(dd->loader_args);
+        if (dd->home_made)
+            cask_data_destroy(dd->home);
         if (!dd->made_here)
             continue;
         cask_data_destroy(dd->d);
@@ -347,16 +374,22 @@ cask_status cask_dist_finalize(cask_dist *dist)
         dist->early = e->next;
         free(e);
     }
-    if (dist->nlost)
-        st = CASK_ERR_PEER;
-    else
+    if (dist->nlost || dist->nexcluded) {
+        if (!dist_all_losses_agreed(dist) || dist->fenced)
+            st = CASK_ERR_PEER;
+    } else {
         xport_boot_barrier(dist->boot);   /* everybody leaves together */
+    }
     xport_boot_finalize(dist->boot);
     free(dist->data);
     free(dist->index_keys);
     free(dist->index_vals);
     free(dist->lost);
     free(dist->left);
+    free(dist->excluded);
+    free(dist->mem_epoch);
+    free(dist->mem_mask);
+    free(dist->testkill);
     pthread_mutex_destroy(&dist->mu);
     pthread_cond_destroy(&dist->cv);
     free(dist);
@@ -380,12 +413,13 @@ cask_status cask_dist_barrier(cask_dist *dist)
     cask_status st = CASK_OK;
     pthread_mutex_lock(&dist->mu);
     int *count = &dist->barrier_count[seq & 1];
-    while (*count < dist->size - 1 - dist->nlost && !dist->nlost)
+    int others = dist->size - 1 - dist->nexcluded;
+    while (*count < others && !dist_unagreed(dist))
         pthread_cond_wait(&dist->cv, &dist->mu);
-    if (dist->nlost)
+    if (dist_unagreed(dist))
         st = CASK_ERR_PEER;
     else
-        *count -= dist->size - 1;
+        *count -= others;
     pthread_mutex_unlock(&dist->mu);
     if (st)
         log_error(dist->rt, st, "cask_dist_barrier: %s", dist->err);
@@ -425,7 +459,8 @@ cask_status cask_dist_set_owner(cask_dist *dist, cask_data *d, int owner)
         return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_set_owner");
     size_t bytes = 0;
     cask_data_size(d, &bytes);
-    dist->data[dist->ndata++] = (dist_datum){ .d = d, .owner = owner, .bytes = bytes };
+    dist->data[dist->ndata++] = (dist_datum){ .d = d, .owner = owner, .bytes = bytes,
+                                              .home = d, .orig_owner = owner };
     return CASK_OK;
 }
 

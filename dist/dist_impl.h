@@ -17,16 +17,23 @@
 #endif
 
 /* UCX handler ids of the distributed layer. */
-enum { DIST_AM_DATA = 16, DIST_AM_CTRL = 17, DIST_AM_DASH = 18 };
-enum dist_ctrl { CTRL_PLAN = 1, CTRL_DONE = 2, CTRL_ABORT = 3, CTRL_BARRIER = 4, CTRL_LEAVE = 5 };
+enum { DIST_AM_DATA = 16, DIST_AM_CTRL = 17, DIST_AM_DASH = 18, DIST_AM_STATE = 20 };
+/* (19: dist_steal_impl.h's DIST_AM_STEAL) */
+enum dist_ctrl { CTRL_PLAN = 1, CTRL_DONE = 2, CTRL_ABORT = 3, CTRL_BARRIER = 4, CTRL_LEAVE = 5,
+                 CTRL_MEMBER = 6, CTRL_READY = 7 };
 
+/* Every message carries the sender's membership epoch (dist_membership.c): a message
+ * of another epoch than the receiver's, or from a rank the survivors fenced out, is
+ * dropped. */
 typedef struct dist_data_hdr {
-    uint32_t graph, run, gid, version;
+    uint32_t graph, run, gid, version, epoch;
 } dist_data_hdr;
 
 typedef struct dist_ctrl_hdr {
     uint32_t graph, run, type, status;
-    uint64_t value;           /* PLAN: the graph's hash; BARRIER: its sequence */
+    uint32_t epoch, pad;
+    uint64_t value;           /* PLAN: the graph's hash; BARRIER: its sequence;
+                                 MEMBER: the ranks the sender holds dead (bit mask) */
 } dist_ctrl_hdr;
 
 /* A declared data handle; gid = its index in cask_dist.data. */
@@ -36,6 +43,14 @@ typedef struct dist_datum {
     size_t bytes;
     int made_here;            /* made by cask_dist_data_create: finalize destroys it */
     void *reserved;           /* its inaccessible address range */
+    cask_data *home;          /* the owner's handle of its content: d, or, once a
+                                 survivor adopted it from a lost owner, cask's */
+    int home_made;            /* home was made by cask (finalize destroys it) */
+    int orig_owner;           /* owner as declared (owner changes by adoption) */
+    int lost;                 /* adopted from a lost owner with no loader: no content */
+    cask_kernel *loader;      /* cask_dist_data_set_loader, or NULL */
+    void *loader_args;
+    size_t loader_args_size;
 } dist_datum;
 
 /* A control message that came before this rank was ready for it. */
@@ -67,7 +82,7 @@ struct cask_dist {
 
     pthread_mutex_t mu;       /* what handlers and the computing thread share */
     pthread_cond_t cv;
-    int *lost;                /* per rank: 1 once it failed */
+    int *lost;                /* per rank: 1 once it failed (the transport said so) */
     int nlost;
     int *left;                /* per rank: 1 once it left the job (dist_leave.c) */
     int nleft;
@@ -75,6 +90,18 @@ struct cask_dist {
     char lost_heard[256];     /* a lost rank first heard of in another rank's ABORT,
                                  not by this rank's transport: its LEAVE repeats it */
     int left_by;
+    /* membership (dist_membership.c; under mu) */
+    uint32_t epoch;           /* agreed views so far */
+    uint8_t *excluded;        /* per rank: out of the agreed view (dead or fenced) */
+    int nexcluded;
+    uint64_t suspects;        /* ranks others hold dead, not yet agreed */
+    uint32_t *mem_epoch;      /* per rank: epoch of its latest MEMBER message */
+    uint64_t *mem_mask;       /* and its mask */
+    int agreeing;             /* this rank's compute thread is agreeing now */
+    int fenced;               /* the others hold this rank dead: it must stop */
+    char fenced_msg[512];
+    cask_kernel *k_restore;   /* dist_recover.c: a snapshot back into a handle */
+    struct dist_testkill *testkill;   /* CASK_DIST_TEST_KILL / _FREEZE, or NULL */
     dist_early *early;        /* control messages for graphs not computing yet */
     cask_kernel *k_send, *k_recv, *k_deliver, *k_copy;   /* dist_xfer.c's tasks */
     /* NCCL (dist_nccl.c): GPU-made chunks travel GPU to GPU when every rank can */
@@ -135,6 +162,7 @@ typedef struct dist_slot {
     int exchange;             /* step at whose end it must be here */
     int from;
     uint32_t arrived_run;     /* run whose copy landed, 0: none (under dist->mu) */
+    uint32_t done_run;        /* run whose deliver task ran (final slots) */
     uint32_t landing_run;     /* run of the copy being received */
     int landing_direct;       /* the latest copy landed straight into dest (the next
                                  run's cannot land before this run's deliver ran) */
@@ -185,6 +213,9 @@ typedef struct dist_local_copy {
     void *dest;               /* a gather destination, or NULL */
     void **also;              /* further gather destinations (malloc'ed), nalso */
     int nalso;
+    struct cask_dist_graph *graph;
+    uint32_t gid;
+    uint32_t done_run;        /* run whose copy task ran */
 } dist_local_copy;
 
 typedef struct dist_gather {
@@ -246,8 +277,26 @@ struct cask_dist_graph {
                                  host memory (a copy may land before its run starts) */
     size_t transfers_gpu_ucx, transfers_nccl;   /* planned, this rank's (in and out) */
     struct dist_steal_graph *stl;   /* balancing while running (dist_steal.c) */
+    uint32_t ok_run;          /* last run this rank completed with success */
+    uint32_t plan_epoch;      /* the view the plan was made for */
+    struct dist_recovery *rec;   /* dist_recover.c's state, from the first compute */
+    const struct dist_replan *replan;   /* planning a recovery (dist_plan.c reads it) */
     char error[1024];
 };
+
+/* What a recovery plan differs in from a normal one (dist_recover.c makes it, dist_plan.c
+ * follows it): the tasks not run, the outputs still wanted, the handle on each datum's
+ * owner that holds the content the plan starts from. Ranks excluded from the view
+ * (dist->excluded) get nothing. */
+typedef struct dist_replan {
+    const uint8_t *skip;      /* per task of g->tasks: not planned */
+    const uint8_t *out_home;  /* per gid: the final version goes to the owner's home */
+    const uint8_t *out_gather;/* per gather: still to deliver */
+    cask_data *const *start;  /* per gid: on its owner, the handle the plan starts from
+                                 (NULL elsewhere or where unused) */
+    const uint8_t *fresh;     /* per gid: that handle is not the owner's home (the
+                                 same on every rank) */
+} dist_replan;
 
 static inline double dist_now_s(void)
 {
@@ -298,6 +347,14 @@ cask_status dist_local_build(cask_dist_graph *g);
 void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const char *msg);
 
 /* dist_run.c */
+typedef int (*dist_ready_fn)(cask_dist_graph *g, void *arg);
+/* Waits (bounded by failure detection) until ready(g, arg) or the run is broken (then
+ * its cause), or, ignore_broken, until ready or 30 s after a loss. */
+cask_status dist_wait_until(cask_dist_graph *g, dist_ready_fn ready, void *arg,
+                            int ignore_broken);
+/* Runs g->local once (run g->run) and agrees on the verdict with the other ranks of the
+ * view (DONE or ABORT); drains the transfers. */
+cask_status dist_run_local(cask_dist_graph *g);
 /* Handlers (progress thread). */
 void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char *msg);
 void dist_on_barrier(cask_dist *dist, uint64_t seq);
@@ -313,6 +370,45 @@ void dist_on_leave(cask_dist *dist, int from, const char *why);
 /* Why g's current run (or plan agreement) cannot go on because a rank it needs left
  * (under dist->mu; sets g->error), or CASK_OK. */
 cask_status dist_left_broken(cask_dist_graph *g);
+/* dist_membership.c: one agreed view of the live ranks, with an epoch. */
+/* Whether a loss (the transport's, or one another rank reports) or a newer view is
+ * not agreed yet, or this rank was fenced out (under mu). */
+int dist_unagreed(const cask_dist *dist);
+/* Whether every rank lost is out of the agreed view (under mu or single threaded). */
+int dist_all_losses_agreed(cask_dist *dist);
+/* The survivors agree on who is gone: returns when every live rank reports the same
+ * set of dead ranks (then dist->excluded and dist->epoch are the new view), or
+ * CASK_ERR_PEER when this rank is fenced out (it is in the set, or the view is no
+ * majority of the previous one) or the job has more than 64 ranks; err says why. */
+cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen);
+/* dist_member_agree if a loss is not agreed yet; CASK_OK otherwise. */
+cask_status dist_member_settle(cask_dist *dist);
+/* A MEMBER message (progress thread). */
+void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h);
+/* Ends the waiting receives of every running graph with why (a loss to agree on). */
+void dist_member_break_runs(cask_dist *dist, const char *why);
+
+/* dist_recover.c: finishing a run that lost ranks, on the survivors (see the file). */
+cask_status dist_recover_init(cask_dist *dist);
+/* At the start of each compute: after a recovery, the plan over the survivors; at the
+ * first, snapshots of the owned inputs the graph overwrites and no loader makes. */
+cask_status dist_recover_begin(cask_dist_graph *g);
+/* The compute's run failed with CASK_ERR_PEER: agree, re-plan, re-run until done. */
+cask_status dist_recover(cask_dist_graph *g);
+void dist_recover_on_ready(cask_dist_graph *g, int from, const dist_ctrl_hdr *h);
+/* A STATE message (progress thread). */
+void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, void *ucx_msg);
+/* Adds the loading tasks of a recovery plan to g->local (first in it). */
+cask_status dist_recover_add_loads(cask_dist_graph *g);
+void dist_recover_free(cask_dist_graph *g);
+/* dist_lineage.c: survivors adopt the data of ranks out of the view (new owner: the
+ * next live rank), filled by its loader where it has one. */
+cask_status dist_lineage_adopt(cask_dist *dist, char *err, size_t errlen);
+/* dist_testkill.c: CASK_DIST_TEST_KILL / CASK_DIST_TEST_FREEZE (tests only). */
+cask_status dist_testkill_init(cask_dist *dist);
+/* Before each task of this rank's local graph: a probe task (only under the test
+ * hook) that kills or freezes this process when it starts. */
+cask_status dist_testkill_probe(cask_dist_graph *g, const cask_access *acc, int nacc);
 
 /* dist_xfer.c: the tasks that move chunks (send, receive, deliver, copy) and the
  * handler of data messages. */

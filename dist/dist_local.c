@@ -26,7 +26,9 @@ static cask_status add_task(cask_dist_graph *g, size_t i)
         .name = t->name, .where = t->where, .device = t->device };
     dist_xfer_arg wrap;
     dist_steal_wrap(g, i, &desc, &wrap);   /* may run on an idle rank (dist_steal.c) */
-    cask_status st = cask_graph_add_task(g->local, &desc, NULL);
+    cask_status st = g->dist->testkill ? dist_testkill_probe(g, acc, t->naccess) : CASK_OK;
+    if (!st)
+        st = cask_graph_add_task(g->local, &desc, NULL);
     if (st)
         dist_graph_error(g, "task %zu (%s) on rank %d: %s", i, t->name ? t->name : t->kernel->name,
                          g->dist->rank, cask_status_string(st));
@@ -81,6 +83,8 @@ cask_status dist_local_build(cask_dist_graph *g)
     }
     if (!st)
         st = cask_graph_create(dist->rt, &g->local);
+    if (!st && g->replan)   /* a recovery: its sources are loaded first */
+        st = dist_recover_add_loads(g);
     size_t si = 0, li = 0, ti = 0;
     for (int e = 0; e <= g->nphases && !st; e++) {
         st = dist_xfer_add_exchange(g, e, &si, &li);

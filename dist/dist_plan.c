@@ -61,6 +61,7 @@ typedef struct planner {
     double total;
     int maxphase;
     uint32_t nccl_seq;        /* NCCL transfers planned so far (every rank alike) */
+    const dist_replan *rp;    /* a recovery plan (dist_recover.c), or NULL */
     cask_status st;
 } planner;
 
@@ -225,7 +226,7 @@ static cask_data *make_local_copy(planner *P, uint32_t gid, uint32_t version, in
  * plan's global order of NCCL transfers. */
 static int by_nccl(planner *P, const pdatum *d, const dist_task *reader, uint32_t *seq)
 {
-    if (!P->dist->nccl_all || !d->gpu_made || !reader || !reader->kernel->cuda ||
+    if (P->rp || !P->dist->nccl_all || !d->gpu_made || !reader || !reader->kernel->cuda ||
         reader->where == CASK_WHERE_CPU)
         return 0;
     *seq = P->nccl_seq++;
@@ -331,9 +332,12 @@ static int choose_rank(planner *P, const dist_task *t, int *moved)
         if ((t->access[a].mode & CASK_WRITE) && wanted < 0)
             wanted = dist->data[gid].owner;   /* its output then lands at home */
     }
+    const uint8_t *out = dist->excluded;   /* ranks fenced out get nothing */
     int best = 0;
-    for (int r = 1; r < n; r++)
-        if (cr[r] > cr[best] || (cr[r] == cr[best] && r == wanted && best != wanted))
+    while (best < n - 1 && out[best])
+        best++;
+    for (int r = best + 1; r < n; r++)
+        if (!out[r] && (cr[r] > cr[best] || (cr[r] == cr[best] && r == wanted && best != wanted)))
             best = r;
     if (cr[best] == 0 && wanted >= 0)
         best = wanted;
@@ -341,9 +345,9 @@ static int choose_rank(planner *P, const dist_task *t, int *moved)
     if (P->balance && P->load[best] + weight > P->quota) {
         /* Balance: a rank past its share of the work gives this task to the least
          * loaded rank (its inputs travel). Work is counted in bytes touched. */
-        int least = 0;
-        for (int r = 1; r < n; r++)
-            if (P->load[r] < P->load[least])
+        int least = best;
+        for (int r = 0; r < n; r++)
+            if (!out[r] && P->load[r] < P->load[least])
                 least = r;
         if (least != best && P->load[least] + weight <= P->quota) {
             best = least;
@@ -461,7 +465,10 @@ typedef struct dests {
     int nalso;
 } dests;
 
-static void push_copy(planner *P, cask_data *from, cask_data *to, dests *ds)
+/* A copy between this rank's handles at the end (from -> the owner's handle `to`
+ * and/or the gather destinations ds; neither: only a mark that gid's final version is
+ * home, which a recovery reads). */
+static void push_copy(planner *P, uint32_t gid, cask_data *from, cask_data *to, dests *ds)
 {
     cask_dist_graph *g = P->g;
     if (g->ncopies == g->copies_cap) {
@@ -474,8 +481,11 @@ static void push_copy(planner *P, cask_data *from, cask_data *to, dests *ds)
         g->copies = n;
         g->copies_cap = cap;
     }
-    g->copies[g->ncopies++] = (dist_local_copy){ from, to, ds->first, ds->also, ds->nalso };
-    *ds = (dests){ 0 };
+    g->copies[g->ncopies++] = (dist_local_copy){
+        .from = from, .to = to, .dest = ds ? ds->first : NULL, .also = ds ? ds->also : NULL,
+        .nalso = ds ? ds->nalso : 0, .graph = g, .gid = gid };
+    if (ds)
+        *ds = (dests){ 0 };
 }
 
 /* Sends the latest version of gid to rank `to` at the final exchange, where it goes
@@ -532,7 +542,7 @@ static void dests_of(planner *P, const int *next, int first, int root, dests *ds
         return;
     for (int k = first; k >= 0; k = next[k]) {
         void *dest = g->gathers[k].dest;
-        if (g->gathers[k].root != root || !dest)
+        if (g->gathers[k].root != root || !dest || (P->rp && !P->rp->out_gather[k]))
             continue;
         if (!ds->first) {
             ds->first = dest;
@@ -575,14 +585,23 @@ static void plan_final(planner *P, int final_exchange)
         pdatum *d = &P->pd[gid];
         int owner = dist->data[gid].owner;
         int li_owner = loc_on(d, owner);
-        int need_home = d->touched && !(li_owner >= 0 && d->locs[li_owner].h == 0);
-        cask_data *home_h = dist->data[gid].d;
+        cask_data *home_h = dist->data[gid].home;
+        /* h 0 is the owner's home handle, except in a recovery plan that starts from
+         * another handle (its result is then copied home) */
+        int h0_home = !P->rp || !P->rp->fresh[gid];
+        int need_home = d->touched && !(li_owner >= 0 && d->locs[li_owner].h == 0 && h0_home);
+        if (P->rp && !P->rp->out_home[gid])
+            need_home = 0;   /* home already: a recovery does not deliver it again */
+        if (!need_home && d->touched && owner == P->me && li_owner >= 0 &&
+            (!P->rp || P->rp->out_home[gid]))
+            /* written in place at home: a mark that it got there (a recovery skips it) */
+            push_copy(P, gid, d->h[0].local, NULL, NULL);
         dests ds;
         if (need_home) {   /* with the owner's gathers, if any */
             dests_of(P, next, first[gid], owner, &ds);
             if (li_owner >= 0) {
                 if (owner == P->me)
-                    push_copy(P, d->h[d->locs[li_owner].h].local, home_h, &ds);
+                    push_copy(P, gid, d->h[d->locs[li_owner].h].local, home_h, &ds);
             } else {
                 final_transfer(P, gid, owner, owner == P->me ? home_h : NULL, &ds,
                                final_exchange);
@@ -590,16 +609,18 @@ static void plan_final(planner *P, int final_exchange)
             free(ds.also);
         }
         for (int k = first[gid]; k >= 0 && !P->st; k = next[k]) {
+            if (P->rp && !P->rp->out_gather[k])
+                continue;   /* delivered before the loss: not again */
             int root = g->gathers[k].root, seen = need_home && root == owner;
             for (int j = first[gid]; j != k && !seen; j = next[j])
-                seen = g->gathers[j].root == root;
+                seen = g->gathers[j].root == root && !(P->rp && !P->rp->out_gather[j]);
             if (seen)
                 continue;   /* this root is served already */
             dests_of(P, next, k, root, &ds);
             int li = loc_on(d, root);
             if (li >= 0) {
                 if (root == P->me)
-                    push_copy(P, d->h[d->locs[li].h].local, NULL, &ds);
+                    push_copy(P, gid, d->h[d->locs[li].h].local, NULL, &ds);
             } else {
                 final_transfer(P, gid, root, NULL, &ds, final_exchange);
             }
@@ -636,7 +657,7 @@ static cask_status planner_init(planner *P)
         if (h < 0)
             return P->st;
         if (dist->data[gid].owner == P->me)
-            d->h[h].local = dist->data[gid].d;
+            d->h[h].local = P->rp ? P->rp->start[gid] : dist->data[gid].home;
         d->holder = h;
         set_locs(P, d, h, 0);
     }
@@ -649,16 +670,17 @@ static cask_status balance_quota(cask_dist_graph *g, int *balance, double *quota
 {
     cask_dist *dist = g->dist;
     *balance = 0;
-    if (!dist->steal || dist->size < 2)
+    if (!dist->steal || dist->size - dist->nexcluded < 2)
         return CASK_OK;
-    planner D = { .g = g, .dist = dist, .me = -1 };
+    planner D = { .g = g, .dist = dist, .me = -1, .rp = g->replan };
     cask_status st = planner_init(&D);
     for (size_t i = 0; i < g->ntasks && !st && !D.st; i++)
-        plan_task(&D, i);
+        if (!D.rp || !D.rp->skip[i])
+            plan_task(&D, i);
     if (!st)
         st = D.st;
     if (!st) {
-        double avg = D.total / dist->size, max = 0;
+        double avg = D.total / (dist->size - dist->nexcluded), max = 0;
         for (int r = 0; r < dist->size; r++)
             if (D.load[r] > max)
                 max = D.load[r];
@@ -674,14 +696,20 @@ static cask_status balance_quota(cask_dist_graph *g, int *balance, double *quota
 cask_status dist_plan(cask_dist_graph *g)
 {
     cask_dist *dist = g->dist;
-    planner P = { .g = g, .dist = dist, .me = dist->rank };
+    planner P = { .g = g, .dist = dist, .me = dist->rank, .rp = g->replan };
+    pthread_mutex_lock(&dist->mu);
+    g->plan_epoch = dist->epoch;
+    pthread_mutex_unlock(&dist->mu);
     cask_status st = balance_quota(g, &P.balance, &P.quota);
     if (st)
         goto out;
     if ((st = planner_init(&P)))
         goto out;
-    for (size_t i = 0; i < g->ntasks && !P.st; i++)
-        plan_task(&P, i);
+    for (size_t i = 0; i < g->ntasks && !P.st; i++) {
+        g->tasks[i].rank = -1;
+        if (!P.rp || !P.rp->skip[i])
+            plan_task(&P, i);
+    }
     g->nphases = g->ntasks ? P.maxphase + 1 : 0;
     if (!P.st) {
         g->slot_hash_cap = 64;
@@ -733,11 +761,18 @@ void dist_plan_free(cask_dist_graph *g)
     g->nslots = g->slots_cap = 0;
     free(g->slot_hash);
     g->slot_hash = NULL;
+    g->slot_hash_cap = 0;
     free(g->sends);
     g->sends = NULL;
+    g->nsends = g->sends_cap = 0;
     for (size_t i = 0; i < g->ncopies; i++)
         free(g->copies[i].also);
     free(g->copies);
     g->copies = NULL;
     g->ncopies = g->copies_cap = 0;
+    g->ntasks_here = g->moved = 0;
+    g->bytes_out = g->bytes_in = 0;
+    g->transfers_out = g->transfers_in = 0;
+    g->transfers_gpu_ucx = g->transfers_nccl = 0;
+    g->nccl_transfers = 0;
 }

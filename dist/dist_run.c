@@ -25,16 +25,23 @@ void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const
         g->plan_st[from] = (cask_status)h->status;
         break;
     case CTRL_DONE:
+        if (h->epoch != g->dist->epoch)
+            break;   /* another view's run */
         if (h->run > g->done_from[from])
             g->done_from[from] = h->run;
         break;
     case CTRL_ABORT:
+        if (h->epoch != g->dist->epoch)
+            break;
         if (h->run > g->abort_run) {
             g->abort_run = h->run;
             g->abort_from = from;
             g->abort_status = (cask_status)h->status;
             snprintf(g->abort_msg, sizeof g->abort_msg, "%s", msg && *msg ? msg : "failed");
         }
+        break;
+    case CTRL_READY:
+        dist_recover_on_ready(g, from, h);
         break;
     default:
         break;
@@ -45,6 +52,15 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
 {
     if (from < 0 || from >= dist->size)
         return;
+    if (h->type == CTRL_MEMBER) {
+        dist_member_on_msg(dist, from, h);
+        return;
+    }
+    pthread_mutex_lock(&dist->mu);
+    int stale = dist->excluded[from] || h->epoch < dist->epoch;
+    pthread_mutex_unlock(&dist->mu);
+    if (stale)
+        return;   /* a fenced rank's, or an older view's */
     if (h->type == CTRL_BARRIER) {
         dist_on_barrier(dist, h->value);
         return;
@@ -98,13 +114,12 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
 
 /* ---- waiting ---- */
 
-typedef int (*ready_fn)(cask_dist_graph *g, void *arg);
-
 cask_status dist_broken(cask_dist_graph *g)
 {
     cask_dist *dist = g->dist;
-    if (dist->nlost) {
-        dist_graph_error(g, "%s", dist->err);
+    if (dist_unagreed(dist)) {
+        dist_graph_error(g, "%s", dist->fenced ? dist->fenced_msg : dist->err[0] ? dist->err :
+                         "the membership of the job changed");
         return CASK_ERR_PEER;
     }
     if (g->abort_run && g->abort_run == g->run) {
@@ -119,7 +134,7 @@ cask_status dist_broken(cask_dist_graph *g)
 }
 
 /* Waits (progress thread does the work) until ready or the run is broken. */
-static cask_status wait_until(cask_dist_graph *g, ready_fn ready, void *arg, int ignore_broken)
+cask_status dist_wait_until(cask_dist_graph *g, dist_ready_fn ready, void *arg, int ignore_broken)
 {
     cask_dist *dist = g->dist;
     double t0 = dist_now_s();
@@ -130,7 +145,7 @@ static cask_status wait_until(cask_dist_graph *g, ready_fn ready, void *arg, int
             break;
         if (!ignore_broken && (st = dist_broken(g)))
             break;
-        if (ignore_broken && dist->nlost && dist_now_s() - t0 > 30)
+        if (ignore_broken && (dist->nlost || dist_unagreed(dist)) && dist_now_s() - t0 > 30)
             break;   /* draining after a failure: UCX completes what it can */
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
@@ -146,7 +161,7 @@ static int plans_in(cask_dist_graph *g, void *arg)
 {
     (void)arg;
     for (int r = 0; r < g->dist->size; r++)
-        if (r != g->dist->rank && !g->plan_seen[r])
+        if (r != g->dist->rank && !g->plan_seen[r] && !g->dist->excluded[r])
             return 0;
     return 1;
 }
@@ -161,7 +176,7 @@ static int all_done(cask_dist_graph *g, void *arg)
 {
     (void)arg;
     for (int r = 0; r < g->dist->size; r++)
-        if (r != g->dist->rank && g->done_from[r] < g->run)
+        if (r != g->dist->rank && g->done_from[r] < g->run && !g->dist->excluded[r])
             return 0;
     return 1;
 }
@@ -175,7 +190,12 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
     cask_dist *dist = g->dist;
     if (g->planned)
         return g->plan_failed ? g->plan_status : CASK_OK;
-    cask_status st = dist_plan(g);
+    /* a loss not agreed yet: agree first, so that the plan leaves the lost ranks out */
+    cask_status wst = dist_member_settle(dist);
+    char aerr[512] = "";
+    if (!wst && dist->nexcluded && (wst = dist_lineage_adopt(dist, aerr, sizeof aerr)))
+        dist_graph_error(g, "%s", aerr);   /* data declared for ranks lost since */
+    cask_status st = wst ? wst : dist_plan(g);
     g->hash = dist_graph_hash(g);
     pthread_mutex_lock(&dist->mu);
     g->planned = 1;              /* from now on data for this graph is taken */
@@ -183,13 +203,25 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
     /* Every rank says whether it planned, and what it planned: the same graph? This is
      * also the barrier after which landing buffers exist everywhere. */
     dist_ctrl_all(dist, g->id, 0, CTRL_PLAN, (uint32_t)st, g->hash, NULL);
-    cask_status wst = dist->size > 1 ? wait_until(g, plans_in, NULL, 0) : CASK_OK;
+    /* a rank lost meanwhile: once the survivors agree, they wait for each other only
+     * (a plan that still places tasks on the lost rank is recovered by the compute) */
+    while (!wst && dist->size > 1) {
+        wst = dist_wait_until(g, plans_in, NULL, 0);
+        if (wst != CASK_ERR_PEER)
+            break;
+        pthread_mutex_lock(&dist->mu);
+        int loss = dist_unagreed(dist) && !dist->fenced;
+        pthread_mutex_unlock(&dist->mu);
+        if (!loss || dist_member_settle(dist))
+            break;
+        wst = CASK_OK;   /* agreed: wait for the survivors' PLAN only */
+    }
     if (!st && wst)
         st = wst;
     if (!st) {
         pthread_mutex_lock(&dist->mu);
         for (int r = 0; r < dist->size && !st; r++) {
-            if (r == dist->rank)
+            if (r == dist->rank || dist->excluded[r])
                 continue;
             if (g->plan_st[r]) {
                 st = g->plan_st[r];
@@ -241,6 +273,31 @@ static cask_status run_once(cask_dist_graph *g)
     return st;
 }
 
+cask_status dist_run_local(cask_dist_graph *g)
+{
+    cask_dist *dist = g->dist;
+    cask_status st = run_once(g);
+    if (st) {
+        /* Tell everybody, so that nobody waits for this rank's data or verdict. */
+        pthread_mutex_lock(&dist->mu);
+        int remote = g->abort_run && g->abort_run == g->run;
+        pthread_mutex_unlock(&dist->mu);
+        if (!remote)
+            dist_ctrl_all(dist, g->id, g->run, CTRL_ABORT, (uint32_t)st, 0, g->error);
+    } else if (dist->size > 1) {
+        dist_ctrl_all(dist, g->id, g->run, CTRL_DONE, 0, 0, NULL);
+        LOG_DEBUG(dist->rt, "dist graph %u run %u rank %d: done, waiting for the others",
+                  g->id, g->run, dist->rank);
+        st = dist_wait_until(g, all_done, NULL, 0);
+    }
+    dist_wait_until(g, sends_drained, NULL, 1);
+    pthread_mutex_lock(&dist->mu);
+    while (g->handlers_in)   /* a handler still ending this run's tasks uses g */
+        pthread_cond_wait(&dist->cv, &dist->mu);
+    pthread_mutex_unlock(&dist->mu);
+    return st;
+}
+
 cask_status cask_dist_graph_compute(cask_dist_graph *g)
 {
     if (!g)
@@ -266,25 +323,17 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
     g->comm_wait_s = 0;
 
     dist_steal_run_begin(g);
-    st = run_once(g);
-    if (st) {
-        /* Tell everybody, so that nobody waits for this rank's data or verdict. */
-        pthread_mutex_lock(&dist->mu);
-        int remote = g->abort_run && g->abort_run == g->run;
-        pthread_mutex_unlock(&dist->mu);
-        if (!remote)
-            dist_ctrl_all(dist, g->id, g->run, CTRL_ABORT, (uint32_t)st, 0, g->error);
-    } else if (dist->size > 1) {
-        dist_ctrl_all(dist, g->id, g->run, CTRL_DONE, 0, 0, NULL);
-        LOG_DEBUG(dist->rt, "dist graph %u run %u rank %d: done, waiting for the others",
-                  g->id, g->run, dist->rank);
-        st = wait_until(g, all_done, NULL, 0);
-    }
-    wait_until(g, sends_drained, NULL, 1);
+    st = dist_recover_begin(g);   /* re-plans after an earlier recovery; snapshots */
+    if (!st)
+        st = dist_run_local(g);
+    else
+        dist_ctrl_all(dist, g->id, g->run, CTRL_ABORT, (uint32_t)st, 0, g->error);
+    if (st == CASK_ERR_PEER)
+        st = dist_recover(g);   /* survivors agree, re-plan without the lost, finish */
     dist_steal_run_end(g);
     pthread_mutex_lock(&dist->mu);
-    while (g->handlers_in)   /* a handler still ending this run's tasks uses g */
-        pthread_cond_wait(&dist->cv, &dist->mu);
+    if (!st)
+        g->ok_run = g->run;
     g->running = 0;
     pthread_mutex_unlock(&dist->mu);
     g->elapsed_s = dist_now_s() - t0;
@@ -342,7 +391,7 @@ cask_status cask_dist_graph_destroy(cask_dist_graph *g)
     pthread_mutex_unlock(&dist->mu);
     if (running)
         return log_error(dist->rt, CASK_ERR_BUSY, "cask_dist_graph_destroy: computing");
-    wait_until(g, sends_drained, NULL, 1);   /* late copies of a failed run */
+    dist_wait_until(g, sends_drained, NULL, 1);   /* late copies of a failed run */
     pthread_mutex_lock(&dist->mu);
     for (struct cask_dist_graph **pg = &dist->graphs; *pg; pg = &(*pg)->next)
         if (*pg == g) {
@@ -352,6 +401,7 @@ cask_status cask_dist_graph_destroy(cask_dist_graph *g)
     pthread_mutex_unlock(&dist->mu);
     dist_steal_graph_free(g);
     dist_plan_free(g);
+    dist_recover_free(g);
     for (size_t i = 0; i < g->ntasks; i++) {
         free(g->tasks[i].access);
         free(g->tasks[i].local);

@@ -66,10 +66,10 @@ cask_status dist_xfer_send_host(cask_task_ctx *ctx)
         g->sends_pending++;
         s->tok = cask_task_async_begin(ctx);
     }
+    dist_data_hdr h = { g->id, g->run, s->gid, s->version, dist->epoch };
     pthread_mutex_unlock(&dist->mu);
     if (st)
         return cask_task_fail(ctx, "%s", g->error), st;
-    dist_data_hdr h = { g->id, g->run, s->gid, s->version };
     st = xport_ucx_am_send(dist->ucx, s->to, DIST_AM_DATA, &h, sizeof h,
                            cask_task_buffer(ctx, 0), dist->data[s->gid].bytes, dist_xfer_sent,
                            s);
@@ -191,7 +191,8 @@ void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_m
     pthread_mutex_lock(&dist->mu);
     cask_dist_graph *g = dist_find_graph(dist, h->graph);
     dist_slot *s = g && g->planned ? dist_slot_find(g, h->gid, h->version) : NULL;
-    int accept = s && s->from == from && (h->run == g->run || h->run == g->run + 1) &&
+    int accept = s && s->from == from && !dist->excluded[from] && h->epoch == dist->epoch &&
+                 (h->run == g->run || h->run == g->run + 1) &&
                  m->len == dist->data[h->gid].bytes && s->arrived_run != h->run;
     void *land = NULL;
     if (accept) {
@@ -243,6 +244,7 @@ static cask_status deliver_cpu(cask_task_ctx *ctx)
         copy_to(s->also[i], src, bytes);
     if (s->home)
         copy_to(cask_task_buffer(ctx, 0), src, bytes);
+    s->done_run = s->graph->run;   /* read by the compute thread after the run */
     return CASK_OK;
 }
 
@@ -256,6 +258,7 @@ static cask_status copy_cpu(cask_task_ctx *ctx)
         copy_to(c->also[i], src, bytes);
     if (c->to)
         copy_to(cask_task_buffer(ctx, 1), src, bytes);
+    c->done_run = c->graph->run;
     return CASK_OK;
 }
 

@@ -16,7 +16,11 @@
  * distributed layer moves the halo rows between neighbouring ranks. Every rank receives
  * every block's residual (gathered to each rank) so that all decide alike when to stop;
  * --verify and --out gather the grid on rank 0. Only rank 0 prints. Without a launcher the job has
- * one process and the local graphs are used, as before. */
+ * one process and the local graphs are used, as before.
+ *
+ * The initial state (zeros; the fixed edges) has loaders (cask_dist_data_set_loader):
+ * if a rank dies, the survivors make its blocks again and recompute the sweeps, and the
+ * result is the same bits. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -157,6 +161,25 @@ typedef struct block {
     double *res_copy;          /* rows + 1 doubles: res gathered here (several ranks) */
 } block;
 
+/* "jacobi.fill": the loader of the initial state: buffer 0 (W) = value everywhere. */
+static cask_status fill_cpu(cask_task_ctx *ctx)
+{
+    const float *v = cask_task_args(ctx, NULL);
+    float *x = cask_task_buffer(ctx, 0);
+    size_t n = cask_task_buffer_size(ctx, 0) / sizeof *x;
+    for (size_t i = 0; i < n; i++)
+        x[i] = *v;
+    return CASK_OK;
+}
+
+/* Declares how a survivor makes d again: filled with value (a job of several). */
+static cask_status loader(cask_dist *dist, cask_data *d, cask_kernel *kfill, float value)
+{
+    return cask_dist_size(dist) > 1 ? cask_dist_data_set_loader(dist, d, kfill, &value,
+                                                                 sizeof value)
+                                    : CASK_OK;
+}
+
 /* Serial reference for --verify: the same arithmetic in the same order. */
 static float *serial(int64_t n, int64_t iters)
 {
@@ -213,7 +236,7 @@ int main(int argc, char **argv)
     if (nb > interior) nb = (int)interior;
 
     cask_kernel_desc kd;
-    cask_kernel *kstep, *kinit;
+    cask_kernel *kstep, *kinit, *kfill;
     memset(&kd, 0, sizeof kd);
     kd.name = "jacobi.step";
     kd.cpu = jacobi_step_cpu;
@@ -227,6 +250,10 @@ int main(int argc, char **argv)
     kd.cuda = jacobi_init_cuda;
 #endif
     TRY(cask_kernel_register(rt, &kd, &kinit));
+    memset(&kd, 0, sizeof kd);
+    kd.name = "jacobi.fill";
+    kd.cpu = fill_cpu;
+    TRY(cask_kernel_register(rt, &kd, &kfill));
 
     size_t row = sizeof(float) * (size_t)o.n;
     ones = malloc(row);
@@ -235,6 +262,8 @@ int main(int argc, char **argv)
     /* the fixed edges belong to the ranks of the first and the last block */
     TRY(make_data(rt, dist, row, 0, ones, &edge_top));
     TRY(make_data(rt, dist, row, (int)((int64_t)(nb - 1) * P / nb), zeros, &edge_bot));
+    TRY(loader(dist, edge_top, kfill, 1.0f));
+    TRY(loader(dist, edge_bot, kfill, 0.0f));
 
     bl = calloc((size_t)nb, sizeof *bl);
     /* With several ranks, the GPUs of a node are shared among its ranks: one each
@@ -261,6 +290,10 @@ int main(int argc, char **argv)
         }
         TRY(make_data(rt, dist, sizeof(double) * (size_t)(k->rows + 1), k->owner, NULL,
                       &k->res));
+        /* the state the sweeps start from, as jacobi.init makes it */
+        TRY(loader(dist, k->u[0], kfill, 0.0f));
+        TRY(loader(dist, k->top[0], kfill, 0.0f));
+        TRY(loader(dist, k->bot[0], kfill, 0.0f));
         if (P > 1 && !(k->res_copy = malloc(sizeof(double) * (size_t)(k->rows + 1)))) {
             fprintf(stderr, "cask-jacobi: out of memory\n");
             goto fail;

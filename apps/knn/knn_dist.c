@@ -7,7 +7,11 @@
  * every search reads only data its rank holds and nothing travels but the results,
  * gathered into rank 0's arrays. Chunks owned by rank 0 write rank 0's arrays in place.
  * The same kernels, chunk boundaries and tie rule as one process make the output the
- * same bytes whatever P. */
+ * same bytes whatever P.
+ *
+ * Every rank holds the whole input, so each input chunk has a loader (a copy from this
+ * rank's input): if a rank dies, the survivors make its chunks again and recompute its
+ * searches (cask_dist_data_set_loader), and the output is the same bytes. */
 #include "knn_dist.h"
 #include "knn_chunks.h"
 
@@ -22,6 +26,40 @@
 static cask_status declare(knn_cluster *c, size_t bytes, int owner, void *p, cask_data **out)
 {
     return cask_dist_data_create(c->dist, bytes, owner, owner == c->rank ? p : NULL, out);
+}
+
+/* Loaders (cask_dist_data_set_loader): the chunk again, on whichever rank needs it. */
+typedef struct load_copy_args {
+    const void *src;          /* this rank's copy of the input, as big as the chunk */
+} load_copy_args;
+
+static cask_status load_copy_cpu(cask_task_ctx *ctx)
+{
+    const load_copy_args *a = cask_task_args(ctx, NULL);
+    memcpy(cask_task_buffer(ctx, 0), a->src, cask_task_buffer_size(ctx, 0));
+    return CASK_OK;
+}
+
+/* the chunk's bytes are the arguments themselves */
+static cask_status load_value_cpu(cask_task_ctx *ctx)
+{
+    size_t n = 0;
+    const void *v = cask_task_args(ctx, &n);
+    size_t bytes = cask_task_buffer_size(ctx, 0);
+    if (n != bytes)
+        return cask_task_fail(ctx, "loader: %zu bytes of value for a chunk of %zu", n, bytes);
+    memcpy(cask_task_buffer(ctx, 0), v, bytes);
+    return CASK_OK;
+}
+
+/* Declares an input chunk that every rank holds at src: owned by owner, made again from
+ * src anywhere. */
+static cask_status declare_input(knn_cluster *c, size_t bytes, int owner, void *src,
+                                 cask_data **out)
+{
+    cask_status st = declare(c, bytes, owner, src, out);
+    load_copy_args a = {src};
+    return st ? st : cask_dist_data_set_loader(c->dist, *out, c->load_copy, &a, sizeof a);
 }
 
 static cask_status dist_fail(knn_cluster *c, cask_status st, const char *what, char *err,
@@ -80,6 +118,14 @@ cask_status knn_cluster_open(cask_runtime *rt, knn_cluster *c, char *err, size_t
     kd.cpu = agree_cpu;
     if ((st = cask_kernel_register(rt, &kd, &c->agree)))
         return dist_fail(c, st, "registering kernels", err, errlen);
+    kd.name = "knn_load_copy";
+    kd.cpu = load_copy_cpu;
+    if ((st = cask_kernel_register(rt, &kd, &c->load_copy)))
+        return dist_fail(c, st, "registering kernels", err, errlen);
+    kd.name = "knn_load_value";
+    kd.cpu = load_value_cpu;
+    if ((st = cask_kernel_register(rt, &kd, &c->load_value)))
+        return dist_fail(c, st, "registering kernels", err, errlen);
     return CASK_OK;
 }
 
@@ -105,10 +151,14 @@ cask_status knn_cluster_agree(knn_cluster *c, int failed, int64_t value, int *fi
     const char *what = "agreeing with the other ranks";
     if (!t || !res)
         goto fail;
-    for (int r = 0; r < P; r++)
+    for (int r = 0; r < P; r++) {
+        /* every rank read the same input: a lost rank's contribution is this rank's */
+        agree_val mine = {failed ? r : INT64_MAX, value};
         if ((st = declare(c, sizeof(agree_val), r, NULL, &t[r])) ||
-            (st = declare(c, sizeof(agree_val), r, NULL, &res[r])))
+            (st = declare(c, sizeof(agree_val), r, NULL, &res[r])) ||
+            (st = cask_dist_data_set_loader(c->dist, t[r], c->load_value, &mine, sizeof mine)))
             goto fail;
+    }
     void *p;
     if ((st = cask_data_acquire(t[c->rank], CASK_WRITE, &p)))
         goto fail;
@@ -218,7 +268,7 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
     for (int64_t i = 0; i < j->nobs; i++) {
         int64_t r0 = i * j->chunk, n = knn_rows_of(j->n, j->chunk, i);
         int o = (int)(i % P);
-        if ((st = declare(c, (size_t)n * oe, o, (char *)obs->data + r0 * oe, &j->obs[i])) ||
+        if ((st = declare_input(c, (size_t)n * oe, o, (char *)obs->data + r0 * oe, &j->obs[i])) ||
             (st = declare(c, (size_t)n * sizeof *index, o, o == 0 && index ? index + r0 : NULL,
                           &j->index[i])) ||
             (st = declare(c, (size_t)n * sizeof *dist, o, o == 0 && dist ? dist + r0 : NULL,
@@ -231,15 +281,15 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
     for (int r = 0; r < P; r++)
         for (int64_t q = 0; q < j->nref; q++) {
             int64_t r0 = q * j->ref_chunk, m = knn_rows_of(j->m, j->ref_chunk, q);
-            if ((st = declare(c, (size_t)m * re, r, (char *)ref->data + r0 * re,
-                              &j->ref[r * j->nref + q])) ||
+            if ((st = declare_input(c, (size_t)m * re, r, (char *)ref->data + r0 * re,
+                                    &j->ref[r * j->nref + q])) ||
                 (st = declare(c, cask_knn_prepared_bytes(m), r, NULL,
                               &j->prep[r * j->nref + q])))
                 goto fail;
         }
     if (partial) {
         for (int r = 0; r < P; r++)
-            if ((st = declare(c, (size_t)j->m * re, r, ref->data, &j->ref_all[r])))
+            if ((st = declare_input(c, (size_t)j->m * re, r, ref->data, &j->ref_all[r])))
                 goto fail;
         for (int64_t i = 0; i < j->nobs; i++)
             for (int64_t q = 0; q < j->nref; q++)

@@ -20,6 +20,7 @@ typedef struct knn_cluster {
     cask_dist *dist;
     int rank, size, local_rank, local_size;
     cask_kernel *agree;
+    cask_kernel *load_copy, *load_value;   /* loaders: a lost rank's inputs made again */
 } knn_cluster;
 
 /* Joins the job (collective). On failure the message is in err. */

@@ -557,11 +557,13 @@ int main(int argc, char **argv)
             goto done;
         }
         double t = now_s();
-        if (job ? knn_job_run(job, !o.quiet, err, sizeof err)
-                : knn_dist_job_run(djob, err, sizeof err)) {
-            /* the same verdict on every rank: rank 0 tells */
-            if (rank == 0)
-                fprintf(stderr, "%s: %s\n", prog, err);
+        cask_status rst = job ? knn_job_run(job, !o.quiet, err, sizeof err)
+                              : knn_dist_job_run(djob, err, sizeof err);
+        if (rst) {
+            /* the same verdict on every rank: rank 0 tells; but a rank fenced out (or
+             * cut off) after a loss fails alone, and says so */
+            if (rank == 0 || rst == CASK_ERR_PEER)
+                fprintf(stderr, "%s: rank %d: %s\n", prog, rank, err);
             goto done;
         }
         times[r] = now_s() - t;

@@ -18,10 +18,19 @@
  * A program started without a launcher is a job of one process: the same code runs
  * everything locally and needs no network.
  *
- * Failures never hang: a task failure on any rank, a rank that dies (UCX peer error,
- * its process gone, or silent for CASK_PEER_TIMEOUT_MS) or a graph that differs between
- * ranks makes cask_dist_graph_compute return an error on every surviving rank, with a
- * message naming the rank and the cause. See docs/distributed.md for the protocol.
+ * Failures never hang. A task failure on any rank, or a graph that differs between
+ * ranks, makes cask_dist_graph_compute return an error on every rank, with a message
+ * naming the rank and the cause. A rank that dies (UCX peer error, its process gone, or
+ * silent for CASK_PEER_TIMEOUT_MS) is survived: the other ranks agree on who is gone
+ * (one view, numbered by an epoch, held by a majority of the previous one), adopt its
+ * data, recompute what it held from the tasks that made it (back to the sources: the
+ * owners' handles, snapshots cask takes of inputs the graph overwrites, and loaders,
+ * cask_dist_data_set_loader) and finish the compute with the results of a run without
+ * failure. A lost chunk needed again with no reproducible source (user memory of the
+ * lost rank, no loader) fails the compute with CASK_ERR_PEER naming the chunks. A rank
+ * that was only slow and was held dead is fenced out: its compute returns
+ * CASK_ERR_PEER ("fenced out"), and nothing it sends is taken. See docs/distributed.md
+ * ("Failures") for the model and its limits.
  */
 #ifndef CASK_DIST_H
 #define CASK_DIST_H
@@ -102,6 +111,22 @@ cask_status cask_dist_owner(const cask_dist *dist, const cask_data *d, int *owne
 cask_status cask_dist_data_create(cask_dist *dist, size_t bytes, int owner, void *host_ptr,
                                   cask_data **out);
 
+/* Declares how to make d's initial content again on any rank: a loader, run when a
+ * rank holding d was lost and d's content as the graph first read it is needed again
+ * (cask_dist_graph_compute recomputes lost chunks from their sources). The loader is a
+ * task with one buffer, d, written whole (CASK_WRITE), run on a CPU worker of whichever
+ * survivor holds d then, with args (args_size bytes, copied now; this rank's own
+ * pointers may be in them: each rank passes its own). It must write the same bytes on
+ * every rank: read a file region, generate from a seed, copy from an input every rank
+ * holds. Every rank should declare the same loaders (a rank without one cannot make
+ * d). Data without a loader whose owner is lost can be recomputed only if a task
+ * writes it; otherwise the compute fails naming it. Replaces an earlier loader.
+ * Errors: CASK_ERR_INVALID (NULL dist, d or kernel; args_size without args),
+ * CASK_ERR_NOT_FOUND (d not declared), CASK_ERR_NOMEM. Not thread safe (declare from
+ * one thread, as cask_dist_set_owner). */
+cask_status cask_dist_data_set_loader(cask_dist *dist, cask_data *d, cask_kernel *kernel,
+                                      const void *args, size_t args_size);
+
 /* ---- graphs ---- */
 
 /* A graph run across the ranks; built identically on every rank. Opaque. */
@@ -129,10 +154,15 @@ cask_status cask_dist_graph_gather(cask_dist_graph *g, cask_data *d, int root, v
 
 /* Runs the graph on all ranks and waits. Collective. The first compute places the
  * tasks and checks that every rank built the same graph (CASK_ERR_INVALID on every
- * rank otherwise); a graph can be computed again. Returns on every rank the first
- * failure anywhere: CASK_ERR_TASK_FAILED (a task failed, on whichever rank),
- * CASK_ERR_PEER (a rank was lost), CASK_ERR_NOMEM, ...; cask_dist_graph_error says
- * what happened where. */
+ * rank otherwise); a graph can be computed again. A rank lost during the compute is
+ * survived (see the top of this file): the survivors finish it and return CASK_OK, and
+ * later computes run on the survivors. Returns on every rank the first failure
+ * anywhere: CASK_ERR_TASK_FAILED (a task failed, on whichever rank), CASK_ERR_PEER (a
+ * rank was lost and its chunks cannot be recomputed, or this rank was fenced out, or
+ * too few ranks survive to hold a majority), CASK_ERR_NOMEM, ...;
+ * cask_dist_graph_error says what happened where. A recovery replays the graph's
+ * earlier computes too (a graph computed again starts from what the last one left):
+ * between computes, the program must not change the data the graph reads. */
 cask_status cask_dist_graph_compute(cask_dist_graph *g);
 
 /* Message of the last failure ("" if none). */

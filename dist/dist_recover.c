@@ -1,0 +1,464 @@
+/* dist/dist_recover.c: finishing a distributed graph after ranks were lost.
+ *
+ * A compute whose run fails with CASK_ERR_PEER (a rank died, or another survivor says
+ * so) does not return: on every survivor,
+ *
+ *   1. the local graph has stopped (the loss ended its waiting receives) and its
+ *      transfers drained;
+ *   2. the survivors agree on the new view (dist_membership.c): who is gone, epoch e;
+ *      a rank fenced out returns CASK_ERR_PEER ("fenced out") here;
+ *   3. the data of lost owners is adopted by survivors (dist_lineage.c);
+ *   4. each tells the others what it delivered in the failed run (STATE: gathers that
+ *      reached their root, data that reached home), so that all know the same;
+ *   5. each builds the same recovery plan (dist_lineage.c: the tasks the missing
+ *      outputs depend on, from their sources; placed on the survivors only);
+ *   6. READY from every survivor (nobody sends data of the new plan before every
+ *      receiver has it), then the plan runs like any run, with DONE/ABORT;
+ *   7. a loss during 2-6 starts again at 2 (a new epoch).
+ *
+ * After a recovery the graph is planned again over the survivors at its next compute. */
+#include "dist/dist_recover.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "runtime/log.h"
+
+static cask_status restore_cpu(cask_task_ctx *ctx)
+{
+    const void *snap = dist_xfer_arg_of(ctx);
+    memcpy(cask_task_buffer(ctx, 0), snap, cask_task_buffer_size(ctx, 0));
+    return CASK_OK;
+}
+
+cask_status dist_recover_init(cask_dist *dist)
+{
+    cask_kernel_desc d = { .name = "dist_restore", .cpu = restore_cpu };
+    cask_status st = cask_kernel_register(dist->rt, &d, &dist->k_restore);
+    if (st)
+        dist_fail(dist, "registering the restore kernel: %s", cask_status_string(st));
+    if (!st && (st = dist_testkill_init(dist)))
+        dist_fail(dist, "CASK_DIST_TEST_KILL / CASK_DIST_TEST_FREEZE: bad value");
+    return st;
+}
+
+void dist_recover_free(cask_dist_graph *g)
+{
+    dist_recovery *rec = g->rec;
+    if (!rec)
+        return;
+    dist_lineage_free_plan(rec);
+    for (size_t i = 0; rec->snap && i < g->dist->ndata; i++)
+        free(rec->snap[i]);
+    free(rec->snap);
+    free(rec->touched);
+    free(rec->first_reads);
+    free(rec->done);
+    free(rec->state_epoch);
+    free(rec->state_run);
+    free(rec->state_flags);
+    free(rec->ready_epoch);
+    free(rec->orphan);
+    free(rec);
+    g->rec = NULL;
+}
+
+static cask_status rec_create(cask_dist_graph *g)
+{
+    cask_dist *dist = g->dist;
+    dist_recovery *rec = calloc(1, sizeof *rec);
+    if (!rec)
+        return CASK_ERR_NOMEM;
+    size_t n = (size_t)dist->size;
+    rec->ndone = g->ngathers + dist->ndata;
+    rec->done = calloc(rec->ndone ? rec->ndone : 1, 1);
+    rec->state_epoch = calloc(n, sizeof *rec->state_epoch);
+    rec->state_run = calloc(n, sizeof *rec->state_run);
+    rec->state_flags = calloc(n, 1);
+    rec->ready_epoch = calloc(n, sizeof *rec->ready_epoch);
+    rec->orphan = calloc(dist->ndata ? dist->ndata : 1, 1);
+    pthread_mutex_lock(&dist->mu);
+    g->rec = rec;   /* handlers look at it */
+    pthread_mutex_unlock(&dist->mu);
+    if (!rec->done || !rec->state_epoch || !rec->state_run || !rec->state_flags ||
+        !rec->ready_epoch || !rec->orphan)
+        return CASK_ERR_NOMEM;
+    return dist_lineage_prepare(g);
+}
+
+/* Frees the current plan (normal or recovery) once no message can land in it. */
+static void drop_plan(cask_dist_graph *g)
+{
+    cask_dist *dist = g->dist;
+    pthread_mutex_lock(&dist->mu);
+    g->planned = 0;   /* dist_on_data takes nothing for it any more */
+    double t0 = dist_now_s();
+    while (g->recvs_pending && dist_now_s() - t0 < 30) {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += 1;
+        pthread_cond_timedwait(&dist->cv, &dist->mu, &dl);
+    }
+    pthread_mutex_unlock(&dist->mu);
+    dist_plan_free(g);
+    g->replan = NULL;
+    if (g->rec)
+        dist_lineage_free_plan(g->rec);
+}
+
+static cask_status replan(cask_dist_graph *g, int recovery)
+{
+    cask_dist *dist = g->dist;
+    dist_recovery *rec = g->rec;
+    drop_plan(g);
+    cask_status st = CASK_OK;
+    if (recovery) {
+        rec->saved_tasks = g->tasks;
+        rec->saved_ntasks = g->ntasks;
+        st = dist_lineage_plan(g);
+        if (!st) {
+            g->tasks = rec->xt;
+            g->ntasks = rec->nxt;
+            g->replan = &rec->rp;
+        }
+    }
+    if (!st)
+        st = dist_plan(g);
+    if (recovery) {
+        g->tasks = rec->saved_tasks;
+        g->ntasks = rec->saved_ntasks;
+    }
+    pthread_mutex_lock(&dist->mu);
+    g->planned = 1;
+    pthread_mutex_unlock(&dist->mu);
+    return st;
+}
+
+cask_status dist_recover_begin(cask_dist_graph *g)
+{
+    cask_status st = CASK_OK;
+    if (g->dist->size < 2 || g->dist->size > 64)
+        return CASK_OK;   /* nothing to recover, or too many ranks to (no snapshots) */
+    if (!g->rec && (st = rec_create(g))) {
+        dist_graph_error(g, "rank %d: %s", g->dist->rank, cask_status_string(st));
+        return st;
+    }
+    dist_recovery *rec = g->rec;
+    rec->computes++;
+    memset(rec->done, 0, rec->ndone ? rec->ndone : 1);
+    memset(rec->orphan, 0, g->dist->ndata ? g->dist->ndata : 1);
+    if (g->replan && (st = replan(g, 0)))   /* after a recovery: the survivors' plan */
+        return st;
+    if (rec->computes == 1 && (st = dist_lineage_snapshot(g))) {
+        dist_graph_error(g, "rank %d: snapshot of the graph's inputs: %s", g->dist->rank,
+                         cask_status_string(st));
+        return st;
+    }
+    if ((st = dist_lineage_check_lost(g))) {
+        rec->hopeless = 1;
+        return st;
+    }
+    if (g->plan_epoch != g->dist->epoch) {
+        /* ranks were lost between the plan and this compute: recover this run */
+        dist_graph_error(g, "rank %d: the job lost ranks since the graph was planned",
+                         g->dist->rank);
+        return CASK_ERR_PEER;
+    }
+    return st;
+}
+
+/* What this rank delivered in the run of the current plan. */
+static void note_done(cask_dist_graph *g)
+{
+    dist_recovery *rec = g->rec;
+    for (size_t i = 0; i < g->nslots; i++) {
+        dist_slot *s = g->slots[i];
+        if (s->done_run != g->run)
+            continue;
+        for (size_t k = 0; s->dest && k < g->ngathers; k++)
+            if (g->gathers[k].gid == s->gid)
+                rec->done[k] = 1;
+        if (s->home)
+            rec->done[g->ngathers + s->gid] = 1;
+    }
+    for (size_t i = 0; i < g->ncopies; i++) {
+        dist_local_copy *c = &g->copies[i];
+        if (c->done_run != g->run)
+            continue;
+        for (size_t k = 0; c->dest && k < g->ngathers; k++)
+            if (g->gathers[k].gid == c->gid)
+                rec->done[k] = 1;
+        if (c->to || !c->dest)   /* a copy home, or the mark of a result made there */
+            rec->done[g->ngathers + c->gid] = 1;
+    }
+}
+
+/* ---- STATE and READY ---- */
+
+#ifdef CASK_HAVE_UCX
+typedef struct state_in {
+    cask_dist *dist;
+    dist_state_hdr h;
+    int from;
+    uint8_t bytes[];
+} state_in;
+
+static void state_landed(void *arg, cask_status st, const char *why)
+{
+    state_in *in = arg;
+    cask_dist *dist = in->dist;
+    (void)why;
+    pthread_mutex_lock(&dist->mu);
+    cask_dist_graph *g = dist_find_graph(dist, in->h.graph);
+    dist_recovery *rec = g ? g->rec : NULL;
+    if (!st && rec && in->h.n == rec->ndone) {
+        for (size_t i = 0; i < rec->ndone; i++)
+            rec->done[i] |= in->bytes[i];
+        rec->state_epoch[in->from] = in->h.epoch;
+        rec->state_run[in->from] = in->h.run;
+        rec->state_flags[in->from] = (uint8_t)in->h.flags;
+    }
+    pthread_cond_broadcast(&dist->cv);
+    pthread_mutex_unlock(&dist->mu);
+    free(in);
+}
+#endif
+
+#ifdef CASK_HAVE_UCX
+static void state_sent(void *arg, cask_status st, const char *why)
+{
+    (void)st; (void)why;
+    free(arg);
+}
+#endif
+
+static void send_state(cask_dist *dist, int to, const dist_state_hdr *h, const uint8_t *bytes)
+{
+#ifdef CASK_HAVE_UCX
+    uint8_t *copy = NULL;
+    if (h->n && (copy = malloc(h->n)))
+        memcpy(copy, bytes, h->n);
+    dist_state_hdr hh = *h;
+    if (!copy)
+        hh.n = 0;
+    if (xport_ucx_am_send(dist->ucx, to, DIST_AM_STATE, &hh, sizeof hh, copy, hh.n,
+                          state_sent, copy) != CASK_OK)
+        free(copy);
+#else
+    (void)dist; (void)to; (void)h; (void)bytes;
+#endif
+}
+
+void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, void *ucx_msg)
+{
+#ifdef CASK_HAVE_UCX
+    xport_ucx_msg *m = ucx_msg;
+    dist_state_hdr h;
+    if (hdr_len != sizeof h || from < 0 || from >= dist->size)
+        return;
+    memcpy(&h, hdr, sizeof h);
+    dist_state_hdr reply = { h.graph, 0, h.run, 0, 0 };
+    pthread_mutex_lock(&dist->mu);
+    reply.epoch = dist->epoch;
+    cask_dist_graph *g = dist_find_graph(dist, h.graph);
+    int drop = dist->excluded[from];
+    if (!drop && h.flags == STATE_RECOVERING) {
+        /* this rank is not computing that run: it finished it, or gave up on it, or
+         * (no answer) has not started it yet and will recover it with the others */
+        if (!g && h.graph <= dist->next_graph)
+            reply.flags = STATE_GONE;   /* destroyed */
+        else if (g && !g->running && g->ok_run >= h.run)
+            reply.flags = STATE_COMPLETED;
+        else if (g && !g->running && g->run >= h.run)
+            reply.flags = STATE_GONE;
+    }
+    pthread_mutex_unlock(&dist->mu);
+    if (drop)
+        return;
+    if (reply.flags)
+        send_state(dist, from, &reply, NULL);
+    state_in *in = malloc(sizeof *in + (m->len ? m->len : 1));
+    if (!in)
+        return;
+    in->dist = dist;
+    in->h = h;
+    in->from = from;
+    if (!m->len) {   /* no bytes: only the flags count */
+        pthread_mutex_lock(&dist->mu);
+        cask_dist_graph *gg = dist_find_graph(dist, h.graph);
+        if (gg && gg->rec) {
+            gg->rec->state_epoch[from] = h.epoch;
+            gg->rec->state_run[from] = h.run;
+            gg->rec->state_flags[from] = (uint8_t)h.flags;
+        }
+        pthread_cond_broadcast(&dist->cv);
+        pthread_mutex_unlock(&dist->mu);
+        free(in);
+        return;
+    }
+    if (xport_ucx_recv_into(m, in->bytes, state_landed, in) != CASK_OK)
+        free(in);
+#else
+    (void)dist; (void)from; (void)hdr; (void)hdr_len; (void)ucx_msg;
+#endif
+}
+
+/* READY's value: 2 epoch (a recovery plan is in place) or 2 epoch + 1 (after it, the
+ * plan of the next computes is) */
+void dist_recover_on_ready(cask_dist_graph *g, int from, const dist_ctrl_hdr *h)
+{
+    if (g->rec && h->value > g->rec->ready_epoch[from])
+        g->rec->ready_epoch[from] = (uint32_t)h->value;
+}
+
+typedef int (*rec_ready_fn)(cask_dist_graph *g, uint32_t run);
+
+static int states_in(cask_dist_graph *g, uint32_t run)
+{
+    cask_dist *dist = g->dist;
+    dist_recovery *rec = g->rec;
+    for (int r = 0; r < dist->size; r++)
+        if (r != dist->rank && !dist->excluded[r] && rec->state_run[r] == run &&
+            rec->state_flags[r] != STATE_RECOVERING)
+            return 1;   /* a rank that is not recovering answered: decided */
+    for (int r = 0; r < dist->size; r++)
+        if (r != dist->rank && !dist->excluded[r] &&
+            (rec->state_run[r] != run || rec->state_epoch[r] < dist->epoch))
+            return 0;
+    return 1;
+}
+
+static int readies_in(cask_dist_graph *g, uint32_t value)
+{
+    for (int r = 0; r < g->dist->size; r++)
+        if (r != g->dist->rank && !g->dist->excluded[r] && g->rec->ready_epoch[r] < value)
+            return 0;
+    return 1;
+}
+
+/* Waits until ready; CASK_ERR_PEER at a loss not agreed yet (agree again). */
+static cask_status rec_wait(cask_dist_graph *g, rec_ready_fn ready, uint32_t run)
+{
+    cask_dist *dist = g->dist;
+    cask_status st = CASK_OK;
+    double t0 = dist_now_s();
+    pthread_mutex_lock(&dist->mu);
+    while (!ready(g, run)) {
+        if (dist_unagreed(dist)) {
+            st = CASK_ERR_PEER;
+            break;
+        }
+        if (dist_now_s() - t0 > 60) {   /* bounded; a live rank answers in ms */
+            st = CASK_ERR_PEER;
+            break;
+        }
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += 1;
+        pthread_cond_timedwait(&dist->cv, &dist->mu, &dl);
+    }
+    pthread_mutex_unlock(&dist->mu);
+    return st;
+}
+
+/* ---- the loop ---- */
+
+cask_status dist_recover(cask_dist_graph *g)
+{
+    cask_dist *dist = g->dist;
+    dist_recovery *rec = g->rec;
+    if (dist->size < 2 || !rec || rec->hopeless)
+        return CASK_ERR_PEER;
+    uint32_t failed_run = g->run;
+    char err[768];
+    note_done(g);
+    pthread_mutex_lock(&dist->mu);
+    g->run = failed_run + 1;   /* the recovery's run: late messages of the failed one drop */
+    pthread_mutex_unlock(&dist->mu);
+    cask_status st;
+    for (int attempt = 1;; attempt++) {
+        if ((st = dist_member_agree(dist, err, sizeof err))) {
+            dist_graph_error(g, "%s", err);
+            return st;
+        }
+        uint32_t epoch = dist->epoch;
+        log_msg(dist->rt, CASK_LOG_WARN, "rank %d: graph %u run %u: recovering (attempt %d, "
+                "epoch %u, %d ranks live)", dist->rank, g->id, failed_run, attempt, epoch,
+                dist->size - dist->nexcluded);
+        for (uint32_t gid = 0; gid < dist->ndata; gid++)
+            if (dist->excluded[dist->data[gid].owner]) {
+                rec->done[g->ngathers + gid] = 0;   /* its home is gone */
+                rec->orphan[gid] = 1;
+            }
+        if ((st = dist_lineage_adopt(dist, err, sizeof err))) {
+            dist_graph_error(g, "%s", err);
+            return st;
+        }
+        dist_state_hdr h = { g->id, epoch, failed_run, STATE_RECOVERING, (uint32_t)rec->ndone };
+        for (int r = 0; r < dist->size; r++)
+            if (r != dist->rank && !dist->excluded[r])
+                send_state(dist, r, &h, rec->done);
+        if ((st = rec_wait(g, states_in, failed_run)))
+            continue;   /* another loss: agree again */
+        int completed = 0, gone = -1;
+        pthread_mutex_lock(&dist->mu);
+        for (int r = 0; r < dist->size; r++)
+            if (r != dist->rank && !dist->excluded[r] && rec->state_run[r] == failed_run) {
+                if (rec->state_flags[r] == STATE_COMPLETED)
+                    completed = 1;
+                else if (rec->state_flags[r] == STATE_GONE)
+                    gone = r;
+            }
+        pthread_mutex_unlock(&dist->mu);
+        if (completed)   /* every rank finished the run before the loss: nothing is missing */
+            return CASK_OK;
+        if (gone >= 0) {
+            dist_graph_error(g, "rank %d left graph %u after the loss of a rank: the "
+                             "survivors cannot finish it without it", gone, g->id);
+            return CASK_ERR_PEER;
+        }
+        if ((st = replan(g, 1))) {
+            if (!g->error[0])
+                dist_graph_error(g, "rank %d: planning the recovery: %s", dist->rank,
+                                 cask_status_string(st));
+            return st;
+        }
+        log_msg(dist->rt, CASK_LOG_WARN, "rank %d: graph %u: the recovery runs %zu of the %zu "
+                "tasks of %u compute%s (%zu here, %zu sources loaded here)", dist->rank, g->id,
+                rec->nrun, rec->nxt, rec->computes, rec->computes > 1 ? "s" : "",
+                g->ntasks_here, rec->nloads);
+        pthread_mutex_lock(&dist->mu);
+        memset(g->done_from, 0, (size_t)dist->size * sizeof *g->done_from);
+        g->abort_run = 0;
+        g->send_status = CASK_OK;
+        g->send_msg[0] = 0;
+        pthread_mutex_unlock(&dist->mu);
+        g->error[0] = 0;
+        dist_ctrl_all(dist, g->id, g->run, CTRL_READY, 0, 2ull * epoch, NULL);
+        if ((st = rec_wait(g, readies_in, 2 * epoch)))
+            continue;
+        st = dist_run_local(g);
+        if (st == CASK_ERR_PEER) {
+            note_done(g);
+            continue;
+        }
+        if (st)
+            return st;
+        log_msg(dist->rt, CASK_LOG_WARN, "rank %d: graph %u recovered on %d ranks (epoch %u)",
+                dist->rank, g->id, dist->size - dist->nexcluded, epoch);
+        /* The next computes run every task on the survivors: that plan now, and nobody
+         * sends data of the next run before every rank has it (a rank still finishing
+         * this run would take it into this plan's slots). A loss now is met by the next
+         * compute. */
+        if ((st = replan(g, 0))) {
+            dist_graph_error(g, "rank %d: planning the graph over the survivors: %s",
+                             dist->rank, cask_status_string(st));
+            return st;
+        }
+        dist_ctrl_all(dist, g->id, g->run, CTRL_READY, 0, 2ull * epoch + 1, NULL);
+        rec_wait(g, readies_in, 2 * epoch + 1);
+        return CASK_OK;
+    }
+}

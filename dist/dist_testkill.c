@@ -1,0 +1,135 @@
+/* dist/dist_testkill.c: test hooks that make a rank fail at a chosen point of a run,
+ * for the recovery tests (tests/dist/recover_app.sh). Off unless set:
+ *
+ *   CASK_DIST_TEST_KILL=R:K[,R:K...]   rank R SIGKILLs itself when its K-th task starts
+ *                                      (K counts the tasks of this process's local
+ *                                      graphs, 1-based, over all graphs and runs;
+ *                                      rK counts only tasks of recovery plans)
+ *   CASK_DIST_TEST_FREEZE=R:K:MS       rank R stops (SIGSTOP) for MS ms at that point,
+ *                                      then goes on (a child sends SIGCONT): a rank that
+ *                                      was only slow
+ *
+ * With a hook set, a probe task precedes each task of the local graph, using the same
+ * handles (so it starts when the task could), and counts. */
+#include "dist/dist_impl.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+enum { TK_MAX = 8 };
+
+typedef struct dist_testkill {
+    int n;
+    struct { int rank; long at; int recovery; int freeze_ms; } pt[TK_MAX];
+    _Atomic long count, count_rec;
+    cask_kernel *k_probe;
+} dist_testkill;
+
+typedef struct probe_args {
+    dist_testkill *tk;
+    int rank;
+    int recovery;
+} probe_args;
+
+static void freeze(int ms)
+{
+    pid_t self = getpid();
+    pid_t child = fork();
+    if (child == 0) {
+        usleep((useconds_t)ms * 1000);
+        kill(self, SIGCONT);
+        _exit(0);
+    }
+    if (child > 0)
+        raise(SIGSTOP);
+}
+
+static cask_status probe_cpu(cask_task_ctx *ctx)
+{
+    const probe_args *a = cask_task_args(ctx, NULL);
+    dist_testkill *tk = a->tk;
+    long k = atomic_fetch_add(&tk->count, 1) + 1;
+    long kr = a->recovery ? atomic_fetch_add(&tk->count_rec, 1) + 1 : 0;
+    for (int i = 0; i < tk->n; i++) {
+        if (tk->pt[i].rank != a->rank || (tk->pt[i].recovery ? kr : k) != tk->pt[i].at)
+            continue;
+        fprintf(stderr, "cask test hook: rank %d %s at its %s task %ld\n", a->rank,
+                tk->pt[i].freeze_ms ? "freezes" : "is killed",
+                tk->pt[i].recovery ? "recovery" : "", tk->pt[i].at);
+        fflush(stderr);
+        if (tk->pt[i].freeze_ms)
+            freeze(tk->pt[i].freeze_ms);
+        else
+            raise(SIGKILL);
+    }
+    return CASK_OK;
+}
+
+static int parse(dist_testkill *tk, const char *s, int freeze)
+{
+    while (s && *s && tk->n < TK_MAX) {
+        int rank, ms = 0, rec = 0, used = 0;
+        long at;
+        if (sscanf(s, "%d:%n", &rank, &used) != 1 || !used)
+            return -1;
+        s += used;
+        if (*s == 'r') {
+            rec = 1;
+            s++;
+        }
+        if (freeze ? sscanf(s, "%ld:%d%n", &at, &ms, &used) != 2
+                   : sscanf(s, "%ld%n", &at, &used) != 1)
+            return -1;
+        s += used;
+        tk->pt[tk->n].rank = rank;
+        tk->pt[tk->n].at = at;
+        tk->pt[tk->n].recovery = rec;
+        tk->pt[tk->n].freeze_ms = freeze ? (ms > 0 ? ms : 1) : 0;
+        tk->n++;
+        if (*s == ',')
+            s++;
+        else if (*s)
+            return -1;
+    }
+    return 0;
+}
+
+cask_status dist_testkill_init(cask_dist *dist)
+{
+    const char *kill_s = getenv("CASK_DIST_TEST_KILL");
+    const char *freeze_s = getenv("CASK_DIST_TEST_FREEZE");
+    if ((!kill_s || !*kill_s) && (!freeze_s || !*freeze_s))
+        return CASK_OK;
+    dist_testkill *tk = calloc(1, sizeof *tk);
+    if (!tk)
+        return CASK_ERR_NOMEM;
+    if (parse(tk, kill_s, 0) || parse(tk, freeze_s, 1)) {
+        free(tk);
+        return CASK_ERR_INVALID;
+    }
+    cask_kernel_desc d = { .name = "dist_test_probe", .cpu = probe_cpu };
+    cask_status st = cask_kernel_register(dist->rt, &d, &tk->k_probe);
+    if (st) {
+        free(tk);
+        return st;
+    }
+    dist->testkill = tk;
+    return CASK_OK;
+}
+
+cask_status dist_testkill_probe(cask_dist_graph *g, const cask_access *acc, int nacc)
+{
+    dist_testkill *tk = g->dist->testkill;
+    cask_access pacc[CASK_MAX_BUFFERS];
+    for (int a = 0; a < nacc; a++)
+        pacc[a] = (cask_access){ acc[a].data, (acc[a].mode & CASK_WRITE) ? CASK_RW : CASK_READ };
+    probe_args a = { tk, g->dist->rank, g->replan != NULL };
+    cask_task_desc d = { .field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE, .kernel = tk->k_probe,
+                         .access = pacc, .naccess = nacc, .args = &a, .args_size = sizeof a,
+                         .where = CASK_WHERE_CPU };
+    return cask_graph_add_task(g->local, &d, NULL);
+}

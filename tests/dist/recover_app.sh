@@ -1,0 +1,80 @@
+#!/bin/sh
+# tests/dist/recover_app.sh: a rank of cask-knn or cask-jacobi fails mid-run; the
+# survivors finish, and rank 0's output is the bytes of one process.
+#
+#   recover_app.sh NP APP knn|jacobi kill VICTIM K...    VICTIM is SIGKILLed when its K-th
+#                                                        task starts, once per K
+#   recover_app.sh NP APP knn|jacobi freeze VICTIM K MS  VICTIM stops for MS ms at its K-th
+#                                                        task (peer timeout 1.5 s): fenced
+#                                                        out, it must exit non-zero
+#   recover_app.sh NP APP knn|jacobi second V1 K1 V2 K2  V1 dies at its K1-th task, V2 at
+#                                                        its K2-th task of the recovery
+#
+# Hooks: CASK_DIST_TEST_KILL / CASK_DIST_TEST_FREEZE (dist/dist_testkill.c). Ranks are
+# started by run.sh --survivors (mpirun --enable-recovery; exit 77, SKIP, without it);
+# each rank records its exit status. Small and on CPU, one worker per rank.
+set -u
+np=$1 app=$2 kind=$3 mode=$4
+shift 4
+here=$(cd "$(dirname "$0")" && pwd)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/cask-recover.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT
+export CASK_NCPU=1 CASK_TEST_TIMEOUT=${CASK_TEST_TIMEOUT:-60}
+# UCX over TCP (the inter-node path). On shared memory, UCX 1.13's ucp_worker_arm can
+# block in read() on an interface's event fd after a peer was SIGKILLed (seen in about
+# 1 job in 15-60: the survivor's progress thread stalls ~30 s, the others time it out
+# and fence it, and the test sees 2 survivors instead of 3). A transport issue
+# (transport/ucx_progress.c), not fixed here; CASK_RECOVER_UCX_TLS= keeps UCX's choice.
+export UCX_TLS=${CASK_RECOVER_UCX_TLS-tcp,self}
+[ -n "$UCX_TLS" ] || unset UCX_TLS
+case "$kind" in
+knn)    args="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q --ref-chunk 128 --chunk 3000"
+        ext=npy ;;
+jacobi) args="--n 130 --iters 60 --check 20 --cpu-only"; ext=raw ;;
+*) echo "usage: recover_app.sh NP APP knn|jacobi kill|freeze|second ..."; exit 2 ;;
+esac
+"$app" $args --out "$tmp/one.$ext" > /dev/null || { echo "FAIL: one process"; exit 1; }
+
+# run SURVIVORS LABEL: the job, every rank recording its exit status in $tmp/rc
+run() {
+  rm -rf "$tmp/rc" "$tmp/many.$ext"
+  mkdir "$tmp/rc"
+  RC_DIR="$tmp/rc" "$here/run.sh" "$np" --survivors "$1" sh -c \
+    '"$@"; rc=$?; r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-$$}}; echo $rc > "$RC_DIR/rc.$r"
+     [ $rc = 0 ] && : > "$CASK_TEST_DIR/ok.$r"; exit 0' sh "$app" $args --out "$tmp/many.$ext" \
+    > "$tmp/log" 2>&1
+  rc=$?
+  if [ $rc -eq 77 ]; then cat "$tmp/log"; exit 77; fi
+  if [ $rc -ne 0 ] || ! cmp -s "$tmp/one.$ext" "$tmp/many.$ext"; then
+    grep -v 'PMIX ERROR' "$tmp/log" | tail -n 30
+    echo "FAIL: $2: job status $rc, ranks: $(cd "$tmp/rc" && grep . rc.* | tr '\n' ' ')"
+    cmp "$tmp/one.$ext" "$tmp/many.$ext"
+    exit 1
+  fi
+  grep -c 'recovered on' "$tmp/log" > "$tmp/nrec"
+  echo "ok: $2: $(cat "$tmp/nrec") survivors recovered, output identical" \
+       "($(wc -c < "$tmp/one.$ext") bytes)"
+}
+
+case "$mode" in
+kill)
+  victim=$1; shift
+  for k in "$@"; do
+    CASK_DIST_TEST_KILL="$victim:$k" run $((np - 1)) "rank $victim killed at task $k"
+    [ "$(cat "$tmp/rc/rc.$victim" 2>/dev/null)" = 137 ] ||
+      { echo "FAIL: rank $victim was not killed at task $k (no such task?)"; exit 1; }
+  done ;;
+freeze)
+  victim=$1 k=$2 ms=$3
+  CASK_PEER_TIMEOUT_MS=1500 CASK_UCX_HEARTBEAT_MS=250 CASK_DIST_TEST_FREEZE="$victim:$k:$ms" \
+    run $((np - 1)) "rank $victim frozen ${ms} ms at task $k"
+  grep -q "fenced out" "$tmp/log" ||
+    { grep -v "PMIX ERROR" "$tmp/log" | tail -n 40; echo "FAIL: rank $victim did not say it was fenced out"; exit 1; }
+  echo "ok: rank $victim exited $(cat "$tmp/rc/rc.$victim"): $(grep -o 'rank [0-9]* was fenced out' "$tmp/log" | head -n 1)" ;;
+second)
+  CASK_DIST_TEST_KILL="$1:$2,$3:r$4" run $((np - 2)) "rank $1 killed at task $2, rank $3 at recovery task $4"
+  grep -q 'attempt 2' "$tmp/log" ||
+    { echo "FAIL: the second failure did not hit a recovery"; exit 1; } ;;
+*) echo "usage: recover_app.sh NP APP knn|jacobi kill|freeze|second ..."; exit 2 ;;
+esac
+exit 0

@@ -1,0 +1,163 @@
+/* tests/dist/test_dist_recover.c: recomputing what a lost rank held, as SPMD programs
+ * (under tests/dist/run.sh --survivors NP-1):
+ *
+ *   test_dist_recover noloader   rank 1 dies; a chunk of user memory it owned, which no
+ *                                task writes and no loader makes, is needed again: every
+ *                                survivor's compute fails with CASK_ERR_PEER naming it,
+ *                                within the peer timeout (no hang)
+ *   test_dist_recover loader     the same graph with a loader on that chunk: the
+ *                                survivors finish with the right values, and the graph
+ *                                computes again on the survivors
+ */
+#include <signal.h>
+#include <unistd.h>
+
+#include "cask/cask.h"
+#include "dist_test.h"
+
+enum { LEN = 4096 };
+
+static int my_rank = -1;
+
+/* [0] W: seed * 1000 + i */
+static cask_status k_fill(cask_task_ctx *ctx)
+{
+    double *x = cask_task_buffer(ctx, 0);
+    size_t n = cask_task_buffer_size(ctx, 0) / sizeof *x;
+    int64_t seed;
+    memcpy(&seed, cask_task_args(ctx, NULL), sizeof seed);
+    for (size_t k = 0; k < n; k++)
+        x[k] = (double)(seed * 1000 + (int64_t)k);
+    return CASK_OK;
+}
+
+/* the loader of x: [0] W = 7 k, as rank 1's input */
+static cask_status k_load_x(cask_task_ctx *ctx)
+{
+    double *x = cask_task_buffer(ctx, 0);
+    size_t n = cask_task_buffer_size(ctx, 0) / sizeof *x;
+    for (size_t k = 0; k < n; k++)
+        x[k] = 7.0 * (double)k;
+    return CASK_OK;
+}
+
+/* [0] RW: rank 1 dies here (elsewhere, as the recovery runs it: nothing) */
+static cask_status k_die(cask_task_ctx *ctx)
+{
+    (void)ctx;
+    if (my_rank == 1)
+        raise(SIGKILL);
+    return CASK_OK;
+}
+
+/* [0] RW += [1] R + [2] R */
+static cask_status k_add2(cask_task_ctx *ctx)
+{
+    double *y = cask_task_buffer(ctx, 0);
+    const double *a = cask_task_buffer(ctx, 1), *b = cask_task_buffer(ctx, 2);
+    size_t n = cask_task_buffer_size(ctx, 0) / sizeof *y;
+    for (size_t k = 0; k < n; k++)
+        y[k] += a[k] + 0.5 * b[k];
+    return CASK_OK;
+}
+
+static cask_kernel *reg(cask_runtime *rt, const char *name, cask_kernel_fn fn)
+{
+    cask_kernel_desc kd = { .name = name, .cpu = fn };
+    cask_kernel *k;
+    CHECK_OK(cask_kernel_register(rt, &kd, &k), "register %s", name);
+    return k;
+}
+
+static void test(int with_loader)
+{
+    cask_runtime *rt;
+    cask_dist *dist;
+    cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_BIND | CASK_CONFIG_NGPU,
+                        .ncpu = 2, .bind = 0, .ngpu = 0 };
+    setenv("CASK_DIST_STEAL", "0", 1);   /* placement by data only: "die" runs on rank 1 */
+    CHECK_OK(cask_init(&cfg, &rt), "cask_init");
+    cask_dist_config dc = { .field_mask = CASK_DIST_PEER_TIMEOUT_MS | CASK_DIST_HEARTBEAT_MS,
+                            .peer_timeout_ms = 3000, .heartbeat_ms = 200 };
+    CHECK_OK(cask_dist_init(rt, &dc, &dist), "cask_dist_init");
+    int rank = dt_rank_ = my_rank = cask_dist_rank(dist), size = cask_dist_size(dist);
+    CHECK(size >= 2, "needs 2 ranks");
+    cask_kernel *fill = reg(rt, "fill", k_fill), *die = reg(rt, "die", k_die),
+                *add2 = reg(rt, "add2", k_add2);
+    /* x: rank 1's own input (user memory), read by the graph, written by nobody */
+    static double xmem[LEN], bmem[LEN];
+    for (int k = 0; k < LEN; k++)
+        xmem[k] = 7.0 * k;
+    cask_data *x, *y, *b;
+    CHECK_OK(cask_dist_data_create(dist, sizeof xmem, 1, xmem, &x), "x");
+    CHECK_OK(cask_data_set_name(x, "x-input"), "name");
+    CHECK_OK(cask_dist_data_create(dist, sizeof xmem, 1, NULL, &y), "y");
+    CHECK_OK(cask_dist_data_create(dist, sizeof bmem, 0, bmem, &b), "b");
+    if (with_loader)   /* every rank can make x again */
+        CHECK_OK(cask_dist_data_set_loader(dist, x, reg(rt, "load_x", k_load_x), NULL, 0),
+                 "loader");
+    cask_dist_graph *g;
+    CHECK_OK(cask_dist_graph_create(dist, &g), "graph");
+    int64_t s0 = 0, s1 = 1;
+    cask_access a1[1] = { { b, CASK_WRITE } };
+    cask_task_desc d = { .field_mask = CASK_TASK_ARGS, .kernel = fill, .access = a1,
+                         .naccess = 1, .args = &s0, .args_size = sizeof s0 };
+    CHECK_OK(cask_dist_graph_add_task(g, &d, NULL), "fill b");
+    a1[0].data = y;
+    d.args = &s1;
+    CHECK_OK(cask_dist_graph_add_task(g, &d, NULL), "fill y");
+    cask_access a2[1] = { { y, CASK_RW } };
+    cask_task_desc dd = { .kernel = die, .access = a2, .naccess = 1 };
+    CHECK_OK(cask_dist_graph_add_task(g, &dd, NULL), "die");
+    cask_access a3[3] = { { b, CASK_RW }, { x, CASK_READ }, { y, CASK_READ } };
+    cask_task_desc da = { .kernel = add2, .access = a3, .naccess = 3 };
+    CHECK_OK(cask_dist_graph_add_task(g, &da, NULL), "add2");
+    double t0 = dt_now();
+    cask_status st = cask_dist_graph_compute(g);
+    double dt = dt_now() - t0;
+    printf("[rank %d] %s: %s after %.2f s: %s\n", rank, with_loader ? "loader" : "noloader",
+           cask_status_string(st), dt, cask_dist_graph_error(g));
+    CHECK(dt < 30, "took %.1f s", dt);
+    if (!with_loader) {
+        CHECK(st == CASK_ERR_PEER, "compute returned %s", cask_status_string(st));
+        CHECK(strstr(cask_dist_graph_error(g), "'x-input'") &&
+              strstr(cask_dist_graph_error(g), "no reproducible source"),
+              "the message names the lost chunk: %s", cask_dist_graph_error(g));
+    }
+    if (with_loader) {
+        CHECK(st == CASK_OK, "compute returned %s: %s", cask_status_string(st),
+              cask_dist_graph_error(g));
+        for (int again = 0; again < 2; again++) {   /* then once more, on the survivors */
+            if (again)
+                CHECK_OK(cask_dist_graph_compute(g), "compute again: %s",
+                         cask_dist_graph_error(g));
+            if (rank != 0)
+                continue;
+            double *p;
+            CHECK_OK(cask_data_acquire(b, CASK_READ, (void **)&p), "acquire");
+            for (int k = 0; k < LEN; k++)
+                CHECK(p[k] == k + 7.0 * k + 0.5 * (1000.0 + k), "b[%d] = %g", k, p[k]);
+            CHECK_OK(cask_data_release(b), "release");
+        }
+    }
+    cask_dist_graph_destroy(g);
+    st = cask_dist_finalize(dist);
+    CHECK(!with_loader || st == CASK_OK, "finalize: %s", cask_status_string(st));
+    cask_shutdown(rt);
+    dt_report_survivor(rank);
+    printf("[rank %d] survived\n", rank);
+    fflush(stdout);
+    _exit(0);
+}
+
+int main(int argc, char **argv)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *what = argc > 1 ? argv[1] : "";
+    if (!strcmp(what, "noloader"))
+        test(0);
+    else if (!strcmp(what, "loader"))
+        test(1);
+    fprintf(stderr, "usage: test_dist_recover noloader|loader\n");
+    return 2;
+}
