@@ -41,7 +41,7 @@ static void CUDART_CB gsend_post(void *arg)
     dist_send *s = arg;
     cask_dist_graph *g = s->graph;
     cask_dist *dist = g->dist;
-    dist_data_hdr h = { g->id, s->run, s->gid, s->version };
+    dist_data_hdr h = { g->id, s->run, s->gid, s->version, dist->epoch };
     cask_status st = xport_ucx_am_post_mem(dist->ucx, s->to, DIST_AM_DATA, &h, sizeof h,
                                            s->gptr, dist->data[s->gid].bytes,
                                            XPORT_UCX_MEM_CUDA, dist_xfer_sent, s);
