@@ -481,7 +481,11 @@ cask_status dist_steal_plan(cask_dist_graph *g)
 {
     cask_dist *dist = g->dist;
     struct dist_steal *S = dist->stl;
-    if (!S)
+    dist_steal_graph_free(g);   /* a new plan (after a recovery) replaces the old */
+    /* Balancing while running stays off once ranks were lost: a recovery plan, and the
+     * survivors' plans after it, run where they were placed (a thief that dies holding
+     * tasks would otherwise be a loss inside the recovery). */
+    if (!S || g->replan || dist->nexcluded)
         return CASK_OK;
     struct dist_steal_graph *sg = calloc(1, sizeof *sg);
     uint32_t *ver = calloc(dist->ndata ? dist->ndata : 1, sizeof *ver);
