@@ -328,7 +328,11 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
         st = dist_run_local(g);
     else
         dist_ctrl_all(dist, g->id, g->run, CTRL_ABORT, (uint32_t)st, 0, g->error);
-    if (st == CASK_ERR_PEER)
+    pthread_mutex_lock(&dist->mu);
+    int left = dist->nleft;   /* a rank finalized while others compute: a program that
+                                 computes different graphs, not a loss to survive */
+    pthread_mutex_unlock(&dist->mu);
+    if (st == CASK_ERR_PEER && !left)
         st = dist_recover(g);   /* survivors agree, re-plan without the lost, finish */
     dist_steal_run_end(g);
     pthread_mutex_lock(&dist->mu);

@@ -9,7 +9,8 @@
  *   test_dist_steal thieffail  a task fails on the rank that took it: every rank returns
  *                              CASK_ERR_TASK_FAILED, the message says where it ran
  *   test_dist_steal thiefdie   the first rank that runs a task of rank 1's dies in it:
- *                              the survivors fail with CASK_ERR_PEER, no hang
+ *                              the survivors fail with CASK_ERR_PEER (its chunks have no
+ *                              loader, so they cannot be recomputed), no hang
  *                              (run.sh --survivors NP-1)
  *   test_dist_steal badenv     (alone) a bad CASK_DIST_SLOW_RANK or CASK_DIST_BALANCE_BW
  *                              fails cask_dist_init with a message naming it
@@ -179,8 +180,9 @@ static void run(const char *what, int mode, int balance)
             CHECK(st == CASK_ERR_PEER, "compute returned %s", cask_status_string(st));
             CHECK(dt < 30, "took %.1f s to notice", dt);
             cask_dist_graph_destroy(g);
-            st = cask_dist_finalize(dist);
-            CHECK(st == CASK_ERR_PEER, "finalize after a lost rank: %s", cask_status_string(st));
+            st = cask_dist_finalize(dist);   /* the loss was agreed on: OK, or its error */
+            CHECK(st == CASK_OK || st == CASK_ERR_PEER, "finalize after a lost rank: %s",
+                  cask_status_string(st));
             cask_shutdown(rt);
             dt_report_survivor(me);
             printf("[rank %d] survived\n", me);
