@@ -346,9 +346,11 @@ static void on_signal(int sig)
     raise(sig);
 }
 
-static void arm_cleanup(const char *tmp_path)
+/* Armed before the temporary file is made (its name is known: knn_outfile_open's
+ * PATH.tmp.PID), so that a signal arriving while it is made still removes it. */
+static void arm_cleanup(const char *out_path)
 {
-    snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s", tmp_path);
+    snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s.tmp.%ld", out_path, (long)getpid());
     tmp_armed = 1;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
@@ -421,10 +423,11 @@ int main(int argc, char **argv)
     int failed = 0;
     /* Fail on an unwritable output before spending any time. */
     if (o.out_path && rank == 0) {
+        arm_cleanup(o.out_path);
         if (knn_outfile_open(&out, o.out_path, err, sizeof err))
             failed = 1;
-        else
-            arm_cleanup(out.tmp_path);
+        else if (strcmp(out.tmp_path, tmp_path_copy))   /* the names must agree */
+            snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s", out.tmp_path);
     }
 
     /* ---- streamed: observations with more rows than a window, one process (a CSV
