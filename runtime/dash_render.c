@@ -79,6 +79,29 @@ static void free_snap(snap *s)
     free(s->kfails);
 }
 
+/* A document being written: a memory stream (text, malloc'ed once closed). */
+typedef struct doc {
+    char *text;
+    size_t len;
+} doc;
+
+/* Opens d's stream and takes the snapshot s; NULL (nothing left to free) when out of
+ * memory. */
+static FILE *open_doc(cask_runtime *rt, doc *d, snap *s)
+{
+    d->text = NULL;
+    d->len = 0;
+    FILE *f = open_memstream(&d->text, &d->len);
+    if (f && take_snap(rt, s) == 0)
+        return f;
+    if (f) {
+        free_snap(s);
+        fclose(f);
+    }
+    free(d->text);
+    return NULL;
+}
+
 /* Host bytes held by data handles (registered memory and runtime-allocated replicas). */
 static uint64_t host_bytes(cask_runtime *rt, uint64_t *ndata)
 {
@@ -112,17 +135,10 @@ char *dash_render_status(cask_runtime *rt, const dash_job *job)
 {
     dash_live *l = rt->live;
     snap s;
-    char *out = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&out, &len);
+    doc d;
+    FILE *f = open_doc(rt, &d, &s);
     if (!f)
         return NULL;
-    if (take_snap(rt, &s)) {
-        free_snap(&s);
-        fclose(f);
-        free(out);
-        return NULL;
-    }
     uint64_t now = trace_now_ns();
     fprintf(f, "{\"now_ns\":%llu,\"uptime_s\":%.3f,\"rank\":%d,\"size\":%d,\"peers\":[",
             (unsigned long long)(now - l->t_origin), (double)(now - l->t_origin) * 1e-9,
@@ -192,7 +208,7 @@ char *dash_render_status(cask_runtime *rt, const dash_job *job)
     fputs("}\n", f);
     free_snap(&s);
     fclose(f);
-    return out;
+    return d.text;
 }
 
 char *dash_render_stream(cask_runtime *rt, uint64_t since_rel)
@@ -240,17 +256,10 @@ char *dash_render_metrics(cask_runtime *rt, const dash_job *job)
 {
     dash_live *l = rt->live;
     snap s;
-    char *out = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&out, &len);
+    doc d;
+    FILE *f = open_doc(rt, &d, &s);
     if (!f)
         return NULL;
-    if (take_snap(rt, &s)) {
-        free_snap(&s);
-        fclose(f);
-        free(out);
-        return NULL;
-    }
     family(f, "cask_tasks_run_total", "counter", "Tasks run, by kernel.");
     pthread_mutex_lock(&rt->lock);
     for (cask_kernel *k = rt->kernels; k; k = k->next) {
@@ -328,5 +337,5 @@ char *dash_render_metrics(cask_runtime *rt, const dash_job *job)
         job->extra_metrics(job->extra_arg, f);
     free_snap(&s);
     fclose(f);
-    return out;
+    return d.text;
 }
