@@ -62,7 +62,9 @@ void dist_leave_announce(cask_dist *dist)
      * one): those messages name the lost rank too. */
     pthread_mutex_lock(&dist->mu);
     char why[sizeof dist->left_why] = "";
-    if (dist->nlost)
+    if (dist->nlost && dist_all_losses_agreed(dist))
+        ;   /* the losses were survived (recovery): this rank leaves after a good end */
+    else if (dist->nlost)
         snprintf(why, sizeof why, "%.250s", dist->err);   /* a control message: 255 B */
     else if (dist->lost_heard[0])
         snprintf(why, sizeof why, "%.250s", dist->lost_heard);
