@@ -266,10 +266,14 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   case "$mode" in kill|KILL) [ $hit = 1 ] && { faulted=1; gone=1; } ;;
                   stop|STOP) [ $hit = 1 ] && faulted=1; [ $stopped = 3 ] && gone=1 ;; esac
   [ $missed = 1 ] && INFO="$INFO, missed (the ranks were through before the fault)"
-  local named="rank $victim([^0-9]|\$)"
+  # the loss named: "rank V lost ...", or a survivor fenced out by the quorum rule (no
+  # majority left: with 2 ranks, rank 1 alone cannot tell rank 0's death from a
+  # partition) "rank R was fenced out: it sees ranks ...V... gone"
+  local vs="$victim"
   if [ $hit2 = 1 ]; then
-    faulted=1; named="rank ($victim|$victim2)([^0-9]|\$)"; INFO="$INFO, second kill"
+    faulted=1; vs="($victim|$victim2)"; INFO="$INFO, second kill"
   fi
+  local named="rank $vs([^0-9]|\$)|sees ranks ([0-9]+,)*$vs(,[0-9]+)* gone"
   local nok=0 nerr=0 bad="" why="" line st msg ph reproducible
   reproducible=$(sed -n 's/.*reproducible \([01]\).*/\1/p' "$log" | head -n 1)
   for r in $(seq 0 $(( np - 1 ))); do
