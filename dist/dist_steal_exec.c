@@ -461,7 +461,9 @@ void dist_steal_run_end(cask_dist_graph *g)
 cask_status dist_steal_init(cask_dist *dist, const cask_dist_config *cfg)
 {
     const char *s = getenv("CASK_DIST_BALANCE");
-    int balance = s && *s ? atoi(s) != 0 : 1;
+    /* opt-in for now: with it on, random gather graphs (test_dist_gather stress at 4
+     * ranks) lost a rank now and then; open in issue 11 */
+    int balance = s && *s ? atoi(s) != 0 : 0;
     if (cfg && (cfg->field_mask & CASK_DIST_BALANCE))
         balance = cfg->balance != 0;
     double bw = 1e9;

@@ -63,7 +63,7 @@ typedef struct cask_dist_config {
     int balance;           /* while running, let an idle rank run CPU tasks of a busy
                               one (their inputs travel to it, their outputs come back;
                               results are the same bytes; see docs). CASK_DIST_BALANCE;
-                              1 */
+                              0 (opt-in: see docs/distributed.md, Limits) */
 } cask_dist_config;
 
 /* Joins the job: learns rank and size from the launcher (PMIx), connects to every
