@@ -60,18 +60,6 @@ struct dist_route {
     int nccl_ok;              /* NCCL usable (every rank has its own GPU) */
 };
 
-static void read_host_id(char *out, size_t n)
-{
-    memset(out, 0, n);
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f) {
-        if (!fgets(out, (int)n, f))
-            out[0] = 0;
-        fclose(f);
-    }
-    out[strcspn(out, "\n")] = 0;
-}
-
 /* "host=LAT:GBPS,ucx=LAT:GBPS,ucx_remote=LAT:GBPS,nccl=LAT:GBPS" (any subset). */
 static int parse_model(const char *v, route_model *m)
 {
@@ -197,7 +185,7 @@ cask_status dist_route_init(cask_dist *dist)
     me.ucx_cuda = dist->gpu_device >= 0 && dist->ucx &&
                   (dist->gpu_sim || xport_ucx_cuda_memory(dist->ucx));
 #endif
-    read_host_id(me.host, sizeof me.host);
+    xport_boot_host_id(me.host, sizeof me.host);
 #ifdef CASK_HAVE_CUDA
     if (me.gpu >= 0 && !dist->gpu_sim &&
         cudaDeviceGetPCIBusId(me.bus, (int)sizeof me.bus, me.gpu) != cudaSuccess)

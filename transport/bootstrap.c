@@ -559,3 +559,15 @@ cask_status xport_boot_barrier(xport_boot *b)
     return CASK_ERR_INTERNAL;
 #endif
 }
+
+void xport_boot_host_id(char *out, size_t n)
+{
+    memset(out, 0, n);
+    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+    if (f) {
+        if (!fgets(out, (int)n, f))
+            out[0] = 0;
+        fclose(f);
+    }
+    out[strcspn(out, "\n")] = 0;
+}

@@ -98,6 +98,10 @@ cask_status xport_boot_bcast(xport_boot *b, const char *key, int root, void *buf
  * the launcher reports a rank lost. */
 cask_status xport_boot_barrier(xport_boot *b);
 
+/* This host's boot id (/proc/sys/kernel/random/boot_id; "" where unreadable) into out,
+ * n bytes: processes that share it run on one host (same kernel). */
+void xport_boot_host_id(char *out, size_t n);
+
 /* Message of the last failure of b ("" if none); valid until the next call on b. */
 const char *xport_boot_error(const xport_boot *b);
 

@@ -246,18 +246,6 @@ static uint64_t pid_namespace(void)
     return stat("/proc/self/ns/pid", &sb) == 0 ? (uint64_t)sb.st_ino : 0;
 }
 
-static void read_boot_id(char *out, size_t n)
-{
-    memset(out, 0, n);
-    FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-    if (f) {
-        if (!fgets(out, (int)n, f))
-            out[0] = 0;
-        fclose(f);
-    }
-    out[strcspn(out, "\n")] = 0;
-}
-
 static cask_status exchange_and_connect(xport_ucx *x)
 {
     size_t blen = sizeof(ucx_ident) + x->addr_len;
@@ -266,7 +254,7 @@ static cask_status exchange_and_connect(xport_ucx *x)
         return CASK_ERR_NOMEM;
     ucx_ident me = { .magic = UCX_IDENT_MAGIC, .pid = (int32_t)getpid(),
                      .pidns = pid_namespace(), .addr_len = (uint32_t)x->addr_len };
-    read_boot_id(me.boot_id, sizeof me.boot_id);
+    xport_boot_host_id(me.boot_id, sizeof me.boot_id);
     memcpy(blob, &me, sizeof me);
     memcpy(blob + sizeof me, x->addr, x->addr_len);
     void **blobs = NULL;
