@@ -73,8 +73,9 @@ void dist_steal_run_end(cask_dist_graph *g, cask_status st)
 cask_status dist_steal_init(cask_dist *dist, const cask_dist_config *cfg)
 {
     const char *s = getenv("CASK_DIST_BALANCE");
-    /* opt-in for now: with it on, random gather graphs (test_dist_gather stress at 4
-     * ranks) lost a rank now and then; open in issue 11 */
+    /* opt-in for now: the rank it made random gather graphs lose now and then was a
+     * transport deadlock, fixed; the default waits for the slowed-rank acceptance on a
+     * quiet machine (docs/distributed.md, Limits) */
     int balance = s && *s ? atoi(s) != 0 : 0;
     if (cfg && (cfg->field_mask & CASK_DIST_BALANCE))
         balance = cfg->balance != 0;
