@@ -140,7 +140,7 @@ static void on_ctrl_msg(void *arg, xport_ucx_msg *m)
     if (m->header_len != sizeof h)
         return;
     memcpy(&h, m->header, sizeof h);
-    char msg[256] = "";
+    char msg[sizeof ((cask_dist_graph *)0)->abort_msg] = "";   /* an ABORT's cause */
     if (m->data && m->len) {
         size_t n = m->len < sizeof msg - 1 ? m->len : sizeof msg - 1;
         memcpy(msg, m->data, n);

@@ -90,6 +90,9 @@ struct cask_dist {
     char lost_heard[256];     /* a lost rank first heard of in another rank's ABORT,
                                  not by this rank's transport: its LEAVE repeats it */
     int left_by;
+    uint32_t failed_graph, failed_run;   /* this rank's latest failed run, if any: its */
+    cask_status failed_st;               /* LEAVE repeats it (dist_leave.c) */
+    char failed_msg[512];
     /* membership (dist_membership.c; under mu) */
     uint32_t epoch;           /* agreed views so far */
     uint8_t *excluded;        /* per rank: out of the agreed view (dead or fenced) */
@@ -367,6 +370,8 @@ void dist_leave_announce(cask_dist *dist);
 /* Handler of LEAVE from rank `from` (progress thread), with the failure it had seen
  * (why, may be empty): ends the runs that need it. */
 void dist_on_leave(cask_dist *dist, int from, const char *why);
+/* A run of g failed here with st (computing thread): remembered for the LEAVE. */
+void dist_leave_note_failure(cask_dist_graph *g, cask_status st);
 /* Why g's current run (or plan agreement) cannot go on because a rank it needs left
  * (under dist->mu; sets g->error), or CASK_OK. */
 cask_status dist_left_broken(cask_dist_graph *g);

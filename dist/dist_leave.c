@@ -12,6 +12,7 @@
  * hanging. A rank that left after sending its DONE of the run computing here is not
  * needed by that run: its data for it were all sent before. */
 #include "dist/dist_impl.h"
+#include "dist/dist_steal.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,8 +71,37 @@ void dist_leave_announce(cask_dist *dist)
         snprintf(why, sizeof why, "%.250s", dist->lost_heard);
     else if (dist->left_why[0])
         snprintf(why, sizeof why, "%.250s", dist->left_why);
+    /* A run that failed here (a task's failure, not a loss) failed everywhere: an ABORT
+     * says so. This rank may have heard it from the failing rank before a peer did
+     * (no order between different senders), and its LEAVE must not then be that peer's
+     * cause ("left while needed"): it repeats the ABORT (the handler applies it
+     * first). Not a loss's CASK_ERR_PEER: that would start a recovery there. */
+    uint32_t graph = 0, run = 0;
+    cask_status st = why[0] ? CASK_ERR_PEER : CASK_OK;
+    char msg[sizeof dist->failed_msg];
+    if (!why[0] && dist->failed_graph && dist->failed_st != CASK_ERR_PEER) {
+        graph = dist->failed_graph;
+        run = dist->failed_run;
+        st = dist->failed_st;
+        snprintf(msg, sizeof msg, "%s", dist->failed_msg);
+    } else {
+        snprintf(msg, sizeof msg, "%s", why);
+    }
     pthread_mutex_unlock(&dist->mu);
-    dist_ctrl_all(dist, 0, 0, CTRL_LEAVE, why[0] ? CASK_ERR_PEER : 0, 0, why);
+    dist_ctrl_all(dist, graph, run, CTRL_LEAVE, (uint32_t)st, 0, msg);
+}
+
+void dist_leave_note_failure(cask_dist_graph *g, cask_status st)
+{
+    cask_dist *dist = g->dist;
+    pthread_mutex_lock(&dist->mu);
+    int remote = g->abort_run && g->abort_run == g->run;   /* the ABORT it repeats */
+    dist->failed_graph = g->id;
+    dist->failed_run = g->run;
+    dist->failed_st = remote && g->abort_status ? g->abort_status : st;
+    snprintf(dist->failed_msg, sizeof dist->failed_msg, "%.*s",
+             (int)sizeof dist->failed_msg - 1, remote ? g->abort_msg : g->error);
+    pthread_mutex_unlock(&dist->mu);
 }
 
 void dist_on_leave(cask_dist *dist, int from, const char *why_left)
@@ -108,6 +138,7 @@ void dist_on_leave(cask_dist *dist, int from, const char *why_left)
     pthread_mutex_unlock(&dist->mu);
     for (int i = 0; i < ng; i++)
         dist_xfer_end_run(gs[i], tok[i], ntok[i], CASK_ERR_PEER, why[i]);
+    dist_steal_on_leave(dist, from);   /* tasks moved there by balancing, unanswered */
     pthread_mutex_lock(&dist->mu);
     for (int i = 0; i < ng; i++)
         gs[i]->handlers_in--;

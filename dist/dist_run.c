@@ -66,6 +66,12 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
         return;
     }
     if (h->type == CTRL_LEAVE) {
+        if (h->graph) {   /* it leaves after that run failed there: the ABORT it repeats */
+            dist_ctrl_hdr a = *h;
+            a.type = CTRL_ABORT;
+            dist_on_ctrl(dist, from, &a, msg);
+            msg = NULL;
+        }
         dist_on_leave(dist, from, msg);
         return;
     }
@@ -334,15 +340,17 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
     pthread_mutex_unlock(&dist->mu);
     if (st == CASK_ERR_PEER && !left)
         st = dist_recover(g);   /* survivors agree, re-plan without the lost, finish */
-    dist_steal_run_end(g);
+    dist_steal_run_end(g, st);
     pthread_mutex_lock(&dist->mu);
     if (!st)
         g->ok_run = g->run;
     g->running = 0;
     pthread_mutex_unlock(&dist->mu);
     g->elapsed_s = dist_now_s() - t0;
-    if (st)
+    if (st) {
+        dist_leave_note_failure(g, st);
         log_error(dist->rt, st, "cask_dist_graph_compute: %s", g->error);
+    }
     return st;
 }
 

@@ -59,7 +59,7 @@ static void slot_maybe_free(struct dist_steal *S, vslot *v)
 /* The result (or the failure) of a task of ours that ran on v->peer: ends it. */
 static void vslot_end(struct dist_steal *S, vslot *v, cask_status st, const char *why)
 {
-    char msg[512];
+    char msg[CASK_ERRMSG_LEN];
     if (st)
         snprintf(msg, sizeof msg, "ran on rank %d (moved from rank %d by balancing): %s",
                  v->peer, S->dist->rank, why && *why ? why : cask_status_string(st));
@@ -124,7 +124,7 @@ static void on_result(struct dist_steal *S, xport_ucx_msg *m, const steal_hdr *h
     }
     pthread_mutex_unlock(&S->mu);
     cask_status st = (cask_status)h->status;
-    char why[256] = "";
+    char why[CASK_ERRMSG_LEN] = "";
     if (st) {
         size_t n = m->data && m->len ? (m->len < sizeof why - 1 ? m->len : sizeof why - 1) : 0;
         if (n)
@@ -225,11 +225,9 @@ void steal_on_msg(void *arg, xport_ucx_msg *m)
 }
 #endif
 
-void dist_steal_on_lost(cask_dist *dist, int peer)
+/* Ends every task of ours that peer holds and has not answered: it will not. */
+static void end_tasks_at(struct dist_steal *S, int peer, const char *why)
 {
-    struct dist_steal *S = dist->stl;
-    if (!S)
-        return;
     int old = atomic_exchange(&S->idle[peer], 0);
     atomic_fetch_sub(&S->nidle, old);
     for (;;) {
@@ -245,11 +243,26 @@ void dist_steal_on_lost(cask_dist *dist, int peer)
         pthread_mutex_unlock(&S->mu);
         if (!v)
             break;
-        vslot_end(S, v, CASK_ERR_PEER, "that rank was lost with the task");
+        vslot_end(S, v, CASK_ERR_PEER, why);
         pthread_mutex_lock(&S->mu);
         slot_maybe_free(S, v);
         pthread_mutex_unlock(&S->mu);
     }
+}
+
+void dist_steal_on_lost(cask_dist *dist, int peer)
+{
+    if (dist->stl)
+        end_tasks_at(dist->stl, peer, "that rank was lost with the task");
+}
+
+void dist_steal_on_leave(cask_dist *dist, int peer)
+{
+    /* It answered what it had queued before it said so, but an answer may come after
+     * this (no order between messages: then it is dropped, the run ends failed anyway)
+     * or never (a task whose inputs were still on their way when it closed). */
+    if (dist->stl)
+        end_tasks_at(dist->stl, peer, "that rank left the job before answering");
 }
 
 /* ---- the victim's side ---- */

@@ -31,6 +31,11 @@ void dist_steal_stop(struct cask_dist *dist);
 void dist_steal_finalize(struct cask_dist *dist);
 /* peer was lost: tasks it had taken from this rank fail (progress thread). */
 void dist_steal_on_lost(struct cask_dist *dist, int peer);
+/* peer left the job (cask_dist_finalize, its LEAVE): tasks it had taken from this rank
+ * and not answered fail (progress thread). A thief leaves only after its run of their
+ * graph ended, which, with this rank's tasks unfinished, means it failed: the run fails
+ * here too, with that cause once it is heard (not a hang). */
+void dist_steal_on_leave(struct cask_dist *dist, int peer);
 
 /* Planning (dist_local.c): prepares g's tasks for remote execution (before adding them). */
 cask_status dist_steal_plan(struct cask_dist_graph *g);
@@ -43,9 +48,11 @@ void dist_steal_graph_free(struct cask_dist_graph *g);
 /* Tasks of g that ran on other ranks / that this rank ran for others, so far. */
 void dist_steal_counts(const struct cask_dist_graph *g, size_t *out, size_t *in);
 
-/* A run of g begins / its local graph finished / the run ended (the computing thread). */
+/* A run of g begins / its local graph finished / the run ended with st (the computing
+ * thread). A run that failed is remembered: a task of it that peers gave this rank is
+ * answered with that failure (g->error) instead of being run or refused. */
 void dist_steal_run_begin(struct cask_dist_graph *g);
 void dist_steal_local_done(struct cask_dist_graph *g);
-void dist_steal_run_end(struct cask_dist_graph *g);
+void dist_steal_run_end(struct cask_dist_graph *g, cask_status st);
 
 #endif

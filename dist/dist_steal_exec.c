@@ -1,9 +1,9 @@
-/* dist/dist_steal_exec.c: balancing while running, the thief's side and the state's
- * life: a task taken from a peer (its kernel and arguments are this rank's copy of the
- * same graph's task; its inputs come in the message, or from the inputs kept from
- * earlier tasks of the same run) runs as a one-task cask graph on this rank's workers,
- * on the balancing thread, which also tells the peers when this rank becomes idle or
- * busy. Also init, the run hooks and finalize. */
+/* dist/dist_steal_exec.c: balancing while running, the thief's side: a task taken from
+ * a peer (its kernel and arguments are this rank's copy of the same graph's task; its
+ * inputs come in the message, or from the inputs kept from earlier tasks of the same
+ * run) runs as a one-task cask graph on this rank's workers, on the balancing thread,
+ * which also tells the peers when this rank becomes idle or busy. The run hooks and
+ * the state's life are in dist_steal_life.c. */
 #include "dist/dist_steal_impl.h"
 
 #include <stdio.h>
@@ -50,12 +50,37 @@ static steal_cached *cache_find(struct dist_steal *S, uint32_t graph, uint32_t r
 
 /* ---- taking a task ---- */
 
-/* Answers a taken task that will not run here (this rank leaves the job). */
-static void refuse(struct dist_steal *S, tslot *ts)
+/* If run `run` of graph `graph` failed here, its failure for a task of it taken from a
+ * peer: msg (len bytes) says so, returns the status; CASK_OK if not known failed. */
+static cask_status failed_run(struct dist_steal *S, uint32_t graph, uint32_t run, char *msg,
+                              size_t len)
 {
-    char msg[128];
-    snprintf(msg, sizeof msg, "rank %d left the job before running it", S->dist->rank);
-    steal_send_result(S, ts, CASK_ERR_PEER, msg);
+    cask_status st = CASK_OK;
+    pthread_mutex_lock(&S->mu);
+    for (int i = 0; i < STEAL_FAILED_RUNS && !st; i++) {
+        const steal_failed_run *f = &S->failed[i];
+        if (f->graph && f->graph == graph && f->run == run) {
+            st = f->st;
+            snprintf(msg, len, "rank %d did not run it, its run had failed: %s",
+                     S->dist->rank, f->msg);
+        }
+    }
+    pthread_mutex_unlock(&S->mu);
+    return st;
+}
+
+/* Answers a taken task that will not run here (this rank leaves the job). The run it
+ * belongs to may have failed here already (the victim has not heard yet; its thief
+ * left because of it): then that failure, the cause, not the leaving. */
+void steal_refuse(struct dist_steal *S, tslot *ts)
+{
+    char msg[CASK_ERRMSG_LEN];
+    cask_status st = failed_run(S, ts->graph, ts->run, msg, sizeof msg);
+    if (!st) {
+        st = CASK_ERR_PEER;
+        snprintf(msg, sizeof msg, "rank %d left the job before running it", S->dist->rank);
+    }
+    steal_send_result(S, ts, st, msg);
 }
 
 #ifdef CASK_HAVE_UCX
@@ -64,7 +89,7 @@ static void enqueue(struct dist_steal *S, tslot *ts)
     pthread_mutex_lock(&S->mu);
     if (S->stop) {   /* the thread is gone: the victim must not wait for it */
         pthread_mutex_unlock(&S->mu);
-        refuse(S, ts);
+        steal_refuse(S, ts);
         return;
     }
     ts->next = NULL;
@@ -111,7 +136,7 @@ void steal_on_task(struct dist_steal *S, xport_ucx_msg *m, const steal_hdr *h)
     ts->index = h->index;
     ts->inmask = h->inmask;
     ts->keepmask = h->keepmask;
-    char err[256] = "";
+    char err[CASK_ERRMSG_LEN] = "";
     cask_status st = CASK_OK;
     pthread_mutex_lock(&dist->mu);
     cask_dist_graph *g = dist_find_graph(dist, h->graph);
@@ -141,6 +166,14 @@ void steal_on_task(struct dist_steal *S, xport_ucx_msg *m, const steal_hdr *h)
             atomic_fetch_add(&g->stl->in, 1);
     }
     pthread_mutex_unlock(&dist->mu);
+    if (st) {   /* its run failed here, and the graph went since: that failure */
+        char why[sizeof err];
+        cask_status fst = failed_run(S, h->graph, h->run, why, sizeof why);
+        if (fst) {
+            st = fst;
+            memcpy(err, why, sizeof err);
+        }
+    }
     /* layout: the inputs that came, packed as sent; then room for the outputs that
      * read nothing */
     size_t off = 0;
@@ -333,7 +366,12 @@ void steal_exec_queued(struct dist_steal *S)
         ts->wait_t0 = 0;
         atomic_store(&S->exec_busy, 1);
         pthread_mutex_unlock(&S->mu);
-        run_taken(S, ts);
+        char msg[CASK_ERRMSG_LEN];
+        cask_status st = failed_run(S, ts->graph, ts->run, msg, sizeof msg);
+        if (st)   /* its run failed here: the victim's fails with the same cause */
+            steal_send_result(S, ts, st, msg);
+        else
+            run_taken(S, ts);
         pthread_mutex_lock(&S->mu);
         atomic_store(&S->exec_busy, 0);
     }
@@ -370,7 +408,7 @@ static int idle_now(struct dist_steal *S, uint64_t *last_started)
     return quiet && atomic_load(&S->bodies) + busy < rt->ncpu;
 }
 
-static void *steal_thread(void *arg)
+void *steal_thread(void *arg)
 {
     struct dist_steal *S = arg;
     int prev = 0;
@@ -409,219 +447,4 @@ static void *steal_thread(void *arg)
     }
     pthread_mutex_unlock(&S->mu);
     return NULL;
-}
-
-/* ---- runs ---- */
-
-void dist_steal_run_begin(cask_dist_graph *g)
-{
-    struct dist_steal *S = g->dist->stl;
-    if (!S || !g->stl)
-        return;
-    g->stl->local_done = 0;
-    atomic_store(&S->cur_run, (uint64_t)g->id << 32 | g->run);
-    atomic_fetch_add(&S->active, 1);
-    pthread_mutex_lock(&S->mu);
-    pthread_cond_broadcast(&S->cv);
-    pthread_mutex_unlock(&S->mu);
-}
-
-void dist_steal_local_done(cask_dist_graph *g)
-{
-    struct dist_steal *S = g->dist->stl;
-    if (!S || !g->stl || g->stl->local_done)
-        return;
-    g->stl->local_done = 1;
-    atomic_fetch_add(&S->active_done, 1);
-}
-
-void dist_steal_run_end(cask_dist_graph *g)
-{
-    struct dist_steal *S = g->dist->stl;
-    if (!S || !g->stl)
-        return;
-    if (g->stl->local_done)
-        atomic_fetch_sub(&S->active_done, 1);
-    g->stl->local_done = 0;
-    pthread_mutex_lock(&S->mu);
-    if (atomic_fetch_sub(&S->active, 1) == 1 && S->announced) {
-        steal_tell_idle(S, 0, 0);   /* at once: the next run may begin before the thread looks */
-        S->announced = 0;
-    }
-    pthread_mutex_unlock(&S->mu);
-    size_t out = atomic_load(&g->stl->out), in = atomic_load(&g->stl->in);
-    if (out || in)
-        log_msg(g->dist->rt, CASK_LOG_INFO, "dist graph %u run %u rank %d: balancing: %zu "
-                "tasks ran on other ranks, %zu of theirs ran here (so far)", g->id, g->run,
-                g->dist->rank, out, in);
-}
-
-/* ---- life ---- */
-
-cask_status dist_steal_init(cask_dist *dist, const cask_dist_config *cfg)
-{
-    const char *s = getenv("CASK_DIST_BALANCE");
-    /* opt-in for now: with it on, random gather graphs (test_dist_gather stress at 4
-     * ranks) lost a rank now and then; open in issue 11 */
-    int balance = s && *s ? atoi(s) != 0 : 0;
-    if (cfg && (cfg->field_mask & CASK_DIST_BALANCE))
-        balance = cfg->balance != 0;
-    double bw = 1e9;
-    if ((s = getenv("CASK_DIST_BALANCE_BW")) && *s) {
-        char *end;
-        bw = strtod(s, &end);
-        if (*end || !(bw > 0))
-            return log_error(dist->rt, CASK_ERR_INVALID, "cask_dist_init: CASK_DIST_BALANCE_BW="
-                             "%s: want a positive number of bytes per second", s);
-    }
-    int slow_rank = -1, spin = 0;
-    double factor = 1;
-    if ((s = getenv("CASK_DIST_SLOW_RANK")) && *s) {
-        char *end;
-        long r = strtol(s, &end, 10);
-        if (end != s && *end == ':' && r >= 0 && r < dist->size &&
-            (factor = strtod(end + 1, &end)) >= 1 && (!*end || !strcmp(end, ":spin") ||
-                                                       !strcmp(end, ":sleep"))) {
-            spin = !strcmp(end, ":spin");
-            slow_rank = (int)r;
-        } else {
-            return log_error(dist->rt, CASK_ERR_INVALID, "cask_dist_init: CASK_DIST_SLOW_RANK="
-                             "%s: want RANK:FACTOR[:sleep|:spin], a rank below %d and a factor "
-                             ">= 1", s, dist->size);
-        }
-    }
-    if ((!balance || dist->size == 1) && slow_rank < 0)
-        return CASK_OK;   /* nothing to wrap: tasks run as the plan says, unwrapped */
-    struct dist_steal *S = calloc(1, sizeof *S);
-    if (!S)
-        return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_init");
-    S->dist = dist;
-    S->balance = balance && dist->size > 1;
-    S->bw = bw;
-    S->slow_rank = slow_rank;
-    S->slow_factor = factor;
-    S->slow_spin = spin;
-    pthread_mutex_init(&S->mu, NULL);
-    pthread_cond_init(&S->cv, NULL);
-    S->idle = calloc((size_t)dist->size, sizeof *S->idle);
-    S->inflight = calloc((size_t)dist->size, sizeof *S->inflight);
-    S->svc_ns = calloc((size_t)dist->size, sizeof *S->svc_ns);
-    S->idle_seq = calloc((size_t)dist->size, sizeof *S->idle_seq);
-    S->idle_run = calloc((size_t)dist->size, sizeof *S->idle_run);
-    S->adv_hash = calloc((size_t)dist->size * STEAL_ADV, sizeof *S->adv_hash);
-    S->adv_us = calloc((size_t)dist->size * STEAL_ADV, sizeof *S->adv_us);
-    S->nvs = STEAL_CREDIT_MAX * (dist->size - 1);
-    S->vs = calloc(S->nvs ? (size_t)S->nvs : 1, sizeof *S->vs);
-    dist->stl = S;
-    if (!S->idle || !S->inflight || !S->vs || !S->svc_ns || !S->idle_seq || !S->idle_run ||
-        !S->adv_hash || !S->adv_us)
-        return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_init");
-    for (int i = 0; i < STEAL_CREDIT * (dist->size - 1); i++) {   /* room for what peers
-                                                                  may give (more: made) */
-        tslot *ts = calloc(1, sizeof *ts);
-        if (!ts)
-            return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_init");
-        ts->S = S;
-        ts->all_next = S->tall;
-        S->tall = ts;
-        ts->next = S->tfree;
-        S->tfree = ts;
-    }
-    if (slow_rank == dist->rank)
-        log_msg(dist->rt, CASK_LOG_WARN, "cask_dist_init: rank %d slowed on purpose: its task "
-                "bodies take %gx as long (CASK_DIST_SLOW_RANK, %s)", dist->rank, factor,
-                spin ? "spinning" : "sleeping");
-    return CASK_OK;
-}
-
-void dist_steal_register(cask_dist *dist)
-{
-#ifdef CASK_HAVE_UCX
-    if (dist->stl && dist->ucx)
-        xport_ucx_set_handler(dist->ucx, DIST_AM_STEAL, steal_on_msg, dist->stl);
-#else
-    (void)dist;
-#endif
-}
-
-cask_status dist_steal_start(cask_dist *dist)
-{
-    struct dist_steal *S = dist->stl;
-    if (!S || !S->balance)
-        return CASK_OK;
-    if (pthread_create(&S->thread, NULL, steal_thread, S))
-        return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_init: the balancing thread");
-    S->thread_on = 1;
-    return CASK_OK;
-}
-
-void dist_steal_stop(cask_dist *dist)
-{
-    struct dist_steal *S = dist->stl;
-    if (!S)
-        return;
-    pthread_mutex_lock(&S->mu);
-    S->stop = 1;
-    pthread_cond_broadcast(&S->cv);
-    pthread_mutex_unlock(&S->mu);
-    if (S->thread_on)
-        pthread_join(S->thread, NULL);
-    S->thread_on = 0;
-    /* Tasks taken and not run (their victims' runs failed, or this rank's did): their
-     * victims must hear, before this rank says goodbye, that no result will come. */
-    pthread_mutex_lock(&S->mu);
-    tslot *q = S->qhead;
-    S->qhead = S->qtail = NULL;
-    if (S->deferred) {
-        tslot *last = S->deferred;
-        while (last->next)
-            last = last->next;
-        last->next = q;
-        q = S->deferred;
-        S->deferred = NULL;
-    }
-    pthread_mutex_unlock(&S->mu);
-    while (q) {
-        tslot *next = q->next;
-        refuse(S, q);
-        q = next;
-    }
-}
-
-void dist_steal_finalize(cask_dist *dist)
-{
-    struct dist_steal *S = dist->stl;
-    if (!S)
-        return;
-    dist_steal_stop(dist);
-    while (S->cache) {
-        steal_cached *e = S->cache;
-        S->cache = e->next;
-        free(e->buf);
-        free(e);
-    }
-    while (S->tall) {
-        tslot *ts = S->tall;
-        S->tall = ts->all_next;
-        free(ts->args);
-        free(ts->buf);
-        free(ts->out);
-        free(ts);
-    }
-    for (int i = 0; i < S->nvs; i++) {
-        free(S->vs[i].in);
-        free(S->vs[i].res);
-    }
-    free(S->vs);
-    free((void *)S->idle);
-    free(S->inflight);
-    free(S->svc_ns);
-    free(S->idle_seq);
-    free((void *)S->idle_run);
-    free((void *)S->adv_hash);
-    free((void *)S->adv_us);
-    pthread_mutex_destroy(&S->mu);
-    pthread_cond_destroy(&S->cv);
-    free(S);
-    dist->stl = NULL;
 }

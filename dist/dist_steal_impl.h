@@ -1,6 +1,7 @@
 /* dist/dist_steal_impl.h: the insides of run-time balancing, shared by dist_steal.c
- * (state, idleness, the victim's side: wrapping, shipping a task, its result) and
- * dist_steal_exec.c (the thief's side: taking a task, running it, the input cache). */
+ * (state, idleness, the victim's side: wrapping, shipping a task, its result),
+ * dist_steal_exec.c (the thief's side: taking a task, running it, the input cache) and
+ * dist_steal_life.c (init, the thread's start and stop, finalize, the run hooks). */
 #ifndef CASK_DIST_DIST_STEAL_IMPL_H
 #define CASK_DIST_DIST_STEAL_IMPL_H
 
@@ -19,6 +20,7 @@ enum { STEAL_CREDIT = 2,     /* tasks a rank may have out at one peer before it 
        STEAL_MAX_KERNELS = 64,
        STEAL_ADV = 8,        /* kernel times an IDLE message carries */
        STEAL_ALIGN = 64,
+       STEAL_FAILED_RUNS = 4,   /* failed runs remembered (graphs computing at once) */
        STEAL_WORTH = 4 };     /* a task moves only if it takes this many times its bytes'
                                  time on the wire (a quarter of its time at most goes to
                                  moving it) */
@@ -106,6 +108,13 @@ typedef struct tslot {
     char name[80];
 } tslot;
 
+/* A run that failed here: tasks of it taken from peers get this answer. */
+typedef struct steal_failed_run {
+    uint32_t graph, run;      /* graph 0: unused (graph ids start at 1) */
+    cask_status st;
+    char msg[768];
+} steal_failed_run;
+
 /* An input a thief keeps for later tasks of the same run. */
 typedef struct steal_cached {
     struct steal_cached *next;
@@ -142,6 +151,8 @@ struct dist_steal {
     int nvs;
     tslot *tall, *tfree, *qhead, *qtail;
     tslot *deferred;          /* taken tasks waiting for an input another one brings */
+    steal_failed_run failed[STEAL_FAILED_RUNS];   /* the latest, a ring */
+    int failed_next;
     steal_cached *cache;
     _Atomic int active, active_done;   /* graphs computing here / whose local graph ended */
     _Atomic int exec_busy;    /* the thread runs a taken task */
@@ -168,6 +179,10 @@ void steal_on_task(struct dist_steal *S, xport_ucx_msg *m, const steal_hdr *h);
 #endif
 /* Runs the taken tasks queued (thread, S->mu held; unlocks while running). */
 void steal_exec_queued(struct dist_steal *S);
+/* Answers a taken task that will not run here (this rank leaves the job). */
+void steal_refuse(struct dist_steal *S, tslot *ts);
+/* The balancing thread (arg: S): announces idleness, runs taken tasks. */
+void *steal_thread(void *arg);
 void steal_cache_drop_graph(struct dist_steal *S, uint32_t graph);
 
 static inline size_t steal_align(size_t n)

@@ -15,7 +15,9 @@
  * Handlers run on the progress thread; keep them short, never block in them; they may
  * call xport_ucx_am_send (then sent at once, without the queue). Completion callbacks
  * run on the progress thread too, except that a send which completes at once may call
- * its done on the sending thread before xport_ucx_am_send returns.
+ * its done on the sending thread before xport_ucx_am_send returns; never the done of
+ * another send (a thread may send while holding a lock that other sends' callbacks
+ * take).
  *
  * Messages. xport_ucx_am_send(peer, id, header, data) delivers the header (copied at the
  * call, at most XPORT_UCX_MAX_HEADER bytes) and the data (not copied: zero copy where

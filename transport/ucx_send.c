@@ -76,16 +76,25 @@ static cask_status send_mem(xport_ucx *x, int peer, unsigned id, const void *hea
     }
     /* The progress thread asleep (or between two rounds): send from here, without a
      * thread hand-off. Not to this rank: UCX's self transport would run our own
-     * handler on this thread. */
-    if (direct && peer != x->rank && pthread_mutex_trylock(&x->lock) == 0) {
-        ucx_drain_submit(x);           /* keep this thread's earlier sends first */
-        x->need_progress = 0;
-        ucx_issue(x, op);
-        int wake = x->need_progress;   /* a request UCX must progress */
+     * handler on this thread. Only while no send waits in the queue: issuing those
+     * here would run their done callbacks on this thread, which may hold a lock they
+     * take (the balancer announcing itself idle under its lock ran a taken task's
+     * result_sent, which takes that lock: the thread hung holding the transport's
+     * lock, the progress thread waited for it, heartbeats stopped and the peers
+     * declared this rank lost). Behind them in the queue, this thread's earlier sends
+     * stay first. */
+    if (direct && peer != x->rank && !atomic_load(&x->submit) &&
+        pthread_mutex_trylock(&x->lock) == 0) {
+        if (!atomic_load(&x->submit)) {
+            x->need_progress = 0;
+            ucx_issue(x, op);
+            int wake = x->need_progress;   /* a request UCX must progress */
+            pthread_mutex_unlock(&x->lock);
+            if (wake && atomic_load(&x->sleeping))
+                ucx_wake(x);
+            return CASK_OK;
+        }
         pthread_mutex_unlock(&x->lock);
-        if (wake && atomic_load(&x->sleeping))
-            ucx_wake(x);
-        return CASK_OK;
     }
     ucx_op *head = atomic_load_explicit(&x->submit, memory_order_relaxed);
     do {

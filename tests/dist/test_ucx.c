@@ -13,6 +13,10 @@
  *                       among themselves and shut down without hanging
  *   test_ucx freeze     rank 1 stops (SIGSTOP) without closing anything; the others
  *                       declare it dead after the peer timeout
+ *   test_ucx callbacks  a thread sends right after posting (xport_ucx_am_post_mem),
+ *                       holding a lock as the balancer does: the posted sends' done
+ *                       callbacks never run on that thread (they would deadlock on
+ *                       its lock), all arrive
  * Run under tests/dist/run.sh (kill and freeze with --survivors NP-1). */
 #include <pthread.h>
 #include <signal.h>
@@ -25,7 +29,7 @@
 #include "dist_test.h"
 
 enum { AM_PING = 1, AM_PONG = 2, AM_BLOB = 3, AM_ACK = 4, AM_FLOOD = 5, AM_STREAM = 6,
-       AM_DONE = 7 };
+       AM_DONE = 7, AM_CB = 8 };
 
 typedef struct env {
     xport_boot *b;
@@ -305,6 +309,67 @@ static void test_flood(void)
     teardown(&e);
 }
 
+/* ---- whose thread runs a send's done callback ---- */
+
+enum { CB_ROUNDS = 3000 };
+static pthread_t cb_sender;
+static pthread_mutex_t cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Atomic long cb_posted_done, cb_foreign, cb_got;
+
+/* The posted send's done: must run on the progress thread. On the sending thread it
+ * would wait for cb_lock, which that thread holds (the balancer's deadlock): count it
+ * instead of hanging. */
+static void cb_posted(void *arg, cask_status st, const char *why)
+{
+    (void)arg;
+    CHECK_OK(st, "posted send: %s", why ? why : "");
+    if (pthread_equal(pthread_self(), cb_sender))
+        atomic_fetch_add(&cb_foreign, 1);
+    atomic_fetch_add(&cb_posted_done, 1);
+}
+
+static void on_cb(void *arg, xport_ucx_msg *m)
+{
+    (void)arg; (void)m;
+    atomic_fetch_add(&cb_got, 1);
+}
+
+static void test_callbacks(void)
+{
+    env e;
+    setup(&e, NULL);
+    CHECK_OK(xport_ucx_set_handler(e.x, AM_CB, on_cb, &e), "set_handler");
+    connect_or_die(&e);
+    cb_sender = pthread_self();
+    static const char payload[8] = "payload";
+    long sent = 0;
+    for (int i = 0; i < CB_ROUNDS; i++) {
+        int peer = (e.rank + 1 + i % (e.size - 1)) % e.size;
+        int32_t h = i;
+        /* queued for the progress thread, which is woken ... */
+        CHECK_OK(xport_ucx_am_post_mem(e.x, peer, AM_CB, &h, sizeof h, payload,
+                                       sizeof payload, XPORT_UCX_MEM_HOST, cb_posted, NULL),
+                 "post %d to %d", i, peer);
+        /* ... while this thread, holding its lock, sends directly if it can */
+        pthread_mutex_lock(&cb_lock);
+        cask_status st = xport_ucx_am_send(e.x, peer, AM_CB, &h, sizeof h, payload,
+                                           sizeof payload, NULL, NULL);
+        pthread_mutex_unlock(&cb_lock);
+        CHECK_OK(st, "send %d to %d", i, peer);
+        sent += 2;
+        if (i % 64 == 63)   /* spaced out a little: the progress thread also sleeps */
+            dt_sleep_ms(1);
+    }
+    wait_for(&cb_posted_done, CB_ROUNDS, 120, "posted sends completed");
+    printf("[rank %d] %d posted sends: %ld completed on the sending thread\n", e.rank,
+           CB_ROUNDS, atomic_load(&cb_foreign));
+    CHECK(atomic_load(&cb_foreign) == 0, "%ld of %d posted sends called their done on the "
+          "thread of a later xport_ucx_am_send (ucx.h: on the progress thread)",
+          atomic_load(&cb_foreign), CB_ROUNDS);
+    wait_for(&cb_got, sent, 120, "messages arrived");   /* every rank sends as many */
+    teardown(&e);
+}
+
 /* ---- a rank dies (kill) or hangs (freeze) in the middle of a stream ---- */
 
 static _Atomic long lost_rank = -1, stream_got, stream_failed;
@@ -457,8 +522,10 @@ int main(int argc, char **argv)
         test_failure(SIGKILL);
     else if (!strcmp(what, "freeze"))
         test_failure(SIGSTOP);
+    else if (!strcmp(what, "callbacks"))
+        test_callbacks();
     else {
-        fprintf(stderr, "usage: test_ucx pingpong|rndv [MB]|flood|kill|freeze\n");
+        fprintf(stderr, "usage: test_ucx pingpong|rndv [MB]|flood|kill|freeze|callbacks\n");
         return 2;
     }
     if (dt_rank_ == 0)
