@@ -96,10 +96,11 @@ static cask_status rec_create(cask_dist_graph *g)
     return st;
 }
 
-/* Before the graph's PLAN goes out: no other rank can run the graph, so fail in it and
- * send a STATE for it, before this one has its record (a STATE for a graph without one
- * was dropped, and its sender waited for this rank's in vain). A failure here is left
- * to the first compute, which tries again and reports it. */
+/* Called before the graph's PLAN goes out: no other rank can run the graph (and so
+ * fail in it and send a STATE for it) before it has this rank's PLAN, so every STATE
+ * finds the record. (Made at the first compute, it could come too late: a STATE for a
+ * graph without one was dropped, and its sender waited for this rank's in vain.) A
+ * failure here is left to the first compute, which tries again and reports it. */
 void dist_recover_prepare(cask_dist_graph *g)
 {
     if (g->dist->size >= 2 && g->dist->size <= 64 && !g->rec)
@@ -238,7 +239,8 @@ static void note_done(cask_dist_graph *g)
 
 /* ---- STATE and READY ---- */
 
-/* Records what rank `from` said of run `run` (under dist->mu). A COMPLETED answer is
+#ifdef CASK_HAVE_UCX
+/* Records what rank `from` said of run h->run (under dist->mu). A COMPLETED answer is
  * kept apart: the same rank's own STATE of a later run (it went on and is recovering
  * that one) may land right after it and overwrite state_run. */
 static void note_state(dist_recovery *rec, int from, const dist_state_hdr *h)
@@ -250,7 +252,6 @@ static void note_state(dist_recovery *rec, int from, const dist_state_hdr *h)
         rec->completed_run[from] = h->run;
 }
 
-#ifdef CASK_HAVE_UCX
 typedef struct state_in {
     cask_dist *dist;
     dist_state_hdr h;
