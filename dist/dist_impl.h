@@ -398,6 +398,9 @@ cask_status dist_recover_init(cask_dist *dist);
 /* At the start of each compute: after a recovery, the plan over the survivors; at the
  * first, snapshots of the owned inputs the graph overwrites and no loader makes. */
 cask_status dist_recover_begin(cask_dist_graph *g);
+/* Makes g's recovery record (what was delivered, STATE answers) before its PLAN is
+ * sent, so that no STATE for g can come before it; failures are left to the compute. */
+void dist_recover_prepare(cask_dist_graph *g);
 /* The compute's run failed with CASK_ERR_PEER: agree, re-plan, re-run until done. */
 cask_status dist_recover(cask_dist_graph *g);
 void dist_recover_on_ready(cask_dist_graph *g, int from, const dist_ctrl_hdr *h);
@@ -409,11 +412,14 @@ void dist_recover_free(cask_dist_graph *g);
 /* dist_lineage.c: survivors adopt the data of ranks out of the view (new owner: the
  * next live rank), filled by its loader where it has one. */
 cask_status dist_lineage_adopt(cask_dist *dist, char *err, size_t errlen);
-/* dist_testkill.c: CASK_DIST_TEST_KILL / CASK_DIST_TEST_FREEZE (tests only). */
+/* dist_testkill.c: CASK_DIST_TEST_KILL / _FREEZE / _DROP_DONE (tests only). */
 cask_status dist_testkill_init(cask_dist *dist);
 /* Before each task of this rank's local graph: a probe task (only under the test
  * hook) that kills or freezes this process when it starts. */
 cask_status dist_testkill_probe(cask_dist_graph *g, const cask_access *acc, int nacc);
+/* CASK_DIST_TEST_DROP_DONE=R:S:N: on rank R, the DONE of run N from rank S is dropped
+ * as if it came after a view change (1: drop it). Called under dist->mu. */
+int dist_testkill_drop_done(const cask_dist *dist, int from, uint32_t run);
 
 /* dist_xfer.c: the tasks that move chunks (send, receive, deliver, copy) and the
  * handler of data messages. */

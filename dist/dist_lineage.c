@@ -300,10 +300,11 @@ cask_status dist_lineage_plan(cask_dist_graph *g)
     for (uint32_t gid = 0; gid < dist->ndata; gid++) {
         if (!rec->touched[gid] || rec->done[g->ngathers + gid])
             continue;
-        int delivered = 0;
-        for (size_t k = 0; k < g->ngathers; k++)
-            if (g->gathers[k].gid == gid && rec->done[k])
-                delivered = 1;
+        int delivered = 0;   /* to every live root of its gathers (there is one) */
+        for (size_t k = 0; k < g->ngathers && delivered >= 0; k++)
+            if (g->gathers[k].gid == gid && !dist->excluded[g->gathers[k].root])
+                delivered = rec->done[k] ? 1 : -1;
+        delivered = delivered > 0;
         if (rec->orphan[gid] && delivered && !rec->first_reads[gid]) {
             /* its owner is gone and its result was delivered: not made again (the graph
              * does not read it before writing it); later graphs that read it first fail

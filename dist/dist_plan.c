@@ -612,6 +612,8 @@ static void plan_final(planner *P, int final_exchange)
             if (P->rp && !P->rp->out_gather[k])
                 continue;   /* delivered before the loss: not again */
             int root = g->gathers[k].root, seen = need_home && root == owner;
+            if (dist->excluded[root])
+                continue;   /* a root out of the view: nothing goes to it */
             for (int j = first[gid]; j != k && !seen; j = next[j])
                 seen = g->gathers[j].root == root && !(P->rp && !P->rp->out_gather[j]);
             if (seen)

@@ -40,7 +40,7 @@ cask_status dist_recover_init(cask_dist *dist)
     if (st)
         dist_fail(dist, "registering the restore kernel: %s", cask_status_string(st));
     if (!st && (st = dist_testkill_init(dist)))
-        dist_fail(dist, "CASK_DIST_TEST_KILL / CASK_DIST_TEST_FREEZE: bad value");
+        dist_fail(dist, "CASK_DIST_TEST_KILL / _FREEZE / _DROP_DONE: bad value");
     return st;
 }
 
@@ -59,6 +59,7 @@ void dist_recover_free(cask_dist_graph *g)
     free(rec->state_epoch);
     free(rec->state_run);
     free(rec->state_flags);
+    free(rec->completed_run);
     free(rec->ready_epoch);
     free(rec->orphan);
     free(rec);
@@ -77,15 +78,33 @@ static cask_status rec_create(cask_dist_graph *g)
     rec->state_epoch = calloc(n, sizeof *rec->state_epoch);
     rec->state_run = calloc(n, sizeof *rec->state_run);
     rec->state_flags = calloc(n, 1);
+    rec->completed_run = calloc(n, sizeof *rec->completed_run);
     rec->ready_epoch = calloc(n, sizeof *rec->ready_epoch);
     rec->orphan = calloc(dist->ndata ? dist->ndata : 1, 1);
     pthread_mutex_lock(&dist->mu);
     g->rec = rec;   /* handlers look at it */
     pthread_mutex_unlock(&dist->mu);
-    if (!rec->done || !rec->state_epoch || !rec->state_run || !rec->state_flags ||
-        !rec->ready_epoch || !rec->orphan)
-        return CASK_ERR_NOMEM;
-    return dist_lineage_prepare(g);
+    cask_status st = CASK_ERR_NOMEM;
+    if (rec->done && rec->state_epoch && rec->state_run && rec->state_flags &&
+        rec->completed_run && rec->ready_epoch && rec->orphan)
+        st = dist_lineage_prepare(g);
+    if (st) {   /* none of it: the next compute tries again */
+        pthread_mutex_lock(&dist->mu);
+        dist_recover_free(g);
+        pthread_mutex_unlock(&dist->mu);
+    }
+    return st;
+}
+
+/* Called before the graph's PLAN goes out: no other rank can run the graph (and so
+ * fail in it and send a STATE for it) before it has this rank's PLAN, so every STATE
+ * finds the record. (Made at the first compute, it could come too late: a STATE for a
+ * graph without one was dropped, and its sender waited for this rank's in vain.) A
+ * failure here is left to the first compute, which tries again and reports it. */
+void dist_recover_prepare(cask_dist_graph *g)
+{
+    if (g->dist->size >= 2 && g->dist->size <= 64 && !g->rec)
+        (void)rec_create(g);
 }
 
 /* Frees the current plan (normal or recovery) once no message can land in it. */
@@ -141,13 +160,23 @@ cask_status dist_recover_begin(cask_dist_graph *g)
     cask_status st = CASK_OK;
     if (g->dist->size < 2 || g->dist->size > 64)
         return CASK_OK;   /* nothing to recover, or too many ranks to (no snapshots) */
+    if (g->rec && !g->rec->computes && g->rec->ndone != g->ngathers + g->dist->ndata) {
+        pthread_mutex_lock(&g->dist->mu);   /* data declared since the plan: made again */
+        dist_recover_free(g);
+        pthread_mutex_unlock(&g->dist->mu);
+    }
     if (!g->rec && (st = rec_create(g))) {
         dist_graph_error(g, "rank %d: %s", g->dist->rank, cask_status_string(st));
         return st;
     }
     dist_recovery *rec = g->rec;
     rec->computes++;
-    memset(rec->done, 0, rec->ndone ? rec->ndone : 1);
+    pthread_mutex_lock(&g->dist->mu);
+    if (rec->done_run != g->run) {   /* keeps what others said of this run already */
+        memset(rec->done, 0, rec->ndone ? rec->ndone : 1);
+        rec->done_run = g->run;
+    }
+    pthread_mutex_unlock(&g->dist->mu);
     memset(rec->orphan, 0, g->dist->ndata ? g->dist->ndata : 1);
     if (g->replan && (st = replan(g, 0)))   /* after a recovery: the survivors' plan */
         return st;
@@ -160,6 +189,17 @@ cask_status dist_recover_begin(cask_dist_graph *g)
         rec->hopeless = 1;
         return st;
     }
+    pthread_mutex_lock(&g->dist->mu);
+    int unagreed = dist_unagreed(g->dist);
+    pthread_mutex_unlock(&g->dist->mu);
+    if (unagreed) {
+        /* a loss seen, or a newer view started by others, while this rank was between
+         * computes (say after it completed a run that another rank is recovering): the
+         * others will not run this plan, so its receives would wait for nothing */
+        dist_graph_error(g, "rank %d: the job's membership changed before this compute",
+                         g->dist->rank);
+        return CASK_ERR_PEER;
+    }
     if (g->plan_epoch != g->dist->epoch) {
         /* ranks were lost between the plan and this compute: recover this run */
         dist_graph_error(g, "rank %d: the job lost ranks since the graph was planned",
@@ -169,7 +209,9 @@ cask_status dist_recover_begin(cask_dist_graph *g)
     return st;
 }
 
-/* What this rank delivered in the run of the current plan. */
+/* What this rank delivered in the run of the current plan: the gathers rooted here
+ * whose destinations its deliver/copy tasks filled (only those: another root of the
+ * same datum may not have got it yet), and the data that reached home here. */
 static void note_done(cask_dist_graph *g)
 {
     dist_recovery *rec = g->rec;
@@ -178,7 +220,7 @@ static void note_done(cask_dist_graph *g)
         if (s->done_run != g->run)
             continue;
         for (size_t k = 0; s->dest && k < g->ngathers; k++)
-            if (g->gathers[k].gid == s->gid)
+            if (g->gathers[k].gid == s->gid && g->gathers[k].root == g->dist->rank)
                 rec->done[k] = 1;
         if (s->home)
             rec->done[g->ngathers + s->gid] = 1;
@@ -188,7 +230,7 @@ static void note_done(cask_dist_graph *g)
         if (c->done_run != g->run)
             continue;
         for (size_t k = 0; c->dest && k < g->ngathers; k++)
-            if (g->gathers[k].gid == c->gid)
+            if (g->gathers[k].gid == c->gid && g->gathers[k].root == g->dist->rank)
                 rec->done[k] = 1;
         if (c->to || !c->dest)   /* a copy home, or the mark of a result made there */
             rec->done[g->ngathers + c->gid] = 1;
@@ -198,6 +240,18 @@ static void note_done(cask_dist_graph *g)
 /* ---- STATE and READY ---- */
 
 #ifdef CASK_HAVE_UCX
+/* Records what rank `from` said of run h->run (under dist->mu). A COMPLETED answer is
+ * kept apart: the same rank's own STATE of a later run (it went on and is recovering
+ * that one) may land right after it and overwrite state_run. */
+static void note_state(dist_recovery *rec, int from, const dist_state_hdr *h)
+{
+    rec->state_epoch[from] = h->epoch;
+    rec->state_run[from] = h->run;
+    rec->state_flags[from] = (uint8_t)h->flags;
+    if (h->flags == STATE_COMPLETED && h->run > rec->completed_run[from])
+        rec->completed_run[from] = h->run;
+}
+
 typedef struct state_in {
     cask_dist *dist;
     dist_state_hdr h;
@@ -214,11 +268,16 @@ static void state_landed(void *arg, cask_status st, const char *why)
     cask_dist_graph *g = dist_find_graph(dist, in->h.graph);
     dist_recovery *rec = g ? g->rec : NULL;
     if (!st && rec && in->h.n == rec->ndone) {
-        for (size_t i = 0; i < rec->ndone; i++)
+        /* what was delivered in run h.run: an earlier run's says nothing of this one; a
+         * later run's (a rank that went on: it completed the run this one recovers,
+         * and says so) starts that run's record */
+        if (in->h.run > rec->done_run) {
+            memset(rec->done, 0, rec->ndone);
+            rec->done_run = in->h.run;
+        }
+        for (size_t i = 0; in->h.run == rec->done_run && i < rec->ndone; i++)
             rec->done[i] |= in->bytes[i];
-        rec->state_epoch[in->from] = in->h.epoch;
-        rec->state_run[in->from] = in->h.run;
-        rec->state_flags[in->from] = (uint8_t)in->h.flags;
+        note_state(rec, in->from, &in->h);
     }
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
@@ -265,11 +324,12 @@ void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, v
     cask_dist_graph *g = dist_find_graph(dist, h.graph);
     int drop = dist->excluded[from];
     if (!drop && h.flags == STATE_RECOVERING) {
-        /* this rank is not computing that run: it finished it, or gave up on it, or
-         * (no answer) has not started it yet and will recover it with the others */
+        /* this rank is not computing that run: it finished it (and may be computing
+         * the next one already), or gave up on it, or (no answer) has not started it
+         * yet and will recover it with the others */
         if (!g && h.graph <= dist->next_graph)
             reply.flags = STATE_GONE;   /* destroyed */
-        else if (g && !g->running && g->ok_run >= h.run)
+        else if (g && g->ok_run >= h.run)
             reply.flags = STATE_COMPLETED;
         else if (g && !g->running && g->run >= h.run)
             reply.flags = STATE_GONE;
@@ -288,11 +348,8 @@ void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, v
     if (!m->len) {   /* no bytes: only the flags count */
         pthread_mutex_lock(&dist->mu);
         cask_dist_graph *gg = dist_find_graph(dist, h.graph);
-        if (gg && gg->rec) {
-            gg->rec->state_epoch[from] = h.epoch;
-            gg->rec->state_run[from] = h.run;
-            gg->rec->state_flags[from] = (uint8_t)h.flags;
-        }
+        if (gg && gg->rec)
+            note_state(gg->rec, from, &h);
         pthread_cond_broadcast(&dist->cv);
         pthread_mutex_unlock(&dist->mu);
         free(in);
@@ -320,8 +377,9 @@ static int states_in(cask_dist_graph *g, uint32_t run)
     cask_dist *dist = g->dist;
     dist_recovery *rec = g->rec;
     for (int r = 0; r < dist->size; r++)
-        if (r != dist->rank && !dist->excluded[r] && rec->state_run[r] == run &&
-            rec->state_flags[r] != STATE_RECOVERING)
+        if (r != dist->rank && !dist->excluded[r] &&
+            (rec->completed_run[r] >= run ||
+             (rec->state_run[r] == run && rec->state_flags[r] != STATE_RECOVERING)))
             return 1;   /* a rank that is not recovering answered: decided */
     for (int r = 0; r < dist->size; r++)
         if (r != dist->rank && !dist->excluded[r] &&
@@ -374,9 +432,6 @@ cask_status dist_recover(cask_dist_graph *g)
     uint32_t failed_run = g->run;
     char err[768];
     note_done(g);
-    pthread_mutex_lock(&dist->mu);
-    g->run = failed_run + 1;   /* the recovery's run: late messages of the failed one drop */
-    pthread_mutex_unlock(&dist->mu);
     cask_status st;
     for (int attempt = 1;; attempt++) {
         if ((st = dist_member_agree(dist, err, sizeof err))) {
@@ -404,16 +459,32 @@ cask_status dist_recover(cask_dist_graph *g)
             continue;   /* another loss: agree again */
         int completed = 0, gone = -1;
         pthread_mutex_lock(&dist->mu);
-        for (int r = 0; r < dist->size; r++)
-            if (r != dist->rank && !dist->excluded[r] && rec->state_run[r] == failed_run) {
-                if (rec->state_flags[r] == STATE_COMPLETED)
-                    completed = 1;
-                else if (rec->state_flags[r] == STATE_GONE)
-                    gone = r;
-            }
+        for (int r = 0; r < dist->size; r++) {
+            if (r == dist->rank || dist->excluded[r])
+                continue;
+            if (rec->completed_run[r] >= failed_run)
+                completed = 1;
+            else if (rec->state_run[r] == failed_run && rec->state_flags[r] == STATE_GONE)
+                gone = r;
+        }
+        if (!completed && gone < 0)
+            /* the recovery's run, only now: until this rank knows that it runs one, a
+             * copy of the others' next run (they may have completed this one) must not
+             * be taken for this run's (a gathered result lands straight in its
+             * destination); late messages of the failed run drop by their epoch */
+            g->run = failed_run + 1;
         pthread_mutex_unlock(&dist->mu);
-        if (completed)   /* every rank finished the run before the loss: nothing is missing */
+        if (completed) {
+            /* Every rank finished the run before the loss (a rank completes it only with
+             * every rank's DONE); this one did not see some DONE before the view changed
+             * (a DONE of the old epoch is dropped then). Nothing is missing, and this
+             * rank's run stays the others' (it never took the recovery's number). The
+             * plan still holds the lost ranks: the next compute recovers from its
+             * start, with the same run number on every rank. */
+            log_msg(dist->rt, CASK_LOG_WARN, "rank %d: graph %u run %u: completed on every "
+                    "rank before the loss (epoch %u)", dist->rank, g->id, failed_run, epoch);
             return CASK_OK;
+        }
         if (gone >= 0) {
             dist_graph_error(g, "rank %d left graph %u after the loss of a rank: the "
                              "survivors cannot finish it without it", gone, g->id);

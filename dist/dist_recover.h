@@ -30,11 +30,17 @@ typedef struct dist_recovery {
     uint8_t *first_reads;      /* per gid: the graph's first access to it reads it */
     void **snap;               /* per gid: this rank's snapshot at the first compute */
     uint8_t *done;             /* ngathers + ndata: delivered / home in this compute */
+    uint32_t done_run;         /* the run (compute) that done describes: a STATE of
+                                  another run neither adds to it nor is lost by its
+                                  reset at the next compute (under dist->mu) */
     uint8_t *orphan;           /* per gid: its owner was lost during this compute */
     size_t ndone;
     /* the protocol (under dist->mu) */
     uint32_t *state_epoch, *state_run;
     uint8_t *state_flags;
+    uint32_t *completed_run;   /* per rank: the latest run it said it completed (a
+                                  STATE_COMPLETED answer; kept when a later STATE of
+                                  the same rank overwrites state_run) */
     uint32_t *ready_epoch;
     /* the recovery plan */
     dist_task *saved_tasks;    /* the graph's own tasks while the plan is built */

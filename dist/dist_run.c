@@ -25,8 +25,11 @@ void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const
         g->plan_st[from] = (cask_status)h->status;
         break;
     case CTRL_DONE:
-        if (h->epoch != g->dist->epoch)
-            break;   /* another view's run */
+        /* another view's run: a rank that misses a DONE this way either recovers the
+         * run with the others (DONE again, in the new epoch) or learns by STATE that
+         * every rank completed it (dist_recover.c) */
+        if (h->epoch != g->dist->epoch || dist_testkill_drop_done(g->dist, from, h->run))
+            break;
         if (h->run > g->done_from[from])
             g->done_from[from] = h->run;
         break;
@@ -203,6 +206,7 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
         dist_graph_error(g, "%s", aerr);   /* data declared for ranks lost since */
     cask_status st = wst ? wst : dist_plan(g);
     g->hash = dist_graph_hash(g);
+    dist_recover_prepare(g);     /* before any rank can send a STATE for it */
     pthread_mutex_lock(&dist->mu);
     g->planned = 1;              /* from now on data for this graph is taken */
     pthread_mutex_unlock(&dist->mu);

@@ -8,12 +8,17 @@
  *   CASK_DIST_TEST_FREEZE=R:K:MS       rank R stops (SIGSTOP) for MS ms at that point,
  *                                      then goes on (a child sends SIGCONT): a rank that
  *                                      was only slow
+ *   CASK_DIST_TEST_DROP_DONE=R:S:N     rank R drops the DONE of run N from rank S, as
+ *                                      one that lands after R changed its view: with a
+ *                                      loss right after, R must learn from S that the
+ *                                      run was completed (dist_recover.c, STATE)
  *
  * With a hook set, a probe task precedes each task of the local graph, using the same
  * handles (so it starts when the task could), and counts. */
 #include "dist/dist_impl.h"
 
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +31,8 @@ typedef struct dist_testkill {
     int n;
     struct { int rank; long at; int recovery; int freeze_ms; } pt[TK_MAX];
     _Atomic long count, count_rec;
+    int drop_rank, drop_from;   /* CASK_DIST_TEST_DROP_DONE, drop_run 0: none */
+    uint32_t drop_run;
     cask_kernel *k_probe;
 } dist_testkill;
 
@@ -102,15 +109,22 @@ cask_status dist_testkill_init(cask_dist *dist)
 {
     const char *kill_s = getenv("CASK_DIST_TEST_KILL");
     const char *freeze_s = getenv("CASK_DIST_TEST_FREEZE");
-    if ((!kill_s || !*kill_s) && (!freeze_s || !*freeze_s))
+    const char *drop_s = getenv("CASK_DIST_TEST_DROP_DONE");
+    if ((!kill_s || !*kill_s) && (!freeze_s || !*freeze_s) && (!drop_s || !*drop_s))
         return CASK_OK;
     dist_testkill *tk = calloc(1, sizeof *tk);
     if (!tk)
         return CASK_ERR_NOMEM;
-    if (parse(tk, kill_s, 0) || parse(tk, freeze_s, 1)) {
+    unsigned long run = 0;
+    int used = 0;
+    if (parse(tk, kill_s, 0) || parse(tk, freeze_s, 1) ||
+        (drop_s && *drop_s &&
+         (sscanf(drop_s, "%d:%d:%lu%n", &tk->drop_rank, &tk->drop_from, &run, &used) != 3 ||
+          drop_s[used] || !run || run > UINT32_MAX))) {
         free(tk);
         return CASK_ERR_INVALID;
     }
+    tk->drop_run = (uint32_t)run;
     cask_kernel_desc d = { .name = "dist_test_probe", .cpu = probe_cpu };
     cask_status st = cask_kernel_register(dist->rt, &d, &tk->k_probe);
     if (st) {
@@ -132,4 +146,15 @@ cask_status dist_testkill_probe(cask_dist_graph *g, const cask_access *acc, int 
                          .access = pacc, .naccess = nacc, .args = &a, .args_size = sizeof a,
                          .where = CASK_WHERE_CPU };
     return cask_graph_add_task(g->local, &d, NULL);
+}
+
+int dist_testkill_drop_done(const cask_dist *dist, int from, uint32_t run)
+{
+    const dist_testkill *tk = dist->testkill;
+    if (!tk || !tk->drop_run || tk->drop_rank != dist->rank || tk->drop_from != from ||
+        tk->drop_run != run)
+        return 0;
+    fprintf(stderr, "cask test hook: rank %d drops the DONE of run %u from rank %d\n",
+            dist->rank, run, from);
+    return 1;
 }

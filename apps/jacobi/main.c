@@ -161,13 +161,6 @@ typedef struct block {
     double *res_copy;          /* rows + 1 doubles: res gathered here (several ranks) */
 } block;
 
-/* "jacobi.copy": buffer 0 (W) = buffer 1 (R), of the same size. */
-static cask_status copy_cpu(cask_task_ctx *ctx)
-{
-    memcpy(cask_task_buffer(ctx, 0), cask_task_buffer(ctx, 1), cask_task_buffer_size(ctx, 0));
-    return CASK_OK;
-}
-
 /* "jacobi.fill": the loader of the initial state: buffer 0 (W) = value everywhere. */
 static cask_status fill_cpu(cask_task_ctx *ctx)
 {
@@ -243,7 +236,7 @@ int main(int argc, char **argv)
     if (nb > interior) nb = (int)interior;
 
     cask_kernel_desc kd;
-    cask_kernel *kstep, *kinit, *kcopy, *kfill;
+    cask_kernel *kstep, *kinit, *kfill;
     memset(&kd, 0, sizeof kd);
     kd.name = "jacobi.step";
     kd.cpu = jacobi_step_cpu;
@@ -258,9 +251,6 @@ int main(int argc, char **argv)
 #endif
     TRY(cask_kernel_register(rt, &kd, &kinit));
     memset(&kd, 0, sizeof kd);
-    kd.name = "jacobi.copy";
-    kd.cpu = copy_cpu;
-    TRY(cask_kernel_register(rt, &kd, &kcopy));
     kd.name = "jacobi.fill";
     kd.cpu = fill_cpu;
     TRY(cask_kernel_register(rt, &kd, &kfill));
@@ -347,24 +337,14 @@ int main(int argc, char **argv)
         }
     }
     if (P > 1) {
-        /* Every rank needs every residual to decide alike: a copy task per block and
-         * rank writes it into a handle that rank owns (over res_copy), which the
-         * distributed layer sends home. (Gathering the residual to several roots works
-         * too since the gather fix, but a recovery then loses a DONE in a later
-         * compute now and then: open, see the note of issue 11.) --verify, --out: the
-         * grid gathered on rank 0. */
+        /* Every rank needs every residual to decide alike: each block's is gathered
+         * to every other rank (one datum, several roots; its owner reads its own
+         * handle). --verify, --out: the grid gathered on rank 0. */
         for (int b = 0; b < nb; b++)
-            for (int r = 0; r < P; r++) {
-                if (r == bl[b].owner)   /* the owner reads its own handle */
-                    continue;
-                cask_data *dst;
-                TRY(make_data(rt, dist, sizeof(double) * (size_t)(bl[b].rows + 1), r,
-                              bl[b].res_copy, &dst));
-                cask_access acc[2] = {{dst, CASK_WRITE}, {bl[b].res, CASK_READ}};
-                cask_task_desc d = {CASK_TASK_WHERE, kcopy, acc, 2, NULL, 0, 0, NULL,
-                                    CASK_WHERE_CPU, 0};
-                TRY(sg_add(&g, &d));
-            }
+            for (int r = 0; r < P; r++)
+                if (r != bl[b].owner)
+                    TRY(cask_dist_graph_gather(g.dg, bl[b].res, r,
+                                               r == me ? bl[b].res_copy : NULL));
         if (o.verify || o.out) {
             if (me == 0 && !(grid = malloc(row * (size_t)o.n))) {
                 fprintf(stderr, "cask-jacobi: out of memory\n");
