@@ -54,8 +54,8 @@ static void reorder(cask_graph *g, cask_task *before, cask_task *after)
         cask_task *t = stack[--n];
         if (t->ord >= g->next_ord)
             g->next_ord = t->ord + 1;
-        for (task_edge *e = t->succ; e; e = e->next) {
-            cask_task *s = e->task;
+        for (int32_t i = 0; i < t->nsucc; i++) {
+            cask_task *s = t->succv[i];
             if (s->ord > t->ord)
                 continue;
             if (s == before || ++visited > WALK || n == WALK) {
@@ -68,24 +68,64 @@ static void reorder(cask_graph *g, cask_task *before, cask_task *after)
     }
 }
 
-int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
+static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
 {
-    if (before == after || (before->succ && before->succ->task == after))
-        return 0;
-    task_edge *e = arena_alloc(a, sizeof *e);
-    if (!e)
+    int32_t n = pred->nsucc;
+    if (n == 0) {   /* the most common case: no array */
+        pred->succ1 = succ;
+        pred->succv = &pred->succ1;
+    } else {
+        if (n == 1 || (n >= 4 && (n & (n - 1)) == 0)) {   /* full: capacity 4, 8, 16, ... */
+            size_t cap = n == 1 ? 4 : 2 * (size_t)n;
+            cask_task **v = arena_grow(a, n == 1 ? NULL : pred->succv,
+                                       n == 1 ? 0 : (size_t)n * sizeof *v, cap * sizeof *v);
+            if (!v)
+                return -1;
+            if (n == 1)
+                v[0] = pred->succ1;
+            pred->succv = v;
+        }
+        pred->succv[n] = succ;
+    }
+    pred->nsucc = n + 1;
+    return 0;
+}
+
+/* A task whose fan-out just reached SCHED_SPLIT_RELEASE: the check gives it release
+ * ranges. */
+int graph_note_big(cask_graph *g, cask_task *t)
+{
+    task_link *l = arena_alloc(&g->ar, sizeof *l);
+    if (!l)
         return -1;
-    e->task = after;
-    e->next = before->succ;
-    before->succ = e;
-    before->nsucc++;
-    after->indegree++;
+    l->pred = t;
+    l->succ = NULL;
+    l->next = g->bigs;
+    g->bigs = l;
+    return 0;
+}
+
+static inline int add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
+{
+    if (before == after || (before->nsucc && before->succv[before->nsucc - 1] == after))
+        return 0;
+    if (push_succ(a, before, after))
+        return -1;
+    if (after->indegree++ == 0 && g) {
+        /* no longer a root: usually the task just added (its edges come right after it) */
+        if (g->nroots && g->roots[g->nroots - 1] == after)
+            g->nroots--;
+        else
+            g->roots_stale = 1;
+    }
     /* the count a run starts from: kept equal to indegree while building, so that the
      * first run needs no pass over the tasks */
     atomic_store_explicit(&after->pending, after->indegree, memory_order_relaxed);
     if (g) {
         g->nedges++;
         g->roots_valid = 0;
+        if (before->nsucc == SCHED_SPLIT_RELEASE && graph_note_big(g, before))
+            return -1;
         if (before->ord >= after->ord)
             reorder(g, before, after);
     }
@@ -114,8 +154,8 @@ int graph_note_data(cask_graph *g, cask_data *d)
     return 0;
 }
 
-cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
-                            const char *call, cask_task **out)
+static inline cask_status make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
+                                      const char *call, cask_task **out)
 {
     cask_runtime *rt = g->rt;
     cask_kernel *k = desc->kernel;
@@ -171,8 +211,8 @@ cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc
     atomic_init(&t->done_run, 0);
     t->indegree = 0;
     t->nsucc = 0;
-    t->succ = NULL;
     t->succv = NULL;
+    t->succ1 = NULL;
     t->release = NULL;
     t->graph = g;
     t->kernel = k;
@@ -213,7 +253,7 @@ cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc
 
 /* What the check needs to know of t, kept as tasks are added (so that it needs one
  * pass over the tasks): a priority, a task no worker can run. */
-void graph_note_task(cask_graph *g, cask_task *t)
+static inline void note_task(cask_graph *g, cask_task *t)
 {
     cask_runtime *rt = g->rt;
     g->any_priority |= t->priority != 0;
@@ -232,25 +272,39 @@ void graph_orphan_all(cask_runtime *rt)
     pthread_mutex_unlock(&rt->lock);
 }
 
-/* Appends t to g->tasks. */
-static int append_task(cask_graph *g, cask_task *t)
+/* Appends t to g->tasks and, when built (not added while running), to the roots kept
+ * while building: it has no predecessor yet. */
+static int append_task(cask_graph *g, cask_task *t, int building)
 {
+    /* both arrays live in the arena: a big graph's come from the pool's spares */
     if (g->ntasks == g->tasks_cap) {
         size_t cap = g->tasks_cap ? g->tasks_cap * 2 : 256;
-        cask_task **n = realloc(g->tasks, cap * sizeof *n);
+        cask_task **n = arena_grow(&g->ar, g->tasks, g->tasks_cap * sizeof *n, cap * sizeof *n);
         if (!n)
             return -1;
         g->tasks = n;
         g->tasks_cap = cap;
     }
+    if (building && g->nroots == g->roots_cap) {
+        size_t cap = g->roots_cap ? g->roots_cap * 2 : 256;
+        cask_task **n = arena_grow(&g->ar, g->roots, g->roots_cap * sizeof *n, cap * sizeof *n);
+        if (!n)
+            return -1;
+        g->roots = n;
+        g->roots_cap = cap;
+    }
     t->id = (uint32_t)g->ntasks;
     t->ord = g->next_ord++;
     g->tasks[g->ntasks++] = t;
+    if (building)
+        g->roots[g->nroots++] = t;
+    else
+        g->roots_rescan = 1;   /* the workers read roots while it runs: found at check */
     g->roots_valid = 0;
     return 0;
 }
 
-cask_status graph_link_static(cask_graph *g, cask_task *t)
+static inline cask_status link_static(cask_graph *g, cask_task *t)
 {
     cask_runtime *rt = g->rt;
     cask_access *acc = t->access;
@@ -259,11 +313,11 @@ cask_status graph_link_static(cask_graph *g, cask_task *t)
         cask_data *d = acc[i].data;
         if (graph_note_data(g, d))
             return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
-        if (d->last_writer && graph_add_edge(g, &g->ar, d->last_writer, t))
+        if (d->last_writer && add_edge(g, &g->ar, d->last_writer, t))
             return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
         if (acc[i].mode & CASK_WRITE) {
             for (reader_list *r = d->readers; r; r = r->next)
-                if (graph_add_edge(g, &g->ar, r->task, t))
+                if (add_edge(g, &g->ar, r->task, t))
                     return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
             d->readers = NULL;
         } else {
@@ -290,13 +344,13 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
     if (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING)
         return graph_add_running(g, desc, out);
     cask_task *t;
-    cask_status st = graph_make_task(g, &g->ar, desc, "cask_graph_add_task", &t);
+    cask_status st = make_task(g, &g->ar, desc, "cask_graph_add_task", &t);
     if (st)
         return st;
-    if (append_task(g, t))
+    if (append_task(g, t, 1))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
-    graph_note_task(g, t);
-    if ((st = graph_link_static(g, t)))
+    note_task(g, t);
+    if (t->naccess && (st = link_static(g, t)))
         return st;
     if (out)
         *out = t;
@@ -306,7 +360,7 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
 /* Appends t, added while g runs, to g's task list (g->lock held). */
 int graph_append_running(cask_graph *g, cask_task *t)
 {
-    return append_task(g, t);
+    return append_task(g, t, 0);
 }
 
 cask_status cask_task_depend(cask_task *after, cask_task *before)
@@ -320,7 +374,7 @@ cask_status cask_task_depend(cask_task *after, cask_task *before)
         return log_error(g->rt, CASK_ERR_STATE, "cask_task_depend(%s after %s): graph is "
                          "running (tasks added while it runs take their order from access "
                          "modes)", after->name, before->name);
-    if (graph_add_edge(g, &g->ar, before, after))
+    if (add_edge(g, &g->ar, before, after))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_task_depend");
     return CASK_OK;
 }
@@ -380,13 +434,39 @@ cask_status cask_graph_destroy(cask_graph *g)
             g->all_next->all_prev = g->all_prev;
         pthread_mutex_unlock(&rt->lock);
     }
-    arena_free_all(&g->ar);
-    free(g->tasks);
-    free(g->roots);
+    arena_free_all(&g->ar);   /* tasks, roots and all that they point to */
     free(g->datas);
     free(g->ranges);
     pthread_mutex_destroy(&g->lock);
     pthread_cond_destroy(&g->cond);
     free(g);
     return CASK_OK;
+}
+
+/* ---- the same, for the other parts of the runtime ---- */
+
+int graph_push_succ(arena *a, cask_task *pred, cask_task *succ)
+{
+    return push_succ(a, pred, succ);
+}
+
+int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
+{
+    return add_edge(g, a, before, after);
+}
+
+cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
+                            const char *call, cask_task **out)
+{
+    return make_task(g, ar, desc, call, out);
+}
+
+void graph_note_task(cask_graph *g, cask_task *t)
+{
+    return note_task(g, t);
+}
+
+cask_status graph_link_static(cask_graph *g, cask_task *t)
+{
+    return link_static(g, t);
 }
