@@ -1,6 +1,7 @@
 /* graph.c: building task graphs (sequential task flow from access modes, explicit
  * edges), checking them (cycles, where tasks can run, busy data), running and waiting. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,9 @@
 #include "runtime/log.h"
 #include "runtime/subflow.h"
 #include "scheduler/sched.h"
+
+_Static_assert(sizeof(struct cask_task) == 160, "a task is 160 bytes (see graph.h)");
+_Static_assert(offsetof(struct cask_task, dyn) == 120, "hot fields first, then dyn");
 
 static _Atomic uint32_t next_graph_id = 1;  /* ids only: never reused, so a stale id in a
                                               data handle cannot match a new graph */
@@ -76,13 +80,15 @@ static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
         pred->succv = &pred->succ1;
     } else {
         if (n == 1 || (n >= 4 && (n & (n - 1)) == 0)) {   /* full: capacity 4, 8, 16, ... */
-            size_t cap = n == 1 ? 4 : 2 * (size_t)n;
-            cask_task **v = arena_grow(a, n == 1 ? NULL : pred->succv,
-                                       n == 1 ? 0 : (size_t)n * sizeof *v, cap * sizeof *v);
+            cask_task **v = n == 1 ? arena_alloc(a, 4 * sizeof *v)
+                                   : arena_grow(a, pred->succv, (size_t)n * sizeof *v,
+                                                2 * (size_t)n * sizeof *v);
             if (!v)
                 return -1;
-            if (n == 1)
+            if (n == 1) {
                 v[0] = pred->succ1;
+                pred->release = NULL;   /* the same field: set at check if it grows big */
+            }
             pred->succv = v;
         }
         pred->succv[n] = succ;
@@ -176,6 +182,9 @@ static inline cask_status make_task(cask_graph *g, arena *ar, const cask_task_de
     uint64_t mask = desc->field_mask;
     if ((mask & CASK_TASK_ARGS) && desc->args_size && !desc->args)
         return log_error(rt, CASK_ERR_INVALID, "%s(%s): args_size without args", call, k->name);
+    if ((mask & CASK_TASK_ARGS) && desc->args_size > UINT32_MAX)
+        return log_error(rt, CASK_ERR_INVALID, "%s(%s): args_size %zu (at most %u bytes)",
+                         call, k->name, desc->args_size, UINT32_MAX);
     uint32_t want = (mask & CASK_TASK_WHERE) ? desc->where : CASK_WHERE_ANY;
     if (want & ~(uint32_t)(CASK_WHERE_CPU | CASK_WHERE_GPU))
         return log_error(rt, CASK_ERR_INVALID, "%s(%s): bad where %u", call, k->name, want);
@@ -199,6 +208,12 @@ static inline cask_status make_task(cask_graph *g, arena *ar, const cask_task_de
     }
 
     cask_task *t = arena_alloc(ar, sizeof *t);
+    /* tasks are written to memory that is not in cache (a big graph's blocks were last
+     * used by the graph before): ask for the lines of the next tasks now, so that their
+     * stores do not wait for them */
+    __builtin_prefetch(ar->cur + 8 * sizeof *t, 1);
+    __builtin_prefetch(ar->cur + 8 * sizeof *t + 64, 1);
+    __builtin_prefetch(ar->cur + 8 * sizeof *t + 128, 1);
     cask_access *acc = desc->naccess ? arena_alloc(ar, desc->naccess * sizeof *acc) : NULL;
     if (!t || (desc->naccess && !acc))
         return log_error(rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
@@ -213,7 +228,6 @@ static inline cask_status make_task(cask_graph *g, arena *ar, const cask_task_de
     t->nsucc = 0;
     t->succv = NULL;
     t->succ1 = NULL;
-    t->release = NULL;
     t->graph = g;
     t->kernel = k;
     t->access = acc;
@@ -239,7 +253,7 @@ static inline cask_status make_task(cask_graph *g, arena *ar, const cask_task_de
         if (!t->args)
             return log_error(rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
         memcpy(t->args, desc->args, desc->args_size);
-        t->args_size = desc->args_size;
+        t->args_size = (uint32_t)desc->args_size;
     }
     t->name = k->name;
     if ((mask & CASK_TASK_NAME) && desc->name) {

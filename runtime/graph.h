@@ -19,7 +19,9 @@ struct subflow;
 struct cask_future;
 
 struct cask_task {
-    /* hot: what running and finishing a task touch, in its first 128 bytes */
+    /* hot: what running and finishing a task touch, in its first 120 bytes; 160 bytes
+     * in all (a graph of a million tasks writes 160 MB while it is built: every byte
+     * here costs build time) */
     sched_node node;              /* must stay first: tasks sit in inboxes */
     _Atomic int32_t pending;      /* predecessors not yet finished in this run */
     _Atomic uint32_t done_run;    /* the run (graph->run) in which it last finished */
@@ -28,8 +30,11 @@ struct cask_task {
     struct cask_task **succv;     /* successors, in the order added (by ascending priority
                                      after a check of a graph with priorities): &succ1
                                      for one, else an arena array grown by doubling */
-    struct cask_task *succ1;      /* the first successor */
-    struct sched_range *release;  /* big fan-outs: one range node per worker (at check) */
+    union {
+        struct cask_task *succ1;      /* nsucc 1: the successor */
+        struct sched_range *release;  /* nsucc >= SCHED_SPLIT_RELEASE: one range node per
+                                         worker (at check), else NULL */
+    };
     struct cask_graph *graph;
     cask_kernel *kernel;
     cask_access *access;
@@ -42,14 +47,14 @@ struct cask_task {
     _Atomic int32_t join;
     struct cask_task *parent;     /* joined child: the task that spawned it */
     void *args;
-    size_t args_size;
+    uint32_t args_size;
     int last_worker;              /* where it ran last (traces, tests) */
     int priority;                 /* as given (level is its clamped bucket) */
+    uint32_t ord;                 /* topological order: every edge goes to a higher ord */
     /* cold */
     /* dynamic graphs (graph_dynamic.c): successors added while it may be running, and
      * futures waiting for it, as a list of dyn_node; or DYN_CLOSED(run) once finished */
     _Atomic uintptr_t dyn;
-    uint32_t ord;                 /* topological order: every edge goes to a higher ord */
     int32_t status;               /* cask_status in run status_run (futures) */
     uint32_t status_run;
     const char *name;

@@ -32,7 +32,7 @@ int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio)
     size_t k = (size_t)t->nsucc;
     if (by_prio && k > 1)
         qsort(t->succv, k, sizeof *t->succv, cmp_succ_prio);
-    if (k >= SCHED_SPLIT_RELEASE && nw > 1 && !t->release) {
+    if (k >= SCHED_SPLIT_RELEASE && nw > 1 && !t->release) {   /* (succ1 is NULL then) */
         t->release = arena_calloc(a, (size_t)nw * sizeof *t->release);
         if (!t->release)
             return -1;
