@@ -1,7 +1,9 @@
 #!/bin/sh
 # bench/device_run.sh: build on the GPU machine and run the named steps, logs under $OUT
-# (or ./device-logs). Steps: unit gpu gpubench sched schedtrace knn knnapp trace jacobi
-# fusion dist.
+# (or ./device-logs). Steps: unit gpu gpubench sched schedtrace bcd knn knnapp trace jacobi
+# fusion dist. bcd: build + compute + destroy on one worker (1M tasks), then 16 workers
+# with the peers (50k tasks); BCD_BASE=<build dir of another tree> runs that tree's
+# bench-sched first, in the same call, for a same-machine before/after.
 #   sh bench/device_run.sh gpu gpubench knn
 # Each step prints its table; full logs go to $OUT/<step>.log.
 set -u
@@ -30,6 +32,13 @@ for step in "$@"; do
             CASK_TRACE=/tmp/cask-sched-trace.json timeout 200 "$B/bench/bench-sched" --workers 16 --tasks 1000000 --reps 7 --work-ns $wn --cases independent,fanout --json-only > "$OUT/sched_on_$wn.jsonl" 2>/dev/null
             for f in off on; do grep '"cask"' "$OUT/sched_${f}_$wn.jsonl" | sed "s/^/trace_$f work_ns=$wn /" | cut -c1-220; done
           done ;;
+    bcd) for b in ${BCD_BASE:+"$BCD_BASE"} "$B"; do
+           echo "--- $b"
+           timeout 300 "$b/bench/bench-sched" --mode bcd --workers 1 --tasks 1000000 --reps 7 > "$OUT/bcd_$(basename "$b").log" 2>&1
+           echo "rc=$?"; grep -v '^{' "$OUT/bcd_$(basename "$b").log" | tail -7
+         done
+         STARPU_SILENT=1 timeout 300 "$B/bench/bench-sched" --mode bcd --workers 16 --tasks 50000 --reps 3 --peers starpu,openmp > "$OUT/bcd_peers.log" 2>&1
+         echo "rc=$?"; grep -v '^{' "$OUT/bcd_peers.log" | tail -16 ;;
     knn) timeout 300 "$B/bench/bench-knn" --reps ${KNN_REPS:-7} --check ${KNN_CHECK:-4096} > "$OUT/knn.log" 2>&1
          echo "rc=$?"; grep -v '^{' "$OUT/knn.log" ;;
     trace) CASK_TRACE="$OUT/knn_trace.json" timeout 120 "$B/apps/cask-knn" --generate 4194304 16384 --seed 3 -q > "$OUT/trace.log" 2>&1

@@ -160,7 +160,7 @@ int graph_note_data(cask_graph *g, cask_data *d)
     return 0;
 }
 
-static inline cask_status make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
+static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
                                       const char *call, cask_task **out)
 {
     cask_runtime *rt = g->rt;
@@ -271,7 +271,8 @@ static inline void note_task(cask_graph *g, cask_task *t)
 {
     cask_runtime *rt = g->rt;
     g->any_priority |= t->priority != 0;
-    if (!g->unrunnable && !((task_can_cpu(t) && rt->ncpu > 0) || (task_can_gpu(t) && rt->ngpu > 0)))
+    uint32_t can = (rt->ncpu > 0 ? CASK_WHERE_CPU : 0) | (rt->ngpu > 0 ? CASK_WHERE_GPU : 0);
+    if (__builtin_expect(!(t->where & can), 0) && !g->unrunnable)
         g->unrunnable = t;
 }
 
@@ -357,7 +358,7 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
         return CASK_ERR_INVALID;
     if (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING)
         return graph_add_running(g, desc, out);
-    cask_task *t;
+    cask_task *t = NULL;
     cask_status st = make_task(g, &g->ar, desc, "cask_graph_add_task", &t);
     if (st)
         return st;
