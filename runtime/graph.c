@@ -47,7 +47,8 @@ cask_status cask_graph_create(cask_runtime *rt, cask_graph **out)
  * of after and what follows it, as far as needed. A cycle shows as reaching `before`;
  * a long walk gives up. Either way the check then runs Kahn's algorithm, so that graphs
  * built in order (access modes, edges to later or newly placed tasks) skip it. */
-static void reorder(cask_graph *g, cask_task *before, cask_task *after)
+static __attribute__((noinline)) void reorder(cask_graph *g, cask_task *before,
+                                              cask_task *after)
 {
     enum { WALK = 64 };
     cask_task *stack[WALK];
@@ -72,6 +73,24 @@ static void reorder(cask_graph *g, cask_task *before, cask_task *after)
     }
 }
 
+/* pred's successors are full (one inline, or an array of 4, 8, 16, ...): the next
+ * array, out of line. */
+static __attribute__((noinline)) int grow_succ(arena *a, cask_task *pred)
+{
+    int32_t n = pred->nsucc;
+    cask_task **v = n == 1 ? arena_alloc(a, 4 * sizeof *v)
+                           : arena_grow(a, pred->succv, (size_t)n * sizeof *v,
+                                        2 * (size_t)n * sizeof *v);
+    if (!v)
+        return -1;
+    if (n == 1) {
+        v[0] = pred->succ1;
+        pred->release = NULL;   /* the same field: set at check if it grows big */
+    }
+    pred->succv = v;
+    return 0;
+}
+
 static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
 {
     int32_t n = pred->nsucc;
@@ -79,18 +98,8 @@ static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
         pred->succ1 = succ;
         pred->succv = &pred->succ1;
     } else {
-        if (n == 1 || (n >= 4 && (n & (n - 1)) == 0)) {   /* full: capacity 4, 8, 16, ... */
-            cask_task **v = n == 1 ? arena_alloc(a, 4 * sizeof *v)
-                                   : arena_grow(a, pred->succv, (size_t)n * sizeof *v,
-                                                2 * (size_t)n * sizeof *v);
-            if (!v)
-                return -1;
-            if (n == 1) {
-                v[0] = pred->succ1;
-                pred->release = NULL;   /* the same field: set at check if it grows big */
-            }
-            pred->succv = v;
-        }
+        if ((n == 1 || (n >= 4 && (n & (n - 1)) == 0)) && grow_succ(a, pred))
+            return -1;
         pred->succv[n] = succ;
     }
     pred->nsucc = n + 1;
@@ -111,7 +120,7 @@ int graph_note_big(cask_graph *g, cask_task *t)
     return 0;
 }
 
-static inline int add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
+static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
 {
     if (before == after || (before->nsucc && before->succv[before->nsucc - 1] == after))
         return 0;
