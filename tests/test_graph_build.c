@@ -73,19 +73,19 @@ static void sink_added_first(int workers)
     leak_check();
 }
 
-Test(build, a_sink_added_before_its_predecessors_runs_last_on_one_worker)
+Test(graph_build, a_sink_added_before_its_predecessors_runs_last_on_one_worker)
 {
     sink_added_first(1);
 }
 
-Test(build, a_sink_added_before_its_predecessors_runs_last_on_four_workers)
+Test(graph_build, a_sink_added_before_its_predecessors_runs_last_on_four_workers)
 {
     sink_added_first(4);
 }
 
 /* A fan-out that becomes big after the graph ran once (its release ranges are made at
  * the next check), then grows past the arena's large-object size. */
-Test(build, a_fan_out_grown_between_runs_releases_every_successor_once)
+Test(graph_build, a_fan_out_grown_between_runs_releases_every_successor_once)
 {
     reset_counts();
     cask_runtime *rt = start_runtime(4, 0);
@@ -116,7 +116,7 @@ Test(build, a_fan_out_grown_between_runs_releases_every_successor_once)
 
 /* Graphs with large successor and task arrays, built and destroyed again and again: the
  * pool hands their blocks to the next graph (grown in place, copied into a spare). */
-Test(build, large_arrays_are_reused_by_the_next_graphs)
+Test(graph_build, large_arrays_are_reused_by_the_next_graphs)
 {
     cask_runtime *rt = start_runtime(2, 0);
     cask_kernel *k = kernel(rt, "count", count_task);
@@ -164,7 +164,7 @@ static cask_status reader(cask_task_ctx *ctx)
     return CASK_OK;
 }
 
-Test(build, an_edge_added_while_running_holds_in_the_next_run, .timeout = 60)
+Test(graph_build, an_edge_added_while_running_holds_in_the_next_run, .timeout = 60)
 {
     cask_runtime *rt = start_runtime(2, 0);
     cask_kernel *kw = kernel(rt, "slow_writer", slow_writer);
@@ -199,7 +199,7 @@ Test(build, an_edge_added_while_running_holds_in_the_next_run, .timeout = 60)
 
 /* ---- the arena's large objects ---- */
 
-Test(build, arena_large_objects_grow_keep_their_bytes_and_return_to_the_pool)
+Test(graph_build, arena_large_objects_grow_keep_their_bytes_and_return_to_the_pool)
 {
     arena_pool pool;
     arena_pool_init(&pool, (size_t)64 << 20);
@@ -246,7 +246,7 @@ Test(build, arena_large_objects_grow_keep_their_bytes_and_return_to_the_pool)
     arena_pool_destroy(&pool);
 }
 
-Test(build, arena_pool_keeps_the_biggest_spares)
+Test(graph_build, arena_pool_keeps_the_biggest_spares)
 {
     arena_pool pool;
     arena_pool_init(&pool, (size_t)1 << 30);
