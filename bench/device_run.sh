@@ -1,7 +1,10 @@
 #!/bin/sh
 # bench/device_run.sh: build on the GPU machine and run the named steps, logs under $OUT
-# (or ./device-logs). Steps: unit gpu gpubench sched schedtrace knn knnapp trace jacobi
-# fusion dist.
+# (or ./device-logs). Steps: unit gpu gpubench sched schedtrace bcd knn knnapp trace jacobi
+# fusion dist. bcd: build + compute + destroy on one worker (1M tasks), CPU-only build
+# (build-bcd), then 16 workers with the peers (50k tasks); for a before/after in the
+# same call, BCD_BASE=<its source tree or build dir> (a source tree is built CPU-only
+# in it), or BCD_BASE_REF=<git ref> (needs .git) builds that code too.
 #   sh bench/device_run.sh gpu gpubench knn
 # Each step prints its table; full logs go to $OUT/<step>.log.
 set -u
@@ -30,6 +33,33 @@ for step in "$@"; do
             CASK_TRACE=/tmp/cask-sched-trace.json timeout 200 "$B/bench/bench-sched" --workers 16 --tasks 1000000 --reps 7 --work-ns $wn --cases independent,fanout --json-only > "$OUT/sched_on_$wn.jsonl" 2>/dev/null
             for f in off on; do grep '"cask"' "$OUT/sched_${f}_$wn.jsonl" | sed "s/^/trace_$f work_ns=$wn /" | cut -c1-220; done
           done ;;
+    bcd) # CPU-only builds of this tree and (BCD_BASE_REF, needs git) of the code before it,
+         # or BCD_BASE=<build dir>, run in this same call
+         base=${BCD_BASE:-}
+         if [ -n "$base" ] && [ ! -x "$base/bench/bench-sched" ] && [ -f "$base/meson.build" ]; then
+           # a source tree (e.g. carried): build it CPU-only beside its sources
+           { [ -f "$base/build-bcd/build.ninja" ] || meson setup "$base/build-bcd" "$base" -Dcuda=disabled; } > "$OUT/bcd_base_setup.log" 2>&1
+           ninja -C "$base/build-bcd" bench/bench-sched > "$OUT/bcd_base_build.log" 2>&1 && base=$base/build-bcd || base=
+         fi
+         if [ -z "$base" ] && [ -n "${BCD_BASE_REF:-}" ]; then
+           src=${TMPDIR:-/tmp}/cask-bcd-base; rm -rf "$src"; mkdir -p "$src"
+           if git archive "$BCD_BASE_REF" | tar -x -C "$src" &&
+              meson setup "$src/build" "$src" -Dcuda=disabled > "$OUT/bcd_base_setup.log" 2>&1 &&
+              ninja -C "$src/build" bench/bench-sched > "$OUT/bcd_base_build.log" 2>&1; then
+             base=$src/build
+           else
+             echo "(no base: could not build $BCD_BASE_REF)"
+           fi
+         fi
+         [ -f build-bcd/build.ninja ] || meson setup build-bcd -Dcuda=disabled > "$OUT/bcd_setup.log" 2>&1
+         ninja -C build-bcd bench/bench-sched > "$OUT/bcd_build.log" 2>&1 || { echo "build-bcd failed"; continue; }
+         for b in ${base:+"$base"} build-bcd; do
+           echo "--- $b"
+           timeout 300 "$b/bench/bench-sched" --mode bcd --workers 1 --tasks 1000000 --reps 7 > "$OUT/bcd_$(basename "$(dirname "$b")")_$(basename "$b").log" 2>&1
+           echo "rc=$?"; grep -v '^{' "$OUT/bcd_$(basename "$(dirname "$b")")_$(basename "$b").log" | tail -6
+         done
+         STARPU_SILENT=1 timeout 300 build-bcd/bench/bench-sched --mode bcd --workers 16 --tasks 50000 --reps 3 --peers starpu,openmp > "$OUT/bcd_peers.log" 2>&1
+         echo "rc=$?"; grep -v '^{' "$OUT/bcd_peers.log" | tail -16 ;;
     knn) timeout 300 "$B/bench/bench-knn" --reps ${KNN_REPS:-7} --check ${KNN_CHECK:-4096} > "$OUT/knn.log" 2>&1
          echo "rc=$?"; grep -v '^{' "$OUT/knn.log" ;;
     trace) CASK_TRACE="$OUT/knn_trace.json" timeout 120 "$B/apps/cask-knn" --generate 4194304 16384 --seed 3 -q > "$OUT/trace.log" 2>&1

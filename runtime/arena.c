@@ -1,32 +1,45 @@
 /* arena.c: see arena.h. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/arena.h"
 
 struct arena_block {
     arena_block *next;
-    size_t size;
+    arena_block *prev;   /* large objects only */
+    size_t size;         /* bytes of data: the room of a large object */
     _Alignas(16) char data[];
 };
 
 #define ARENA_BLOCK (256u * 1024u)
+#define ARENA_LARGE (ARENA_BLOCK / 4)   /* bigger objects get a block of their own */
+_Static_assert(ARENA_LARGE == 64u * 1024u, "arena_alloc's fast path");
 
 void arena_pool_init(arena_pool *p, size_t limit)
 {
     pthread_mutex_init(&p->lock, NULL);
     p->free = NULL;
+    p->spares = NULL;
+    p->nspares = 0;
     p->cached = 0;
     p->limit = limit;
 }
 
-void arena_pool_destroy(arena_pool *p)
+static void free_list(arena_block *b)
 {
-    for (arena_block *b = p->free; b;) {
+    while (b) {
         arena_block *n = b->next;
         free(b);
         b = n;
     }
-    p->free = NULL;
+}
+
+void arena_pool_destroy(arena_pool *p)
+{
+    free_list(p->free);
+    free_list(p->spares);
+    p->free = p->spares = NULL;
+    p->nspares = 0;
     p->cached = 0;
     pthread_mutex_destroy(&p->lock);
 }
@@ -62,25 +75,97 @@ static arena_block *new_block(arena *a, size_t bs)
     return b;
 }
 
-void *arena_alloc(arena *a, size_t size)
+/* The smallest pooled spare with room for size bytes, or NULL. */
+static arena_block *take_spare(arena_pool *p, size_t size)
+{
+    if (!p)
+        return NULL;
+    pthread_mutex_lock(&p->lock);
+    arena_block **best = NULL;
+    for (arena_block **b = &p->spares; *b; b = &(*b)->next)
+        if ((*b)->size >= size && (!best || (*b)->size < (*best)->size))
+            best = b;
+    arena_block *r = NULL;
+    if (best) {
+        r = *best;
+        *best = r->next;
+        p->nspares--;
+        p->cached -= r->size;
+    }
+    pthread_mutex_unlock(&p->lock);
+    return r;
+}
+
+/* Keeps large object b for later arenas if the pool has room (in place of a smaller
+ * spare when it holds ARENA_POOL_SPARES already), else frees it. */
+static void give_spare(arena_pool *p, arena_block *b)
+{
+    arena_block *drop = b;
+    if (p) {
+        pthread_mutex_lock(&p->lock);
+        arena_block **victim = NULL;
+        if (p->nspares == ARENA_POOL_SPARES) {
+            for (arena_block **s = &p->spares; *s; s = &(*s)->next)
+                if (!victim || (*s)->size < (*victim)->size)
+                    victim = s;
+            if ((*victim)->size < b->size) {
+                drop = *victim;
+                *victim = drop->next;
+                p->nspares--;
+                p->cached -= drop->size;
+            }
+        }
+        if (p->nspares < ARENA_POOL_SPARES && p->cached + b->size <= p->limit) {
+            b->next = p->spares;
+            p->spares = b;
+            p->nspares++;
+            p->cached += b->size;
+            if (drop == b)
+                drop = NULL;
+        }
+        pthread_mutex_unlock(&p->lock);
+    }
+    free(drop);
+}
+
+static void large_link(arena *a, arena_block *b)
+{
+    b->prev = NULL;
+    b->next = a->large;
+    if (a->large)
+        a->large->prev = b;
+    a->large = b;
+    a->bytes += b->size;
+}
+
+static void large_unlink(arena *a, arena_block *b)
+{
+    if (b->prev)
+        b->prev->next = b->next;
+    else
+        a->large = b->next;
+    if (b->next)
+        b->next->prev = b->prev;
+    a->bytes -= b->size;
+}
+
+static arena_block *block_of(void *p)
+{
+    return (arena_block *)((char *)p - offsetof(arena_block, data));
+}
+
+void *arena_alloc_slow(arena *a, size_t size)
 {
     size = (size + 15) & ~(size_t)15;
-    if (size > ARENA_BLOCK / 4) {
-        /* a large object gets a block of its own; the current block stays for small
-         * ones. It goes behind the current block, which stays the head. */
-        arena_block *b = malloc(sizeof *b + size);
-        if (!b)
-            return NULL;
-        b->size = size;
-        if (a->head) {
-            b->next = a->head->next;
-            a->head->next = b;
-        } else {
-            b->next = NULL;
-            a->head = b;
-            a->cur = a->end = NULL;
+    if (size > ARENA_LARGE) {
+        arena_block *b = take_spare(a->pool, size);
+        if (!b) {
+            b = malloc(sizeof *b + size);
+            if (!b)
+                return NULL;
+            b->size = size;
         }
-        a->bytes += size;
+        large_link(a, b);
         return b->data;
     }
     if ((size_t)(a->end - a->cur) < size) {
@@ -112,8 +197,46 @@ char *arena_strdup(arena *a, const char *s)
     return p;
 }
 
+void *arena_grow(arena *a, void *p, size_t old_size, size_t new_size)
+{
+    old_size = (old_size + 15) & ~(size_t)15;
+    new_size = (new_size + 15) & ~(size_t)15;
+    if (!p || old_size <= ARENA_LARGE || new_size <= ARENA_LARGE) {
+        void *q = arena_alloc(a, new_size);
+        if (q && p)
+            memcpy(q, p, old_size < new_size ? old_size : new_size);
+        return q;
+    }
+    arena_block *b = block_of(p);
+    if (new_size <= b->size)
+        return p;
+    arena_block *n = take_spare(a->pool, new_size);
+    if (n) {
+        memcpy(n->data, p, old_size);
+        large_unlink(a, b);
+        give_spare(a->pool, b);
+    } else {
+        large_unlink(a, b);
+        n = realloc(b, sizeof *n + new_size);
+        if (!n) {
+            large_link(a, b);
+            return NULL;
+        }
+        n->size = new_size;
+    }
+    large_link(a, n);
+    return n->data;
+}
+
 void arena_adopt(arena *into, arena *from)
 {
+    while (from->large) {
+        arena_block *b = from->large;
+        large_unlink(from, b);
+        large_link(into, b);
+    }
+    into->bytes += from->bytes;
+    from->bytes = 0;
     arena_block *b = from->head;
     if (!b)
         return;
@@ -129,15 +252,18 @@ void arena_adopt(arena *into, arena *from)
         into->head = b;
         into->cur = into->end = NULL;
     }
-    into->bytes += from->bytes;
     from->head = NULL;
     from->cur = from->end = NULL;
-    from->bytes = 0;
 }
 
 void arena_free_all(arena *a)
 {
     arena_pool *p = a->pool;
+    for (arena_block *b = a->large; b;) {
+        arena_block *n = b->next;
+        give_spare(p, b);
+        b = n;
+    }
     arena_block *keep = NULL, *keep_tail = NULL;
     size_t kept = 0;
     size_t room = 0;

@@ -1,6 +1,7 @@
 /* graph.c: building task graphs (sequential task flow from access modes, explicit
  * edges), checking them (cycles, where tasks can run, busy data), running and waiting. */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,9 @@
 #include "runtime/log.h"
 #include "runtime/subflow.h"
 #include "scheduler/sched.h"
+
+_Static_assert(sizeof(struct cask_task) == 160, "a task is 160 bytes (see graph.h)");
+_Static_assert(offsetof(struct cask_task, dyn) == 120, "hot fields first, then dyn");
 
 static _Atomic uint32_t next_graph_id = 1;  /* ids only: never reused, so a stale id in a
                                               data handle cannot match a new graph */
@@ -43,7 +47,8 @@ cask_status cask_graph_create(cask_runtime *rt, cask_graph **out)
  * of after and what follows it, as far as needed. A cycle shows as reaching `before`;
  * a long walk gives up. Either way the check then runs Kahn's algorithm, so that graphs
  * built in order (access modes, edges to later or newly placed tasks) skip it. */
-static void reorder(cask_graph *g, cask_task *before, cask_task *after)
+static __attribute__((noinline)) void reorder(cask_graph *g, cask_task *before,
+                                              cask_task *after)
 {
     enum { WALK = 64 };
     cask_task *stack[WALK];
@@ -54,8 +59,8 @@ static void reorder(cask_graph *g, cask_task *before, cask_task *after)
         cask_task *t = stack[--n];
         if (t->ord >= g->next_ord)
             g->next_ord = t->ord + 1;
-        for (task_edge *e = t->succ; e; e = e->next) {
-            cask_task *s = e->task;
+        for (int32_t i = 0; i < t->nsucc; i++) {
+            cask_task *s = t->succv[i];
             if (s->ord > t->ord)
                 continue;
             if (s == before || ++visited > WALK || n == WALK) {
@@ -68,24 +73,74 @@ static void reorder(cask_graph *g, cask_task *before, cask_task *after)
     }
 }
 
-int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
+/* pred's successors are full (one inline, or an array of 4, 8, 16, ...): the next
+ * array, out of line. */
+static __attribute__((noinline)) int grow_succ(arena *a, cask_task *pred)
 {
-    if (before == after || (before->succ && before->succ->task == after))
-        return 0;
-    task_edge *e = arena_alloc(a, sizeof *e);
-    if (!e)
+    int32_t n = pred->nsucc;
+    cask_task **v = n == 1 ? arena_alloc(a, 4 * sizeof *v)
+                           : arena_grow(a, pred->succv, (size_t)n * sizeof *v,
+                                        2 * (size_t)n * sizeof *v);
+    if (!v)
         return -1;
-    e->task = after;
-    e->next = before->succ;
-    before->succ = e;
-    before->nsucc++;
-    after->indegree++;
+    if (n == 1) {
+        v[0] = pred->succ1;
+        pred->release = NULL;   /* the same field: set at check if it grows big */
+    }
+    pred->succv = v;
+    return 0;
+}
+
+static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
+{
+    int32_t n = pred->nsucc;
+    if (n == 0) {   /* the most common case: no array */
+        pred->succ1 = succ;
+        pred->succv = &pred->succ1;
+    } else {
+        if ((n == 1 || (n >= 4 && (n & (n - 1)) == 0)) && grow_succ(a, pred))
+            return -1;
+        pred->succv[n] = succ;
+    }
+    pred->nsucc = n + 1;
+    return 0;
+}
+
+/* A task whose fan-out just reached SCHED_SPLIT_RELEASE: the check gives it release
+ * ranges. */
+int graph_note_big(cask_graph *g, cask_task *t)
+{
+    task_link *l = arena_alloc(&g->ar, sizeof *l);
+    if (!l)
+        return -1;
+    l->pred = t;
+    l->succ = NULL;
+    l->next = g->bigs;
+    g->bigs = l;
+    return 0;
+}
+
+static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
+{
+    if (before == after || (before->nsucc && before->succv[before->nsucc - 1] == after))
+        return 0;
+    if (push_succ(a, before, after))
+        return -1;
+    if (after->indegree++ == 0 && g) {
+        /* no longer a root: usually the task just added (its edges come right after it) */
+        if (g->nroots && g->roots[g->nroots - 1] == after)
+            g->nroots--;
+        else
+            g->roots_stale = 1;
+    }
     /* the count a run starts from: kept equal to indegree while building, so that the
      * first run needs no pass over the tasks */
     atomic_store_explicit(&after->pending, after->indegree, memory_order_relaxed);
     if (g) {
         g->nedges++;
         g->roots_valid = 0;
+        if (before->nsucc == SCHED_SPLIT_RELEASE && graph_note_big(g, before))
+            return -1;
         if (before->ord >= after->ord)
             reorder(g, before, after);
     }
@@ -114,8 +169,8 @@ int graph_note_data(cask_graph *g, cask_data *d)
     return 0;
 }
 
-cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
-                            const char *call, cask_task **out)
+static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
+                                      const char *call, cask_task **out)
 {
     cask_runtime *rt = g->rt;
     cask_kernel *k = desc->kernel;
@@ -136,6 +191,9 @@ cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc
     uint64_t mask = desc->field_mask;
     if ((mask & CASK_TASK_ARGS) && desc->args_size && !desc->args)
         return log_error(rt, CASK_ERR_INVALID, "%s(%s): args_size without args", call, k->name);
+    if ((mask & CASK_TASK_ARGS) && desc->args_size > UINT32_MAX)
+        return log_error(rt, CASK_ERR_INVALID, "%s(%s): args_size %zu (at most %u bytes)",
+                         call, k->name, desc->args_size, UINT32_MAX);
     uint32_t want = (mask & CASK_TASK_WHERE) ? desc->where : CASK_WHERE_ANY;
     if (want & ~(uint32_t)(CASK_WHERE_CPU | CASK_WHERE_GPU))
         return log_error(rt, CASK_ERR_INVALID, "%s(%s): bad where %u", call, k->name, want);
@@ -159,6 +217,12 @@ cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc
     }
 
     cask_task *t = arena_alloc(ar, sizeof *t);
+    /* tasks are written to memory that is not in cache (a big graph's blocks were last
+     * used by the graph before): ask for the lines of the next tasks now, so that their
+     * stores do not wait for them */
+    __builtin_prefetch(ar->cur + 8 * sizeof *t, 1);
+    __builtin_prefetch(ar->cur + 8 * sizeof *t + 64, 1);
+    __builtin_prefetch(ar->cur + 8 * sizeof *t + 128, 1);
     cask_access *acc = desc->naccess ? arena_alloc(ar, desc->naccess * sizeof *acc) : NULL;
     if (!t || (desc->naccess && !acc))
         return log_error(rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
@@ -171,9 +235,8 @@ cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc
     atomic_init(&t->done_run, 0);
     t->indegree = 0;
     t->nsucc = 0;
-    t->succ = NULL;
     t->succv = NULL;
-    t->release = NULL;
+    t->succ1 = NULL;
     t->graph = g;
     t->kernel = k;
     t->access = acc;
@@ -199,7 +262,7 @@ cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc
         if (!t->args)
             return log_error(rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
         memcpy(t->args, desc->args, desc->args_size);
-        t->args_size = desc->args_size;
+        t->args_size = (uint32_t)desc->args_size;
     }
     t->name = k->name;
     if ((mask & CASK_TASK_NAME) && desc->name) {
@@ -213,11 +276,12 @@ cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc
 
 /* What the check needs to know of t, kept as tasks are added (so that it needs one
  * pass over the tasks): a priority, a task no worker can run. */
-void graph_note_task(cask_graph *g, cask_task *t)
+static inline void note_task(cask_graph *g, cask_task *t)
 {
     cask_runtime *rt = g->rt;
     g->any_priority |= t->priority != 0;
-    if (!g->unrunnable && !((task_can_cpu(t) && rt->ncpu > 0) || (task_can_gpu(t) && rt->ngpu > 0)))
+    uint32_t can = (rt->ncpu > 0 ? CASK_WHERE_CPU : 0) | (rt->ngpu > 0 ? CASK_WHERE_GPU : 0);
+    if (__builtin_expect(!(t->where & can), 0) && !g->unrunnable)
         g->unrunnable = t;
 }
 
@@ -232,25 +296,39 @@ void graph_orphan_all(cask_runtime *rt)
     pthread_mutex_unlock(&rt->lock);
 }
 
-/* Appends t to g->tasks. */
-static int append_task(cask_graph *g, cask_task *t)
+/* Appends t to g->tasks and, when built (not added while running), to the roots kept
+ * while building: it has no predecessor yet. */
+static int append_task(cask_graph *g, cask_task *t, int building)
 {
+    /* both arrays live in the arena: a big graph's come from the pool's spares */
     if (g->ntasks == g->tasks_cap) {
         size_t cap = g->tasks_cap ? g->tasks_cap * 2 : 256;
-        cask_task **n = realloc(g->tasks, cap * sizeof *n);
+        cask_task **n = arena_grow(&g->ar, g->tasks, g->tasks_cap * sizeof *n, cap * sizeof *n);
         if (!n)
             return -1;
         g->tasks = n;
         g->tasks_cap = cap;
     }
+    if (building && g->nroots == g->roots_cap) {
+        size_t cap = g->roots_cap ? g->roots_cap * 2 : 256;
+        cask_task **n = arena_grow(&g->ar, g->roots, g->roots_cap * sizeof *n, cap * sizeof *n);
+        if (!n)
+            return -1;
+        g->roots = n;
+        g->roots_cap = cap;
+    }
     t->id = (uint32_t)g->ntasks;
     t->ord = g->next_ord++;
     g->tasks[g->ntasks++] = t;
+    if (building)
+        g->roots[g->nroots++] = t;
+    else
+        g->roots_rescan = 1;   /* the workers read roots while it runs: found at check */
     g->roots_valid = 0;
     return 0;
 }
 
-cask_status graph_link_static(cask_graph *g, cask_task *t)
+static inline cask_status link_static(cask_graph *g, cask_task *t)
 {
     cask_runtime *rt = g->rt;
     cask_access *acc = t->access;
@@ -259,11 +337,11 @@ cask_status graph_link_static(cask_graph *g, cask_task *t)
         cask_data *d = acc[i].data;
         if (graph_note_data(g, d))
             return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
-        if (d->last_writer && graph_add_edge(g, &g->ar, d->last_writer, t))
+        if (d->last_writer && add_edge(g, &g->ar, d->last_writer, t))
             return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
         if (acc[i].mode & CASK_WRITE) {
             for (reader_list *r = d->readers; r; r = r->next)
-                if (graph_add_edge(g, &g->ar, r->task, t))
+                if (add_edge(g, &g->ar, r->task, t))
                     return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
             d->readers = NULL;
         } else {
@@ -289,14 +367,14 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
         return CASK_ERR_INVALID;
     if (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING)
         return graph_add_running(g, desc, out);
-    cask_task *t;
-    cask_status st = graph_make_task(g, &g->ar, desc, "cask_graph_add_task", &t);
+    cask_task *t = NULL;
+    cask_status st = make_task(g, &g->ar, desc, "cask_graph_add_task", &t);
     if (st)
         return st;
-    if (append_task(g, t))
+    if (append_task(g, t, 1))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
-    graph_note_task(g, t);
-    if ((st = graph_link_static(g, t)))
+    note_task(g, t);
+    if (t->naccess && (st = link_static(g, t)))
         return st;
     if (out)
         *out = t;
@@ -306,7 +384,7 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
 /* Appends t, added while g runs, to g's task list (g->lock held). */
 int graph_append_running(cask_graph *g, cask_task *t)
 {
-    return append_task(g, t);
+    return append_task(g, t, 0);
 }
 
 cask_status cask_task_depend(cask_task *after, cask_task *before)
@@ -320,7 +398,7 @@ cask_status cask_task_depend(cask_task *after, cask_task *before)
         return log_error(g->rt, CASK_ERR_STATE, "cask_task_depend(%s after %s): graph is "
                          "running (tasks added while it runs take their order from access "
                          "modes)", after->name, before->name);
-    if (graph_add_edge(g, &g->ar, before, after))
+    if (add_edge(g, &g->ar, before, after))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_task_depend");
     return CASK_OK;
 }
@@ -380,13 +458,39 @@ cask_status cask_graph_destroy(cask_graph *g)
             g->all_next->all_prev = g->all_prev;
         pthread_mutex_unlock(&rt->lock);
     }
-    arena_free_all(&g->ar);
-    free(g->tasks);
-    free(g->roots);
+    arena_free_all(&g->ar);   /* tasks, roots and all that they point to */
     free(g->datas);
     free(g->ranges);
     pthread_mutex_destroy(&g->lock);
     pthread_cond_destroy(&g->cond);
     free(g);
     return CASK_OK;
+}
+
+/* ---- the same, for the other parts of the runtime ---- */
+
+int graph_push_succ(arena *a, cask_task *pred, cask_task *succ)
+{
+    return push_succ(a, pred, succ);
+}
+
+int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
+{
+    return add_edge(g, a, before, after);
+}
+
+cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
+                            const char *call, cask_task **out)
+{
+    return make_task(g, ar, desc, call, out);
+}
+
+void graph_note_task(cask_graph *g, cask_task *t)
+{
+    return note_task(g, t);
+}
+
+cask_status graph_link_static(cask_graph *g, cask_task *t)
+{
+    return link_static(g, t);
 }

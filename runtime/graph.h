@@ -8,24 +8,33 @@
 #include "runtime/arena.h"
 #include "scheduler/sched.h"
 
-typedef struct task_edge {
-    struct cask_task *task;
-    struct task_edge *next;
-} task_edge;
+/* An edge added while the graph ran (graph_dynamic.c), or a task with a big fan-out:
+ * graph-wide lists that the next check turns into successor arrays, release ranges. */
+typedef struct task_link {
+    struct cask_task *pred, *succ;
+    struct task_link *next;
+} task_link;
 
 struct subflow;
 struct cask_future;
 
 struct cask_task {
-    /* hot: what running and finishing a task touch, in its first 128 bytes */
+    /* hot: what running and finishing a task touch, in its first 120 bytes; 160 bytes
+     * in all (a graph of a million tasks writes 160 MB while it is built: every byte
+     * here costs build time) */
     sched_node node;              /* must stay first: tasks sit in inboxes */
     _Atomic int32_t pending;      /* predecessors not yet finished in this run */
     _Atomic uint32_t done_run;    /* the run (graph->run) in which it last finished */
     int32_t indegree;
     int32_t nsucc;
-    task_edge *succ;              /* built while adding tasks */
-    struct cask_task **succv;     /* the same as an array, by ascending priority (at check) */
-    struct sched_range *release;  /* big fan-outs: one range node per worker (at check) */
+    struct cask_task **succv;     /* successors, in the order added (by ascending priority
+                                     after a check of a graph with priorities): &succ1
+                                     for one, else an arena array grown by doubling */
+    union {
+        struct cask_task *succ1;      /* nsucc 1: the successor */
+        struct sched_range *release;  /* nsucc >= SCHED_SPLIT_RELEASE: one range node per
+                                         worker (at check), else NULL */
+    };
     struct cask_graph *graph;
     cask_kernel *kernel;
     cask_access *access;
@@ -38,14 +47,14 @@ struct cask_task {
     _Atomic int32_t join;
     struct cask_task *parent;     /* joined child: the task that spawned it */
     void *args;
-    size_t args_size;
+    uint32_t args_size;
     int last_worker;              /* where it ran last (traces, tests) */
     int priority;                 /* as given (level is its clamped bucket) */
+    uint32_t ord;                 /* topological order: every edge goes to a higher ord */
     /* cold */
     /* dynamic graphs (graph_dynamic.c): successors added while it may be running, and
      * futures waiting for it, as a list of dyn_node; or DYN_CLOSED(run) once finished */
     _Atomic uintptr_t dyn;
-    uint32_t ord;                 /* topological order: every edge goes to a higher ord */
     int32_t status;               /* cask_status in run status_run (futures) */
     uint32_t status_run;
     const char *name;
@@ -61,14 +70,19 @@ struct cask_graph {
     arena ar;
     cask_task **tasks;
     size_t ntasks, tasks_cap, nedges;
-    cask_task **roots;
-    size_t nroots;
+    cask_task **roots;            /* kept while building: tasks added without a
+                                     predecessor (see roots_stale); exact after a check */
+    size_t nroots, roots_cap;
     int roots_valid;
+    int roots_stale;              /* a task in roots got a predecessor: filter at check */
+    int roots_rescan;             /* roots not kept (tasks added while running): find them */
     int dirty;                    /* pending counts need a reset before the next run */
     int maybe_cyclic;             /* an edge the order could not place: run Kahn */
     uint32_t next_ord;            /* ord of the next task added */
     int any_priority;             /* a task has a priority other than 0 */
-    int lists_grew;               /* edges added while running: nsucc lags the lists */
+    task_link *late;              /* edges added while running, newest first: not in the
+                                     successor arrays (a running task's must not change) */
+    task_link *bigs;              /* tasks whose fan-out reached SCHED_SPLIT_RELEASE */
     cask_task *unrunnable;        /* first task no worker of the runtime can run */
     struct cask_data **datas;     /* distinct handles used */
     size_t ndatas, datas_cap;
@@ -113,10 +127,11 @@ void graph_describe_task(const cask_task *t, char *buf, size_t len);
 void graph_finish(cask_graph *g);
 /* Roots, cycles, where tasks can run, successor arrays (graph_check.c). */
 cask_status graph_check(cask_graph *g);
-/* Makes t's successor array (and release ranges) in a; tmp holds nsucc entries when
- * by_prio (sort by priority). -1 out of memory. */
-int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio, task_edge **tmp,
-                       int count_list);
+/* Readies t's successors for a run: sorted by priority (by_prio), release ranges in a
+ * for a big fan-out on nw workers. -1 out of memory. */
+int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio);
+/* Appends succ to pred's successor array (arena a); -1 out of memory. */
+int graph_push_succ(arena *a, cask_task *pred, cask_task *succ);
 /* Notes what the check needs of a task added to g->tasks (priority, can it run). */
 void graph_note_task(cask_graph *g, cask_task *t);
 /* Appends t, added while g runs, to g's task list (g->lock held); -1 out of memory. */
@@ -126,7 +141,9 @@ cask_status graph_make_task(cask_graph *g, arena *a, const cask_task_desc *desc,
                             const char *call, cask_task **out);
 /* Sequential-task-flow edges of t from the handles' build state (static build). */
 cask_status graph_link_static(cask_graph *g, cask_task *t);
-/* Adds an edge of the static graph (0, or -1 out of memory). */
+/* Notes that t's fan-out reached SCHED_SPLIT_RELEASE (g->bigs); -1 out of memory. */
+int graph_note_big(cask_graph *g, cask_task *t);
+/* Adds an edge of the static graph (0, or -1 out of memory); g NULL: a subflow's. */
 int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after);
 /* Notes that g uses d (its datas list); -1 out of memory. */
 int graph_note_data(cask_graph *g, cask_data *d);

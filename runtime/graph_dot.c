@@ -31,8 +31,10 @@ cask_status cask_graph_dot(const cask_graph *g, FILE *out, int with_data)
         fprintf(out, "\"];\n");
     }
     for (size_t i = 0; i < g->ntasks; i++)
-        for (const task_edge *e = g->tasks[i]->succ; e; e = e->next)
-            fprintf(out, "  t%zu -> t%u;\n", i, e->task->id);
+        for (int32_t j = 0; j < g->tasks[i]->nsucc; j++)
+            fprintf(out, "  t%zu -> t%u;\n", i, g->tasks[i]->succv[j]->id);
+    for (const task_link *l = g->late; l; l = l->next)   /* added while it ran */
+        fprintf(out, "  t%u -> t%u;\n", l->pred->id, l->succ->id);
     if (with_data) {
         for (size_t i = 0; i < g->ndatas; i++) {
             fprintf(out, "  d%u [shape=box, fillcolor=\"#ffffff\", label=\"", g->datas[i]->id);

@@ -131,20 +131,23 @@ static cask_status take_data(cask_graph *g, cask_data *d, const char *name)
     return CASK_OK;
 }
 
-/* pred -> t for the next runs (static lists) and, if pred may still be running, now. */
+/* pred -> t for the next runs (g->late, merged into the arrays at the next check) and,
+ * if pred may still be running, now. */
 static int link_running(cask_graph *g, cask_task *pred, cask_task *t)
 {
-    if (pred == t || (pred->succ && pred->succ->task == t))
+    if (pred == t)
         return 0;
-    task_edge *e = arena_alloc(&g->ar, sizeof *e);
+    for (task_link *l = g->late; l && l->succ == t; l = l->next)   /* t's edges so far */
+        if (l->pred == pred)
+            return 0;
+    task_link *e = arena_alloc(&g->ar, sizeof *e);
     dyn_node *n = arena_alloc(&g->ar, sizeof *n);
     if (!e || !n)
         return -1;
-    e->task = t;
-    e->next = pred->succ;
-    pred->succ = e;   /* not nsucc: the worker finishing pred reads it (the next check
-                         counts the list) */
-    g->lists_grew = 1;
+    e->pred = pred;
+    e->succ = t;
+    e->next = g->late;
+    g->late = e;   /* not pred's array: the worker finishing pred may be reading it */
     t->indegree++;
     g->nedges++;
     n->kind = DYN_SUCC;

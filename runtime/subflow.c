@@ -157,7 +157,7 @@ void subflow_end(worker *self, cask_task_ctx *ctx, cask_status st)
     size_t n = sf->nkids, njoined = 0, nroots = 0;
     for (size_t i = 0; i < n && !st; i++) {
         cask_task *t = sf->kids[i];
-        if (graph_compact_task(&sf->ar, t, nw, 0, NULL, 0))
+        if (graph_compact_task(&sf->ar, t, nw, 0))
             st = CASK_ERR_NOMEM;
         if (st)
             break;

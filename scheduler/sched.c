@@ -340,7 +340,7 @@ void sched_complete(sched *s, worker *self, cask_task *t, int ran)
      * the next run of the graph */
     atomic_store_explicit(&t->pending, t->indegree, memory_order_relaxed);
     size_t n = (size_t)t->nsucc;
-    if (t->release && self && s->ncpu > 1) {
+    if (n >= SCHED_SPLIT_RELEASE && t->release && self && s->ncpu > 1) {
         /* a big fan-out: other CPU workers release shares of the successors */
         int parts = s->ncpu;
         size_t per = (n + (size_t)parts - 1) / (size_t)parts;

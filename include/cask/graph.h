@@ -41,7 +41,7 @@ typedef struct cask_task_desc {
     const cask_access *access;    /* naccess entries (copied); may be NULL if 0 */
     int naccess;                  /* at most CASK_MAX_BUFFERS */
     const void *args;             /* CASK_TASK_ARGS: copied into the graph */
-    size_t args_size;
+    size_t args_size;             /* at most UINT32_MAX bytes (CASK_ERR_INVALID beyond) */
     int priority;                 /* CASK_TASK_PRIORITY: higher runs first; default 0.
                                      Ready tasks of a worker are served by priority
                                      level, levels being logarithmic buckets (0; +-1;
@@ -68,7 +68,8 @@ cask_status cask_graph_create(cask_runtime *rt, cask_graph **out);
  * under way and starts as soon as its predecessors finished. Adds are serialised and
  * their dependencies follow that serial order (tasks added by one thread are ordered as
  * that thread added them). Errors: CASK_ERR_INVALID (no kernel, NULL data, too many
- * buffers, mode 0, where excludes every implementation of the kernel), CASK_ERR_STATE
+ * buffers, mode 0, where excludes every implementation of the kernel, args_size past
+ * UINT32_MAX), CASK_ERR_STATE
  * (the run is ending: cask_graph_wait already ended its submission and every task
  * finished), CASK_ERR_BUSY (running: a data handle new to the graph is acquired or used
  * by another running graph), CASK_ERR_UNSUPPORTED (running: no worker can run it),

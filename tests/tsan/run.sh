@@ -15,8 +15,8 @@ if [ ! -f "$B/build.ninja" ]; then
 fi
 ninja -C "$B" libcask.so tests/stress_sched > /dev/null || exit 1
 bad=0
-for t in graph sched data async dynamic future subflow; do
-  cc -fsanitize=thread -g -O1 -I"$here" -I"$top/include" -I"$top/tests" "$top/tests/test_$t.c" \
+for t in graph sched data async dynamic future subflow graph_build; do
+  cc -fsanitize=thread -g -O1 -I"$here" -I"$top/include" -I"$top/tests" -I"$top" "$top/tests/test_$t.c" \
      -o "$B/tsan_$t" -L"$B" -lcask -Wl,-rpath,"$(cd "$B" && pwd)" -lpthread -lm || exit 1
   TSAN_OPTIONS="halt_on_error=0" "$B/tsan_$t" "$t/*" > "$B/tsan_$t.log" 2>&1 || bad=1
   n=$(grep -c 'WARNING: ThreadSanitizer' "$B/tsan_$t.log")
