@@ -1,0 +1,74 @@
+/* gpu_commit.c: see gpu_commit.h. */
+#include "scheduler/gpu_commit.h"
+#include "runtime/graph.h"
+#include "runtime/log.h"
+
+uint64_t gpu_est(const cask_kernel *k, int gpu)
+{
+    return atomic_load_explicit(&k->gpu_ns[gpu], memory_order_relaxed);
+}
+
+void gpu_est_learn(cask_kernel *k, int gpu, uint64_t sample_ns)
+{
+    if (!sample_ns)
+        return;
+    uint64_t old = atomic_load_explicit(&k->gpu_ns[gpu], memory_order_relaxed);
+    uint64_t v;
+    if (!old)
+        v = sample_ns;
+    else if (sample_ns > 2 * old || 2 * sample_ns < old)   /* off by 2x: the device changed */
+        v = sample_ns;
+    else if (2 * sample_ns > 3 * old || 3 * sample_ns < 2 * old)   /* off by 1.5x: halfway */
+        v = (old + sample_ns) / 2;
+    else
+        v = (old * 3 + sample_ns) / 4;
+    atomic_store_explicit(&k->gpu_ns[gpu], v, memory_order_relaxed);
+}
+
+static uint64_t left(const worker *o, uint64_t now)
+{
+    uint64_t b = atomic_load_explicit(&o->busy_until_ns, memory_order_relaxed);
+    return b > now ? b - now : 0;
+}
+
+int gpu_commit_ok(worker *w, const cask_task *t, uint64_t now, uint64_t *others_ns)
+{
+    sched *s = w->sched;
+    if (others_ns)
+        *others_ns = 0;
+    if (s->ngpu < 2 || t->device >= 0)
+        return 1;
+    const cask_kernel *k = t->kernel;
+    uint64_t mine = gpu_est(k, w->device);
+    if (!mine)
+        return 1;
+    double my_end = (double)left(w, now) + (double)mine;
+    /* the other GPUs drain their own work in flight and every queued GPU task (this one
+     * included, as it is still counted as queued) at their combined rate */
+    double rate = 0, backlog = 0;
+    int64_t queued = 0;
+    for (int g = 0; g < s->ngpu; g++) {
+        worker *o = &s->w[s->ncpu + g];
+        int64_t q = atomic_load_explicit(&o->queued, memory_order_relaxed);
+        queued += q > 0 ? q : 0;
+        if (o == w)
+            continue;
+        uint64_t e = gpu_est(k, g);
+        if (!e)
+            return 1;    /* not timed there yet: no basis to leave it */
+        rate += 1.0 / (double)e;
+        backlog += (double)left(o, now) / (double)e;
+    }
+    if (queued < 1)
+        queued = 1;
+    double others = ((double)queued + backlog) / rate;
+    if (others_ns)
+        *others_ns = (uint64_t)others;
+    /* a margin so that two equal GPUs do not hand tasks back and forth on noise */
+    int ok = my_end <= others * 1.25 + 500000.0;
+    if (!ok)
+        LOG_DEBUG(s->rt, "GPU %d leaves %s: it would end in %.2f ms (%.2f ms per task here), the "
+                  "other GPUs finish the %lld queued in %.2f ms", w->device, k->name, my_end / 1e6,
+                  (double)mine / 1e6, (long long)queued, others / 1e6);
+    return ok;
+}
