@@ -8,20 +8,27 @@ uint64_t gpu_est(const cask_kernel *k, int gpu)
     return atomic_load_explicit(&k->gpu_ns[gpu], memory_order_relaxed);
 }
 
+/* 1 if a is off from ref by 1.5x or more, upwards (dir 1) or downwards (dir -1). */
+static int off(uint64_t a, uint64_t ref, int dir)
+{
+    return dir > 0 ? 2 * a >= 3 * ref : 3 * a <= 2 * ref;
+}
+
 void gpu_est_learn(cask_kernel *k, int gpu, uint64_t sample_ns)
 {
     if (!sample_ns)
         return;
     uint64_t old = atomic_load_explicit(&k->gpu_ns[gpu], memory_order_relaxed);
+    uint64_t last = atomic_load_explicit(&k->gpu_last_ns[gpu], memory_order_relaxed);
     uint64_t v;
     if (!old)
         v = sample_ns;
-    else if (sample_ns > 2 * old || 2 * sample_ns < old)   /* off by 2x: the device changed */
-        v = sample_ns;
-    else if (2 * sample_ns > 3 * old || 3 * sample_ns < 2 * old)   /* off by 1.5x: halfway */
-        v = (old + sample_ns) / 2;
+    else if (last && ((off(sample_ns, old, 1) && off(last, old, 1)) ||
+                      (off(sample_ns, old, -1) && off(last, old, -1))))
+        v = (sample_ns + last) / 2;   /* two in a row off the same way: the device changed */
     else
         v = (old * 3 + sample_ns) / 4;
+    atomic_store_explicit(&k->gpu_last_ns[gpu], sample_ns, memory_order_relaxed);
     atomic_store_explicit(&k->gpu_ns[gpu], v, memory_order_relaxed);
 }
 
@@ -39,7 +46,12 @@ int gpu_commit_ok(worker *w, const cask_task *t, uint64_t now, uint64_t *others_
     if (s->ngpu < 2 || t->device >= 0)
         return 1;
     const cask_kernel *k = t->kernel;
+    /* leaving a task is the move that needs confidence: this GPU counts its faster
+     * figure (estimate or last sample, e.g. just recovered), the others their slower */
     uint64_t mine = gpu_est(k, w->device);
+    uint64_t last = atomic_load_explicit(&k->gpu_last_ns[w->device], memory_order_relaxed);
+    if (last && last < mine)
+        mine = last;
     if (!mine)
         return 1;
     double my_end = (double)left(w, now) + (double)mine;
@@ -56,6 +68,9 @@ int gpu_commit_ok(worker *w, const cask_task *t, uint64_t now, uint64_t *others_
         uint64_t e = gpu_est(k, g);
         if (!e)
             return 1;    /* not timed there yet: no basis to leave it */
+        uint64_t el = atomic_load_explicit(&k->gpu_last_ns[g], memory_order_relaxed);
+        if (el > e)
+            e = el;
         rate += 1.0 / (double)e;
         backlog += (double)left(o, now) / (double)e;
     }
