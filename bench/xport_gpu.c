@@ -10,6 +10,9 @@
  *              before, and still does with a UCX without CUDA memory)
  *   d2d        cudaMemcpyAsync device to device within rank 0's process (the ceiling
  *              where both ranks share one GPU; rank 1 waits meanwhile)
+ *   peer       where rank 0's process sees two GPUs or more (no CUDA_VISIBLE_DEVICES of
+ *              one GPU per rank): cudaMemcpyPeerAsync from its GPU to the next one, the
+ *              GPU rank 1 uses, in one process (the ceiling between two GPUs)
  *
  * Latency: half a ping-pong round trip (each way the data lands before the reply
  * leaves). Bandwidth: rank 0 streams messages of the size (up to 64 in flight), rank 1
@@ -161,7 +164,19 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     xport_boot_barrier(boot);
 }
 
-static void d2d(void *dst, const void *src, size_t len, double *lat_us, double *gbs)
+static void copy_on(void *dst, int dst_dev, const void *src, int src_dev, size_t len,
+                    cudaStream_t s)
+{
+    if (dst_dev == src_dev)
+        cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, s);
+    else
+        cudaMemcpyPeerAsync(dst, dst_dev, src, src_dev, len, s);
+}
+
+/* In-process copies of len bytes from src on GPU src_dev to dst on GPU dst_dev (the same:
+ * cudaMemcpyAsync device to device; another: cudaMemcpyPeerAsync). */
+static void d2d(void *dst, int dst_dev, const void *src, int src_dev, size_t len, double *lat_us,
+                double *gbs)
 {
     cudaStream_t s;
     cudaEvent_t e0, e1;
@@ -169,17 +184,17 @@ static void d2d(void *dst, const void *src, size_t len, double *lat_us, double *
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
     int iters = len >= (16u << 20) ? 20 : 200;
-    cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, s);   /* warm up */
+    copy_on(dst, dst_dev, src, src_dev, len, s);   /* warm up */
     cudaStreamSynchronize(s);
     double t0 = gnow();
     for (int k = 0; k < iters; k++) {   /* latency: each copy waited for */
-        cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, s);
+        copy_on(dst, dst_dev, src, src_dev, len, s);
         cudaStreamSynchronize(s);
     }
     *lat_us = (gnow() - t0) / iters * 1e6;
     cudaEventRecord(e0, s);
     for (int k = 0; k < iters; k++)
-        cudaMemcpyAsync(dst, src, len, cudaMemcpyDeviceToDevice, s);
+        copy_on(dst, dst_dev, src, src_dev, len, s);
     cudaEventRecord(e1, s);
     cudaEventSynchronize(e1);
     float ms = 0;
@@ -222,6 +237,22 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
         cudaMallocHost(&b.hs, maxb) != cudaSuccess || cudaMallocHost(&b.hr, maxb) != cudaSuccess)
         gdie("allocating", "cudaMalloc/cudaMallocHost");
     cudaMemset(b.sbuf, 1 + rank, maxb);
+    /* rank 0 seeing another GPU: a buffer there for the in-process peer copy */
+    int peer_dev = ndev > 1 ? (dev + 1) % ndev : -1;
+    void *pbuf = NULL;
+    if (rank == 0 && peer_dev >= 0) {
+        int can = 0;
+        cudaDeviceCanAccessPeer(&can, dev, peer_dev);
+        if (can)
+            cudaDeviceEnablePeerAccess(peer_dev, 0);   /* already enabled: harmless error */
+        cudaGetLastError();
+        cudaSetDevice(peer_dev);
+        if (cudaMalloc(&pbuf, maxb) != cudaSuccess) {
+            cudaGetLastError();
+            pbuf = NULL;
+        }
+        cudaSetDevice(dev);
+    }
     xport_ucx_config uc = { .field_mask = XPORT_UCX_THREAD_INIT, .thread_init = thread_gpu,
                             .thread_init_arg = &dev };
     char err[512];
@@ -249,14 +280,17 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
     if (rank == 0) {
         printf("\nGPU memory to GPU memory, rank 0 -> rank 1 (GPU %d; %s)%s\n", dev, desc,
                both ? "" : "\n  this UCX does not move CUDA memory: ucx-cuda column skipped");
-        printf("%10s %11s %11s %11s | %10s %10s %10s | %8s\n", "bytes", "ucx-cuda us",
-               "staged us", "d2d us", "ucx GB/s", "stag GB/s", "d2d GB/s", "ucx/d2d");
+        if (pbuf)
+            printf("  peer: cudaMemcpyPeerAsync GPU %d -> GPU %d in rank 0's process\n", dev, peer_dev);
+        printf("%10s %11s %11s %11s | %10s %10s %10s | %8s | %10s %8s\n", "bytes", "ucx-cuda us",
+               "staged us", "d2d us", "ucx GB/s", "stag GB/s", "d2d GB/s", "ucx/d2d", "peer GB/s",
+               "ucx/peer");
     }
     double fit_lat = -1, fit_bw = -1, host_lat = -1, host_bw = -1;
     for (size_t len = 8u << 10; len <= maxb; len *= (len < (64u << 20) ? 4 : 2)) {
         if (len == (32u << 20))
             len = 64u << 20;   /* the acceptance size */
-        double ul = -1, ub = -1, sl, sb, dl = -1, db = -1;
+        double ul = -1, ub = -1, sl, sb, dl = -1, db = -1, pl = -1, pb = -1;
         if (both) {
             b.mode = MODE_CUDA;
             measure(&b, boot, len, &ul, &ub);
@@ -264,18 +298,25 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
         b.mode = MODE_STAGED;
         measure(&b, boot, len, &sl, &sb);
         if (rank == 0)
-            d2d(b.rbuf, b.sbuf, len, &dl, &db);
+            d2d(b.rbuf, dev, b.sbuf, dev, len, &dl, &db);
+        if (rank == 0 && pbuf)
+            d2d(pbuf, peer_dev, b.sbuf, dev, len, &pl, &pb);
         xport_boot_barrier(boot);
         if (rank != 0)
             continue;
-        printf("%10zu %11.1f %11.1f %11.1f | %10.2f %10.2f %10.2f | %7.0f%%\n", len, ul, sl, dl,
-               ub, sb, db, ub > 0 ? 100 * ub / db : 0.0);
+        printf("%10zu %11.1f %11.1f %11.1f | %10.2f %10.2f %10.2f | %7.0f%% | %10.2f %7.0f%%\n",
+               len, ul, sl, dl, ub, sb, db, ub > 0 ? 100 * ub / db : 0.0, pb,
+               ub > 0 && pb > 0 ? 100 * ub / pb : 0.0);
         emit("gpu_lat_us", "cask_ucx_cuda", len, ul);
         emit("gpu_lat_us", "cask_staged", len, sl);
         emit("gpu_lat_us", "cuda_d2d", len, dl);
         emit("gpu_bw_gbs", "cask_ucx_cuda", len, ub);
         emit("gpu_bw_gbs", "cask_staged", len, sb);
         emit("gpu_bw_gbs", "cuda_d2d", len, db);
+        if (pbuf) {
+            emit("gpu_lat_us", "cuda_peer", len, pl);
+            emit("gpu_bw_gbs", "cuda_peer", len, pb);
+        }
         if (fit_lat < 0) {
             fit_lat = ul;
             host_lat = sl;
@@ -293,6 +334,11 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
     xport_ucx_destroy(b.x, NULL, 0);
     cudaFree(b.sbuf);
     cudaFree(b.rbuf);
+    if (pbuf) {
+        cudaSetDevice(peer_dev);
+        cudaFree(pbuf);
+        cudaSetDevice(dev);
+    }
     cudaFreeHost(b.hs);
     cudaFreeHost(b.hr);
 }

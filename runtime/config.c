@@ -121,6 +121,11 @@ cask_status config_resolve(const cask_config *cfg, config_resolved *out, char *e
     } else if ((v = getenv("CASK_SIM_GPUS"))) {
         if (parse_int(v, 0, 16, &out->sim_gpus)) BAD_ENV("CASK_SIM_GPUS", v, "expected 0..16");
     }
+    if ((v = getenv("CASK_SIM_GPU_SLOW")) && *v) {
+        char why[200];
+        if (sim_slow_parse(v, out->sim_slow, SIM_SLOW_MAX, &out->nsim_slow, why, sizeof why))
+            BAD_ENV("CASK_SIM_GPU_SLOW", v, why);
+    }
     if (mask & CASK_CONFIG_GPU_STREAMS) {
         if (cfg->gpu_streams < 1 || cfg->gpu_streams > 32) {
             snprintf(err, errlen, "config.gpu_streams=%d: must be 1..32", cfg->gpu_streams);

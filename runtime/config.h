@@ -3,6 +3,7 @@
 #define CASK_RUNTIME_CONFIG_H
 
 #include "cask/runtime.h"
+#include "runtime/sim_slow.h"
 
 /* The configuration in force: every field decided. */
 typedef struct config_resolved {
@@ -13,6 +14,8 @@ typedef struct config_resolved {
     cask_log_level log_level;
     int bind;
     int sim_gpus;
+    sim_slow sim_slow[SIM_SLOW_MAX];   /* CASK_SIM_GPU_SLOW */
+    int nsim_slow;
     int gpu_streams;
     char trace_path[512];
     char dashboard[128];   /* "" none, else HOST:PORT or PORT */

@@ -49,6 +49,12 @@ static cask_status open_devices(cask_runtime *rt, char *err, size_t errlen)
         }
         rt->ngpu = want;
         rt->sim = 1;
+        for (int i = 0; i < rt->cfg.nsim_slow; i++)
+            if (rt->cfg.sim_slow[i].gpu >= want) {
+                snprintf(err, errlen, "CASK_SIM_GPU_SLOW slows GPU %d, but there are %d simulated GPUs",
+                         rt->cfg.sim_slow[i].gpu, want);
+                return CASK_ERR_INVALID;
+            }
         return CASK_OK;
     }
     if (rt->cfg.ngpu > 0) {
@@ -88,6 +94,8 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
     st = open_devices(rt, err, sizeof err);
     if (st)
         goto fail;
+    if (rt->cfg.nsim_slow && !rt->sim)
+        log_msg(rt, CASK_LOG_WARN, "CASK_SIM_GPU_SLOW ignored: the GPUs are not simulated");
     if (rt->cfg.ncpu >= 0) {
         rt->ncpu = rt->cfg.ncpu;
     } else {

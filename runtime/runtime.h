@@ -29,7 +29,10 @@ struct cask_kernel {
     cask_kernel_fn cuda;
     uint32_t flags;
     uint32_t id;
-    _Atomic uint64_t gpu_ns;    /* estimated GPU service time of one task (EWMA), 0 unknown */
+    /* estimated service time of one task on each GPU (scheduler/gpu_commit.c), 0 unknown,
+       and the last sample it learnt from (written by that GPU's worker only) */
+    _Atomic uint64_t gpu_ns[CASK_MAX_GPUS];
+    _Atomic uint64_t gpu_last_ns[CASK_MAX_GPUS];
 };
 
 struct cask_runtime {

@@ -3,6 +3,7 @@
 #include "scheduler/placement.h"
 #include "runtime/graph.h"
 #include "runtime/data.h"
+#include "scheduler/gpu_commit.h"
 
 int placement_kind(const sched *s, const cask_task *t)
 {
@@ -22,10 +23,29 @@ int placement_pick_gpu(sched *s, const cask_task *t)
     int64_t minq = INT64_MAX;
     int shortest = 0;
     uint32_t start = atomic_fetch_add_explicit(&s->rr, 1, memory_order_relaxed);
+    uint64_t now = sched_now_ns();
+    double best_end = 1e300;
+    int timed = 1;   /* t's kernel has a service time on every GPU */
+    for (int g = 0; g < s->ngpu && timed; g++)
+        timed = gpu_est(t->kernel, g) != 0;
     for (int i = 0; i < s->ngpu; i++) {
         int g = (int)((start + (uint32_t)i) % (uint32_t)s->ngpu);
-        int64_t q = atomic_load_explicit(&s->w[base + g].queued, memory_order_relaxed);
-        if (q < minq) {
+        worker *w = &s->w[base + g];
+        int64_t q = atomic_load_explicit(&w->queued, memory_order_relaxed);
+        uint64_t bu = atomic_load_explicit(&w->busy_until_ns, memory_order_relaxed);
+        /* the shortest queue, counting work committed to the device as one more task;
+         * with service times, the GPU expected to finish t first (a slow one gets less) */
+        q += bu > now;
+        if (timed) {
+            double end = (double)(bu > now ? bu - now : 0) +
+                         (double)(q + 1) * (double)gpu_est(t->kernel, g);
+            if (end < best_end) {
+                best_end = end;
+                shortest = g;
+            }
+            if (q < minq)
+                minq = q;
+        } else if (q < minq) {
             minq = q;
             shortest = g;
         }
@@ -52,7 +72,8 @@ int placement_pick_gpu(sched *s, const cask_task *t)
     /* locality only pays when most of the input is already there */
     if (best_gpu < 0 || 2 * best < total)
         return base + shortest;
-    int64_t q = atomic_load_explicit(&s->w[base + best_gpu].queued, memory_order_relaxed);
+    int64_t q = atomic_load_explicit(&s->w[base + best_gpu].queued, memory_order_relaxed) +
+                (atomic_load_explicit(&s->w[base + best_gpu].busy_until_ns, memory_order_relaxed) > now);
     /* "far busier": more than twice the shortest queue plus a few tasks */
     if (q > 2 * minq + 4)
         return base + shortest;

@@ -89,6 +89,9 @@ typedef struct worker {
     sched_node *pinned_head, *pinned_tail;
     uint64_t rng;
     struct gpu_worker *gpu;
+    /* GPU workers: when the work committed to the device is expected to end (ns,
+       sched_now_ns clock; written by the owner, read by the other GPU workers) */
+    _Atomic uint64_t busy_until_ns;
     struct trace_state *trace;   /* NULL unless tracing */
     struct dash_live *live;      /* NULL unless a dashboard is served */
     uint64_t last_end_ns;        /* end of the last traced task (flow arrows) */
@@ -102,6 +105,8 @@ typedef struct sched {
     _Atomic int stop;
     _Atomic int nsleep[2];
     _Atomic uint32_t rr;
+    _Atomic uint64_t sim_origin_ns;   /* simulated GPUs: when the first task started on
+                                         one (CASK_SIM_GPU_SLOW windows count from it) */
     _Atomic int ending;          /* cask_task_async_end calls under way (sched_destroy
                                     waits for them: they touch a worker after the task
                                     may have let its graph finish) */

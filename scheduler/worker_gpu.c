@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "scheduler/sched.h"
+#include "scheduler/worker_gpu.h"
+#include "scheduler/gpu_commit.h"
 #include "runtime/graph.h"
 #include "runtime/task_ctx.h"
 #include "runtime/coherence.h"
@@ -15,76 +17,6 @@
 #include "runtime/log.h"
 #include "runtime/trace_task.h"
 #include "runtime/dash_live.h"
-
-/* Tasks launched back to back on one stream share one completion event: a group of up
- * to GROUP_MAX, closed (event recorded) when the burst of ready tasks ends. With tracing
- * every task is its own group, with its own timing events. */
-#define GROUP_MAX 8
-
-typedef struct inflight {
-    cask_task *t[GROUP_MAX];
-    int ntasks;
-    int open;            /* still taking tasks: event not recorded yet */
-    void *ev;            /* completion of the whole group */
-    void *ev_start;      /* timing, when tracing */
-    void *ev_end;
-    int stream;
-    uint64_t t_issue;    /* host time the group was opened */
-    uint64_t est_ns;     /* estimated service time of its tasks */
-} inflight;
-
-/* In-flight depth: at least MIN_INFLIGHT tasks, more while the estimated work in flight
- * is under INFLIGHT_BUDGET_NS. Tiny tasks still fill the streams; long ones stay in the
- * deque, where an idle GPU can steal them. */
-#define MIN_INFLIGHT 2
-#define INFLIGHT_BUDGET_NS 2000000ull
-
-typedef struct writeback {
-    cask_data *d;
-    cask_graph *g;
-} writeback;
-
-/* A traced copy waiting for its end event. */
-typedef struct copy_rec {
-    void *e0, *e1;
-    int which;
-    uint32_t data_id;
-    size_t bytes;
-} copy_rec;
-
-typedef struct gpu_worker gpu_worker;
-
-/* Copy tracer of a GPU worker: timing events around each asynchronous copy. */
-typedef struct gpu_tracer {
-    coh_tracer base;
-    struct worker *w;
-    void *pending_e0;
-} gpu_tracer;
-
-typedef struct gpu_worker {
-    int gpu;
-    int nstreams;
-    int next_stream;
-    int open_slot[32];   /* per stream: index of its open group, or -1 */
-    int group_max;
-    inflight *slot;
-    int nslots;
-    int ninflight;
-    int tasks_inflight;
-    uint64_t est_inflight_ns;
-    uint64_t stream_done_ns[32];   /* when each stream last finished a group */
-    writeback *wb;
-    int nwb, wb_cap;
-    void *ref_ev;        /* tracing: a timing event at a known host time */
-    uint64_t ref_ns;
-    gpu_tracer tracer;   /* tracing only */
-    sched_node *deferred;   /* FIFO of tasks waiting for memory held by tasks in flight */
-    sched_node *deferred_tail;
-    copy_rec *copies;    /* traced copies in flight */
-    int ncopies, copies_cap;
-    void **ev_pool;      /* spare timing events */
-    int npool, pool_cap;
-} gpu_worker;
 
 static void fail_task(worker *w, cask_task *t, cask_status st, const char *msg)
 {
@@ -201,7 +133,7 @@ static uint64_t gpu_time(worker *w, void *ev)
     return w->gpu->ref_ns + (uint64_t)(ns > 0 ? ns : 0);
 }
 
-static void finish_one(worker *w, cask_task *t, inflight *f)
+void gpu_finish_one(worker *w, cask_task *t, inflight *f)
 {
     cask_runtime *rt = w->sched->rt;
     cask_data *wbd[CASK_MAX_BUFFERS];
@@ -212,6 +144,9 @@ static void finish_one(worker *w, cask_task *t, inflight *f)
         w->last_track = trace_track_gpu(w->trace, w->device, f->stream);
         uint64_t t0 = gpu_time(w, f->ev_start);
         w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, gpu_time(w, f->ev_end));
+    } else if (WORKER_TRACE(w) && f && rt->sim) {   /* a slowed simulated GPU's virtual run */
+        w->last_track = trace_track_gpu(w->trace, w->device, f->stream);
+        w->last_end_ns = trace_task(w->trace, w->last_track, t, f->sim_start, f->sim_end);
     }
     if (w->live && f) {   /* host-side times: issue of its group, completion seen */
         int v = dash_viewed(w->live);
@@ -222,31 +157,36 @@ static void finish_one(worker *w, cask_task *t, inflight *f)
     sched_complete(w->sched, w, t, 1);
 }
 
-/* Updates the kernel's service-time estimate from a finished group: the time since the
- * group was issued or its stream last became free, whichever is later. */
+/* Updates the kernel's service-time estimate on this GPU from a finished group: the time
+ * since the group was issued or the device last finished a group, whichever is later
+ * (what the device took for it, overlapped work not counted twice). Then republishes
+ * when the device is expected to be done with the rest. */
 static void learn_cost(worker *w, inflight *f)
 {
     gpu_worker *gw = w->gpu;
     uint64_t now = sched_now_ns();
-    uint64_t from = f->t_issue > gw->stream_done_ns[f->stream] ? f->t_issue : gw->stream_done_ns[f->stream];
-    gw->stream_done_ns[f->stream] = now;
+    uint64_t from = f->t_issue > gw->dev_done_ns ? f->t_issue : gw->dev_done_ns;
+    gw->dev_done_ns = now;
     gw->tasks_inflight -= f->ntasks;
     if (w->live && gw->tasks_inflight == 0)
         dash_running(w->live, w->id, -1);
     gw->est_inflight_ns -= f->est_ns < gw->est_inflight_ns ? f->est_ns : gw->est_inflight_ns;
+    uint64_t bu = atomic_load_explicit(&w->busy_until_ns, memory_order_relaxed);
+    if (gw->tasks_inflight == 0)
+        bu = now;
+    else if (!w->sched->rt->sim && (bu <= now || bu > now + gw->est_inflight_ns))
+        bu = now + gw->est_inflight_ns;   /* (a simulated GPU's is exact already) */
+    atomic_store_explicit(&w->busy_until_ns, bu, memory_order_relaxed);
     if (f->ntasks == 0 || now <= from)
         return;
-    uint64_t per = (now - from) / (uint64_t)f->ntasks;
-    cask_kernel *k = f->t[0]->kernel;
-    uint64_t old = atomic_load_explicit(&k->gpu_ns, memory_order_relaxed);
-    atomic_store_explicit(&k->gpu_ns, old ? (old * 7 + per) / 8 : per, memory_order_relaxed);
+    gpu_est_learn(f->t[0]->kernel, w->device, (now - from) / (uint64_t)f->ntasks);
 }
 
 static void finish_group(worker *w, inflight *f)
 {
     learn_cost(w, f);
     for (int i = 0; i < f->ntasks; i++)
-        finish_one(w, f->t[i], f);
+        gpu_finish_one(w, f->t[i], f);
     f->ntasks = 0;
 }
 
@@ -333,26 +273,7 @@ static int start_task(worker *w, cask_task *t, int retry)
         return 0;
     }
     if (rt->sim) {
-        uint64_t t0 = sched_now_ns();
-        ctx.stream = NULL;
-        if (w->live)
-            dash_running(w->live, w->id, (int32_t)t->kernel->id);
-        st = t->kernel->cpu(&ctx);
-        if (w->live)
-            dash_running(w->live, w->id, -1);
-        if (st)
-            task_ctx_report(&ctx, st);
-        if (WORKER_TRACE(w)) {
-            w->last_track = trace_track_gpu(w->trace, w->device, si);
-            w->last_end_ns = trace_task(w->trace, w->last_track, t, t0, sched_now_ns());
-        }
-        if (w->live)
-            dash_task(w->live, w->id, t->kernel->id, dash_lane_gpu(w->live, w->device, si), t0,
-                      dash_viewed(w->live) ? dash_now_ns() : 0, st != CASK_OK);
-        if (!st && ctx.async)
-            w->async_pending++;   /* finished when it ends (finish_async) */
-        else
-            finish_one(w, t, NULL);
+        gpu_sim_run(w, t, &ctx, si);
         return 0;
     }
     int k = gw->open_slot[si];
@@ -377,7 +298,7 @@ static int start_task(worker *w, cask_task *t, int retry)
             task_ctx_report(&ctx, st);
             /* whatever it enqueued still has to finish before its buffers are reused */
             device_stream_sync(rt->dev, stream);
-            finish_one(w, t, NULL);
+            gpu_finish_one(w, t, NULL);
         } else {
             w->async_pending++;   /* finished when it ends (finish_async) */
         }
@@ -396,12 +317,14 @@ static int start_task(worker *w, cask_task *t, int retry)
         return 0;
     }
     f->t[f->ntasks++] = t;
-    uint64_t est = atomic_load_explicit(&t->kernel->gpu_ns, memory_order_relaxed);
+    uint64_t est = gpu_est(t->kernel, w->device);
     if (!est)   /* not learnt yet: assume a long task until one finishes */
         est = INFLIGHT_BUDGET_NS / 2;
     f->est_ns += est;
     gw->est_inflight_ns += est;
     gw->tasks_inflight++;
+    uint64_t now = sched_now_ns(), bu = atomic_load_explicit(&w->busy_until_ns, memory_order_relaxed);
+    atomic_store_explicit(&w->busy_until_ns, (bu > now ? bu : now) + est, memory_order_relaxed);
     if (f->ntasks >= gw->group_max)
         close_group(w, si);
     return 0;
@@ -437,7 +360,8 @@ static int poll(worker *w)
     for (int i = 0; i < gw->ninflight; i++) {
         inflight *f = &gw->slot[i];
         uint32_t bit = 1u << f->stream;
-        int r = (f->open || (pending_streams & bit)) ? 0 : device_event_done(rt->dev, f->ev);
+        int r = (f->open || (pending_streams & bit)) ? 0
+                : rt->sim ? gpu_sim_done(f, sched_now_ns()) : device_event_done(rt->dev, f->ev);
         if (r == 0) {
             pending_streams |= bit;
             if (keep != i) {   /* compact, preserving order; swap so events are not lost */
@@ -479,7 +403,7 @@ static int finish_async(worker *w)
     for (cask_task *t = sched_async_take(w); t;) {
         cask_task *next = (cask_task *)t->node.next;
         w->async_pending--;
-        finish_one(w, t, NULL);
+        gpu_finish_one(w, t, NULL);
         t = next;
         n++;
     }
@@ -504,6 +428,8 @@ static int gpu_worker_init(worker *w)
         return -1;
     if (device_use(rt->dev, w->device))
         return -1;
+    if (rt->sim)
+        gpu_sim_init(w);
     for (int i = 0; i < gw->nslots; i++) {
         if (device_event_create(rt->dev, w->device, &gw->slot[i].ev))
             return -1;
@@ -550,6 +476,30 @@ static void gpu_worker_free(worker *w)
     w->gpu = NULL;
 }
 
+/* Late binding: if another GPU is expected to finish t clearly sooner (gpu_commit.h),
+ * puts t back in this worker's deque, where that GPU steals it, wakes the GPUs and
+ * returns 1. Gives up leaving it (returns 0) once the others have had twice the time
+ * they were expected to need, so a task never waits on a wrong estimate for long. */
+static int leave_for_another_gpu(worker *w, cask_task *t)
+{
+    gpu_worker *gw = w->gpu;
+    uint64_t now = sched_now_ns(), others = 0;
+    if (gpu_commit_ok(w, t, now, &others)) {
+        gw->decline_deadline = 0;
+        return 0;
+    }
+    if (!gw->decline_deadline)
+        gw->decline_deadline = now + 2 * others + 1000000;
+    else if (now > gw->decline_deadline) {
+        gw->decline_deadline = 0;
+        return 0;
+    }
+    sched_push_local(w, t);
+    sched_wake_kind(w->sched, WORKER_GPU);
+    gw->declined = 1;
+    return 1;
+}
+
 void *worker_gpu_main(void *arg)
 {
     worker *w = arg;
@@ -572,10 +522,16 @@ void *worker_gpu_main(void *arg)
             progressed += finish_async(w);
         if (gw && gw->deferred && (progressed || (!gw->ninflight && !gw->nwb)))
             progressed += retry_deferred(w);
+        if (gw)
+            gw->declined = 0;
         while (gw && !gw->deferred && gw->ninflight < gw->nslots &&
                (gw->tasks_inflight < MIN_INFLIGHT || gw->est_inflight_ns < INFLIGHT_BUDGET_NS)) {
             cask_task *t = sched_find_work(w);
-            if (!t)
+            if (!t) {
+                gw->decline_deadline = 0;
+                break;
+            }
+            if (leave_for_another_gpu(w, t))
                 break;
             sched_mark_active(w);
             start_task(w, t, 0);
@@ -592,9 +548,13 @@ void *worker_gpu_main(void *arg)
                 continue;
             }
         }
-        if (gw && (gw->ninflight || gw->nwb || gw->ncopies || gw->deferred)) {
-            if (!progressed)
-                sched_yield();
+        if (gw && (gw->ninflight || gw->nwb || gw->ncopies || gw->deferred || gw->declined)) {
+            if (!progressed) {
+                if (rt->sim || gw->declined)
+                    gpu_wait_a_little(w);   /* a virtual clock, or a task left to another GPU */
+                else
+                    sched_yield();
+            }
             continue;
         }
         if (progressed)
@@ -603,6 +563,8 @@ void *worker_gpu_main(void *arg)
         sched_mark_idle(w);
         sched_flush_batch(w);
         cask_task *t = sched_sleep(w);
+        if (t && w->gpu && leave_for_another_gpu(w, t))
+            continue;
         if (t) {
             sched_mark_active(w);
             if (w->gpu)

@@ -1,0 +1,34 @@
+/* gpu_commit.h: per-GPU service-time estimates, and whether a GPU worker should commit a
+ * task to its device now or leave it queued for a GPU expected to finish it sooner.
+ *
+ * Why: a GPU worker keeps tasks in flight on its device, and a task launched there can
+ * no longer move. When one GPU is slower (a competing load, a smaller card), the tasks
+ * it commits near the end of a wave are what everyone waits for while the other GPUs
+ * idle. So a worker takes a task only if it would finish it no later than the other GPUs
+ * would finish everything still queued, this task included; otherwise it leaves the
+ * task in its deque, where the others steal it (late binding). */
+#ifndef CASK_SCHED_GPU_COMMIT_H
+#define CASK_SCHED_GPU_COMMIT_H
+
+#include <stdint.h>
+#include "scheduler/sched.h"
+
+/* Estimated service time of one task of k on GPU gpu (ns), 0 if none learnt there yet. */
+uint64_t gpu_est(const cask_kernel *k, int gpu);
+
+/* Learns one observed per-task service time of k on GPU gpu: smoothed (1/4), but two
+ * samples in a row off by 1.5x the same way (a device that slowed down or recovered)
+ * replace it by their mean. One odd sample (groups overlapping on streams, a hiccup)
+ * moves it a quarter only. Called by that GPU's worker only. */
+void gpu_est_learn(cask_kernel *k, int gpu, uint64_t sample_ns);
+
+/* 1 if GPU worker w should start t now; 0 if another GPU, with what it already has in
+ * flight and every GPU task still queued, is expected to finish t clearly sooner. Tasks
+ * bound to a device, a single GPU, and kernels not yet timed on every GPU always give 1.
+ * This GPU counts the faster of its estimate and its last sample, the others the slower
+ * of theirs, so that a task is left only on firm evidence.
+ * *others_ns (if not NULL) gets when the other GPUs are expected to be done, from now.
+ * Reads the other workers' published state only (no lock). */
+int gpu_commit_ok(worker *w, const struct cask_task *t, uint64_t now, uint64_t *others_ns);
+
+#endif
