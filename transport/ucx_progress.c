@@ -519,6 +519,20 @@ static void handle_ep_errors(xport_ucx *x)
     }
 }
 
+/* Peers the layer above fenced out (xport_ucx_fence): lost from now on. */
+static void fence_peers(xport_ucx *x)
+{
+    for (int r = 0; r < x->size; r++) {
+        ucx_peer *p = &x->peers[r];
+        if (!atomic_load(&p->fence) || atomic_load(&p->state) != PEER_ALIVE)
+            continue;
+        char why[160];
+        snprintf(why, sizeof why, "rank %d: no longer in one job with rank %d (fenced out "
+                 "by the membership)", x->rank, r);
+        mark_dead(x, p, CASK_ERR_PEER, why);
+    }
+}
+
 /* Whether process pid (on this host, in our pid namespace) still runs. */
 static int process_alive(pid_t pid)
 {
@@ -624,6 +638,10 @@ void *ucx_progress_main(void *arg)
             work++;
         if (x->has_ep_errors)
             handle_ep_errors(x);
+        if (atomic_exchange(&x->cmd_fence, 0)) {
+            work += ucx_drain_submit(x);   /* sends handed over before: issued first */
+            fence_peers(x);
+        }
         uint64_t now = ucx_now_ns();
         if (now >= x->next_tick_ns) {
             tick(x, now);
@@ -652,7 +670,7 @@ void *ucx_progress_main(void *arg)
         }
         atomic_store(&x->sleeping, 1);
         if (atomic_load(&x->submit) || atomic_load(&x->cmd_hello) ||
-            atomic_load(&x->cmd_bye) || atomic_load(&x->stop)) {
+            atomic_load(&x->cmd_bye) || atomic_load(&x->cmd_fence) || atomic_load(&x->stop)) {
             atomic_store(&x->sleeping, 0);
             continue;
         }
