@@ -9,7 +9,9 @@
  * The survivors' side: a rank suspected (named dead by this rank's transport or by a
  * proposal it heard; a suspect is never taken back, the agreement only adds to the
  * set), or left out by the agreed view, is told so (a notice: a MEMBER answer whose
- * mask names it), then the transport declares it lost (xport_ucx_fence): sends to it
+ * mask names it), then the transport declares it lost once it has been silent for two
+ * heartbeats (xport_ucx_fence; closing the endpoint of a rank that still talks, at once,
+ * stalled recoveries over TCP: dist_netns_hosts_4): sends to it
  * still in flight (a rendezvous to a frozen rank never completes) end with
  * CASK_ERR_PEER, tasks shipped to it to balance the load (dist_steal.c) end, its
  * endpoint closes and its goodbye is not waited for in cask_dist_finalize. The run
@@ -77,7 +79,7 @@ void dist_fence_out(cask_dist *dist, uint64_t ranks)
         notice(dist, r, epoch, mask);
         dist_steal_on_lost(dist, r);
 #ifdef CASK_HAVE_UCX
-        xport_ucx_fence(dist->ucx, r);   /* after the notice: issued in order */
+        xport_ucx_fence(dist->ucx, r);
 #endif
     }
 }

@@ -391,8 +391,6 @@ cask_status xport_ucx_fence(xport_ucx *x, int peer)
     if (!x || peer < 0 || peer >= x->size || peer == x->rank)
         return CASK_ERR_INVALID;
     atomic_store(&x->peers[peer].fence, 1);
-    atomic_store(&x->cmd_fence, 1);
-    ucx_wake(x);
     return CASK_OK;
 }
 

@@ -193,12 +193,12 @@ cask_status xport_ucx_recv_into(xport_ucx_msg *msg, void *buf, xport_ucx_done_fn
 cask_status xport_ucx_peer_status(const xport_ucx *x, int peer);
 
 /* The layer above left peer out of the job (a rank fenced out by the membership, which
- * may be alive but frozen): the progress thread declares it lost as if it had failed
- * (on_peer_failure is called, sends to it and in flight end with CASK_ERR_PEER, its
- * endpoint is closed, its goodbye is not waited for). Sends handed over before this
- * call are issued first. Errors: CASK_ERR_INVALID (no x, a peer out of range, or this
- * rank). Thread safe; not from on_peer_failure's thread while it holds a lock the
- * progress thread needs (it only asks). */
+ * may be alive but frozen): from now on it is declared lost as soon as it has been
+ * silent for two heartbeat intervals instead of the peer timeout (on_peer_failure is
+ * called, sends to it and in flight end with CASK_ERR_PEER, its endpoint is closed, its
+ * goodbye is not waited for). A fenced peer that still talks stays reachable (it
+ * finishes, or fails, and says goodbye as usual). Errors: CASK_ERR_INVALID (no x, a
+ * peer out of range, or this rank). Thread safe, also from a handler. */
 cask_status xport_ucx_fence(xport_ucx *x, int peer);
 
 /* Counters of the traffic with one peer. Thread safe (read while running). */

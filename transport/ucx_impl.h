@@ -76,7 +76,7 @@ typedef struct ucx_peer {
     pid_t pid;
     /* read by any thread */
     _Atomic int bye_done;           /* our goodbye left (UCX completed its send) */
-    _Atomic int fence;              /* the layer above left it out: declare it lost */
+    _Atomic int fence;              /* the layer above left it out: lost once silent */
     _Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
     _Atomic uint64_t credit_stalls, max_queued, max_in_flight, max_window;
 } ucx_peer;
@@ -124,7 +124,7 @@ struct xport_ucx {
     _Atomic(ucx_op *) submit;       /* lock-free stack of sends from other threads */
     _Atomic int sleeping;
     _Atomic int stop;
-    _Atomic int cmd_hello, cmd_bye, cmd_fence;
+    _Atomic int cmd_hello, cmd_bye;
     _Atomic int connected, closing;
     int has_ep_errors;              /* a ucp error callback ran: look at ep_error */
     uint64_t next_tick_ns;

@@ -519,20 +519,6 @@ static void handle_ep_errors(xport_ucx *x)
     }
 }
 
-/* Peers the layer above fenced out (xport_ucx_fence): lost from now on. */
-static void fence_peers(xport_ucx *x)
-{
-    for (int r = 0; r < x->size; r++) {
-        ucx_peer *p = &x->peers[r];
-        if (!atomic_load(&p->fence) || atomic_load(&p->state) != PEER_ALIVE)
-            continue;
-        char why[160];
-        snprintf(why, sizeof why, "rank %d: no longer in one job with rank %d (fenced out "
-                 "by the membership)", x->rank, r);
-        mark_dead(x, p, CASK_ERR_PEER, why);
-    }
-}
-
 /* Whether process pid (on this host, in our pid namespace) still runs. */
 static int process_alive(pid_t pid)
 {
@@ -571,6 +557,15 @@ static void tick(xport_ucx *x, uint64_t now)
         ucx_peer *p = &x->peers[r];
         if (atomic_load(&p->state) != PEER_ALIVE || r == x->rank)
             continue;
+        /* a peer the layer above fenced out (xport_ucx_fence) is lost once silent for
+         * two heartbeats: a frozen one at once, a live one never */
+        if (atomic_load(&p->fence) && now - p->last_recv_ns > 2 * hb) {
+            char why[200];
+            snprintf(why, sizeof why, "rank %d: rank %d, fenced out of the job, silent for "
+                     "%d ms", x->rank, r, (int)((now - p->last_recv_ns) / 1000000ull));
+            mark_dead(x, p, CASK_ERR_PEER, why);
+            continue;
+        }
         if (to && now - p->last_recv_ns > to) {
             char why[200];
             snprintf(why, sizeof why, "rank %d: nothing heard from rank %d for %d ms "
@@ -638,10 +633,6 @@ void *ucx_progress_main(void *arg)
             work++;
         if (x->has_ep_errors)
             handle_ep_errors(x);
-        if (atomic_exchange(&x->cmd_fence, 0)) {
-            work += ucx_drain_submit(x);   /* sends handed over before: issued first */
-            fence_peers(x);
-        }
         uint64_t now = ucx_now_ns();
         if (now >= x->next_tick_ns) {
             tick(x, now);
@@ -670,7 +661,7 @@ void *ucx_progress_main(void *arg)
         }
         atomic_store(&x->sleeping, 1);
         if (atomic_load(&x->submit) || atomic_load(&x->cmd_hello) ||
-            atomic_load(&x->cmd_bye) || atomic_load(&x->cmd_fence) || atomic_load(&x->stop)) {
+            atomic_load(&x->cmd_bye) || atomic_load(&x->stop)) {
             atomic_store(&x->sleeping, 0);
             continue;
         }
