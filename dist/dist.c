@@ -235,7 +235,9 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
     dist->excluded = calloc((size_t)dist->size, sizeof *dist->excluded);
     dist->mem_epoch = calloc((size_t)dist->size, sizeof *dist->mem_epoch);
     dist->mem_mask = calloc((size_t)dist->size, sizeof *dist->mem_mask);
-    if (!dist->lost || !dist->left || !dist->excluded || !dist->mem_epoch || !dist->mem_mask) {
+    dist->barrier_seen = calloc((size_t)dist->size, sizeof *dist->barrier_seen);
+    if (!dist->lost || !dist->left || !dist->excluded || !dist->mem_epoch || !dist->mem_mask ||
+        !dist->barrier_seen) {
         st = log_error(rt, CASK_ERR_NOMEM, "cask_dist_init");
         goto fail;
     }
@@ -324,6 +326,7 @@ fail:
     free(dist->excluded);
     free(dist->mem_epoch);
     free(dist->mem_mask);
+    free(dist->barrier_seen);
     free(dist->testkill);
     pthread_mutex_destroy(&dist->mu);
     pthread_cond_destroy(&dist->cv);
@@ -389,6 +392,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
     free(dist->excluded);
     free(dist->mem_epoch);
     free(dist->mem_mask);
+    free(dist->barrier_seen);
     free(dist->testkill);
     pthread_mutex_destroy(&dist->mu);
     pthread_cond_destroy(&dist->cv);
@@ -411,25 +415,49 @@ cask_status cask_dist_barrier(cask_dist *dist)
     uint64_t seq = ++dist->barrier_seq;
     dist_ctrl_all(dist, 0, 0, CTRL_BARRIER, 0, seq, NULL);
     cask_status st = CASK_OK;
+    char why[sizeof dist->err] = "";
     pthread_mutex_lock(&dist->mu);
-    int *count = &dist->barrier_count[seq & 1];
-    int others = dist->size - 1 - dist->nexcluded;
-    while (*count < others && !dist_unagreed(dist))
+    /* Each rank of the view must reach seq. A BARRIER of an older view counts (a rank
+     * that completed its graph before the others recovered it never agreed on the new
+     * view: it fails here, after sending its BARRIER, and the others go on). A rank of
+     * the view that left the job (LEAVE) without reaching seq never will. */
+    for (;;) {
+        int missing = 0, left = -1;
+        for (int r = 0; r < dist->size; r++)
+            if (r != dist->rank && !dist->excluded[r] && dist->barrier_seen[r] < seq) {
+                missing++;
+                if (dist->left[r] && left < 0)
+                    left = r;
+            }
+        if (!missing)
+            break;
+        if (dist_unagreed(dist)) {
+            st = CASK_ERR_PEER;
+            snprintf(why, sizeof why, "%s", dist->fenced ? dist->fenced_msg : dist->err[0] ?
+                     dist->err : "the membership of the job changed");
+            break;
+        }
+        if (left >= 0) {
+            st = CASK_ERR_PEER;
+            snprintf(why, sizeof why, "rank %d left the job before the barrier%s%.400s", left,
+                     dist->left_why[0] ? ": " : "", dist->left_why);
+            if (!dist->err[0])
+                snprintf(dist->err, sizeof dist->err, "%s", why);
+            break;
+        }
         pthread_cond_wait(&dist->cv, &dist->mu);
-    if (dist_unagreed(dist))
-        st = CASK_ERR_PEER;
-    else
-        *count -= others;
+    }
     pthread_mutex_unlock(&dist->mu);
     if (st)
-        log_error(dist->rt, st, "cask_dist_barrier: %s", dist->err);
+        log_error(dist->rt, st, "cask_dist_barrier: %s", why);
     return st;
 }
 
-void dist_on_barrier(cask_dist *dist, uint64_t seq)
+void dist_on_barrier(cask_dist *dist, int from, uint64_t seq)
 {
     pthread_mutex_lock(&dist->mu);
-    dist->barrier_count[seq & 1]++;
+    if (seq > dist->barrier_seen[from])
+        dist->barrier_seen[from] = seq;
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
 }

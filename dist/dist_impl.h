@@ -78,7 +78,7 @@ struct cask_dist {
     size_t index_cap;
     uint32_t next_graph;
     uint64_t barrier_seq;
-    int barrier_count[2];     /* BARRIER messages by sequence parity (under mu) */
+    uint64_t *barrier_seen;   /* per rank: the last BARRIER sequence it reached (under mu) */
 
     pthread_mutex_t mu;       /* what handlers and the computing thread share */
     pthread_cond_t cv;
@@ -360,7 +360,7 @@ cask_status dist_wait_until(cask_dist_graph *g, dist_ready_fn ready, void *arg,
 cask_status dist_run_local(cask_dist_graph *g);
 /* Handlers (progress thread). */
 void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char *msg);
-void dist_on_barrier(cask_dist *dist, uint64_t seq);
+void dist_on_barrier(cask_dist *dist, int from, uint64_t seq);
 /* Why the current run of g cannot go on (under dist->mu; sets g->error), or CASK_OK. */
 cask_status dist_broken(cask_dist_graph *g);
 
@@ -404,6 +404,9 @@ void dist_recover_prepare(cask_dist_graph *g);
 /* The compute's run failed with CASK_ERR_PEER: agree, re-plan, re-run until done. */
 cask_status dist_recover(cask_dist_graph *g);
 void dist_recover_on_ready(cask_dist_graph *g, int from, const dist_ctrl_hdr *h);
+/* After a compute ended (g->running 0): answers the STATE requests that came while it
+ * still ran the run they ask about (the handler answers only a rank not computing). */
+void dist_recover_answer_late(cask_dist_graph *g);
 /* A STATE message (progress thread). */
 void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, void *ucx_msg);
 /* Adds the loading tasks of a recovery plan to g->local (first in it). */

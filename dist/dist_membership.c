@@ -16,7 +16,7 @@
  * that finds itself in a minority, or named dead by the others, stops with "fenced
  * out". Masks are 64 bits: jobs of more than 64 ranks do not recover (they fail with
  * CASK_ERR_PEER as before). */
-#include "dist/dist_impl.h"
+#include "dist/dist_fence.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,15 +126,17 @@ void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h)
 {
     if (dist->size > 64)
         return;
-    uint64_t mask = h->value;
-    int reply = 0, brk = 0;
+    uint64_t mask = h->value, fresh_suspects = 0;
+    int reply = 0, brk = 0, fenced_now = 0;
     uint32_t r_epoch = 0;
     uint64_t r_mask = 0;
     char why[600] = "";
     pthread_mutex_lock(&dist->mu);
     if (dist->excluded[from]) {
         pthread_mutex_unlock(&dist->mu);
-        return;   /* fenced out: not heard any more */
+        if (!h->status)
+            dist_fence_tell(dist, from);   /* fenced out: not heard, but told so */
+        return;
     }
     if (h->epoch > dist->mem_epoch[from] ||
         (h->epoch == dist->mem_epoch[from] && mask != dist->mem_mask[from])) {
@@ -149,17 +151,23 @@ void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h)
                      "rank %d and the other survivors hold it dead (it was too slow or "
                      "unreachable for CASK_PEER_TIMEOUT_MS) and went on without it",
                      dist->rank, from);
-            snprintf(why, sizeof why, "%s", dist->fenced_msg);
-            brk = 1;
+            fenced_now = 1;
         }
     } else {
         uint64_t fresh = mask & ~dead_mask(dist);
         if (fresh || h->epoch > dist->epoch) {
             if (fresh) {
                 dist->suspects |= fresh;
-                if (!dist->err[0])
-                    snprintf(dist->err, sizeof dist->err, "rank %d reports ranks lost "
-                             "(mask 0x%llx)", from, (unsigned long long)fresh);
+                fresh_suspects = fresh;
+                if (!dist->err[0]) {   /* "rank N" each: the lost ranks named */
+                    size_t o = (size_t)snprintf(dist->err, sizeof dist->err,
+                                                "rank %d reports", from);
+                    for (int r = 0; r < dist->size && r < 64 && o + 16 < sizeof dist->err; r++)
+                        if (fresh >> r & 1)
+                            o += (size_t)snprintf(dist->err + o, sizeof dist->err - o,
+                                                  " rank %d", r);
+                    snprintf(dist->err + o, sizeof dist->err - o, " lost");
+                }
             }
             if (!dist->agreeing) {
                 brk = 1;   /* a run in progress must stop and agree */
@@ -181,7 +189,11 @@ void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h)
     pthread_mutex_unlock(&dist->mu);
     if (reply && !(r_mask >> from & 1))
         send_member(dist, from, r_epoch, r_mask, 1);
-    if (brk)
+    if (fresh_suspects)
+        dist_fence_out(dist, fresh_suspects);
+    if (fenced_now)
+        dist_fence_self(dist);
+    else if (brk)
         dist_member_break_runs(dist, why);
 }
 
@@ -219,6 +231,8 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
         return CASK_ERR_PEER;
     }
     cask_status st = CASK_OK;
+    uint64_t newly = 0;
+    int fenced_now = 0;
     pthread_mutex_lock(&dist->mu);
     dist->agreeing = 1;
     uint32_t e = dist->epoch + 1;
@@ -231,9 +245,11 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
     double t0 = dist_now_s();
     for (;;) {
         if (dist->fenced || (M >> dist->rank & 1)) {
-            if (!dist->fenced)
+            if (!dist->fenced) {
                 snprintf(dist->fenced_msg, sizeof dist->fenced_msg, "rank %d was fenced "
                          "out: the other ranks hold it dead", dist->rank);
+                fenced_now = 1;
+            }
             dist->fenced = 1;
             snprintf(err, errlen, "%s", dist->fenced_msg);
             st = CASK_ERR_PEER;
@@ -287,6 +303,7 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
     if (!st && !quorum(dist, M)) {
         char dead[160];
         list_mask(dead, sizeof dead, M & ~excluded_mask(dist), dist->size);
+        fenced_now = !dist->fenced;
         dist->fenced = 1;
         snprintf(dist->fenced_msg, sizeof dist->fenced_msg, "rank %d was fenced out: it sees "
                  "ranks %s gone, which leaves no majority of the %d ranks of epoch %u (the "
@@ -300,6 +317,7 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
         list_mask(dead, sizeof dead, M, dist->size);
         for (int r = 0; r < dist->size; r++)
             if ((M >> r & 1) && !dist->excluded[r]) {
+                newly |= 1ull << r;
                 dist->excluded[r] = 1;
                 dist->nexcluded++;
             }
@@ -312,6 +330,10 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
     dist->agreeing = 0;
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
+    if (fenced_now)
+        dist_fence_self(dist);
+    if (newly)
+        dist_fence_out(dist, newly);
     return st;
 }
 

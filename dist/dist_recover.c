@@ -362,6 +362,30 @@ void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, v
 #endif
 }
 
+void dist_recover_answer_late(cask_dist_graph *g)
+{
+    cask_dist *dist = g->dist;
+    dist_recovery *rec = g->rec;
+    if (!rec || dist->size < 2)
+        return;
+    /* A survivor that asks whether this run completed here, while this rank was still
+     * in it (its last DONE came just before the loss was heard of), got no answer then
+     * and would wait for one (seed 603143019 of the chaos soak). Only a run that did not
+     * recover here: a recovery's own run is numbered past the one asked about. */
+    uint64_t to = 0;
+    pthread_mutex_lock(&dist->mu);
+    dist_state_hdr reply = { g->id, dist->epoch, g->run,
+                             g->ok_run >= g->run ? STATE_COMPLETED : STATE_GONE, 0 };
+    for (int r = 0; r < dist->size && r < 64; r++)
+        if (r != dist->rank && !dist->excluded[r] && rec->state_run[r] == g->run &&
+            rec->state_flags[r] == STATE_RECOVERING)
+            to |= 1ull << r;
+    pthread_mutex_unlock(&dist->mu);
+    for (int r = 0; r < dist->size && r < 64; r++)
+        if (to >> r & 1)
+            send_state(dist, r, &reply, NULL);
+}
+
 /* READY's value: 2 epoch (a recovery plan is in place) or 2 epoch + 1 (after it, the
  * plan of the next computes is) */
 void dist_recover_on_ready(cask_dist_graph *g, int from, const dist_ctrl_hdr *h)

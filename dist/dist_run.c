@@ -60,14 +60,14 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
         return;
     }
     pthread_mutex_lock(&dist->mu);
-    int stale = dist->excluded[from] || h->epoch < dist->epoch;
+    int out = dist->excluded[from], stale = out || h->epoch < dist->epoch;
     pthread_mutex_unlock(&dist->mu);
-    if (stale)
-        return;   /* a fenced rank's, or an older view's */
-    if (h->type == CTRL_BARRIER) {
-        dist_on_barrier(dist, h->value);
+    if (h->type == CTRL_BARRIER && !out) {
+        dist_on_barrier(dist, from, h->value);   /* of any view: it reached the barrier */
         return;
     }
+    if (stale)
+        return;   /* a fenced rank's, or an older view's */
     if (h->type == CTRL_LEAVE) {
         if (h->graph) {   /* it leaves after that run failed there: the ABORT it repeats */
             dist_ctrl_hdr a = *h;
@@ -350,6 +350,7 @@ cask_status cask_dist_graph_compute(cask_dist_graph *g)
         g->ok_run = g->run;
     g->running = 0;
     pthread_mutex_unlock(&dist->mu);
+    dist_recover_answer_late(g);   /* survivors that asked while this rank computed */
     g->elapsed_s = dist_now_s() - t0;
     if (st) {
         dist_leave_note_failure(g, st);

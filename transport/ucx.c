@@ -386,6 +386,14 @@ cask_status xport_ucx_peer_status(const xport_ucx *x, int peer)
     return atomic_load(&x->peers[peer].state) == PEER_DEAD ? CASK_ERR_PEER : CASK_OK;
 }
 
+cask_status xport_ucx_fence(xport_ucx *x, int peer)
+{
+    if (!x || peer < 0 || peer >= x->size || peer == x->rank)
+        return CASK_ERR_INVALID;
+    atomic_store(&x->peers[peer].fence, 1);
+    return CASK_OK;
+}
+
 cask_status xport_ucx_peer_stats(const xport_ucx *x, int peer, xport_ucx_stats *o)
 {
     if (!x || !o || peer < 0 || peer >= x->size)

@@ -194,6 +194,15 @@ cask_status xport_ucx_recv_into(xport_ucx_msg *msg, void *buf, xport_ucx_done_fn
  * failed. Thread safe. */
 cask_status xport_ucx_peer_status(const xport_ucx *x, int peer);
 
+/* The layer above left peer out of the job (a rank fenced out by the membership, which
+ * may be alive but frozen): from now on it is declared lost as soon as it has been
+ * silent for two heartbeat intervals instead of the peer timeout (on_peer_failure is
+ * called, sends to it and in flight end with CASK_ERR_PEER, its endpoint is closed, its
+ * goodbye is not waited for). A fenced peer that still talks stays reachable (it
+ * finishes, or fails, and says goodbye as usual). Errors: CASK_ERR_INVALID (no x, a
+ * peer out of range, or this rank). Thread safe, also from a handler. */
+cask_status xport_ucx_fence(xport_ucx *x, int peer);
+
 /* Counters of the traffic with one peer. Thread safe (read while running). */
 typedef struct xport_ucx_stats {
     uint64_t msgs_sent, bytes_sent;

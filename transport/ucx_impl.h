@@ -76,6 +76,7 @@ typedef struct ucx_peer {
     pid_t pid;
     /* read by any thread */
     _Atomic int bye_done;           /* our goodbye left (UCX completed its send) */
+    _Atomic int fence;              /* the layer above left it out: lost once silent */
     _Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
     _Atomic uint64_t credit_stalls, max_queued, max_in_flight, max_window;
 } ucx_peer;

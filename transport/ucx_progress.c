@@ -557,6 +557,15 @@ static void tick(xport_ucx *x, uint64_t now)
         ucx_peer *p = &x->peers[r];
         if (atomic_load(&p->state) != PEER_ALIVE || r == x->rank)
             continue;
+        /* a peer the layer above fenced out (xport_ucx_fence) is lost once silent for
+         * two heartbeats: a frozen one at once, a live one never */
+        if (atomic_load(&p->fence) && now - p->last_recv_ns > 2 * hb) {
+            char why[200];
+            snprintf(why, sizeof why, "rank %d: rank %d, fenced out of the job, silent for "
+                     "%d ms", x->rank, r, (int)((now - p->last_recv_ns) / 1000000ull));
+            mark_dead(x, p, CASK_ERR_PEER, why);
+            continue;
+        }
         if (to && now - p->last_recv_ns > to) {
             char why[200];
             snprintf(why, sizeof why, "rank %d: nothing heard from rank %d for %d ms "

@@ -84,7 +84,8 @@ int cask_dist_size(const cask_dist *dist);
 int cask_dist_local_rank(const cask_dist *dist);
 int cask_dist_local_size(const cask_dist *dist);
 
-/* Waits for every rank (CASK_ERR_PEER if one is lost). */
+/* Waits for every rank (CASK_ERR_PEER if one is lost, or left the job: finalized after
+ * a failure of its own). */
 cask_status cask_dist_barrier(cask_dist *dist);
 
 /* Message of the last failure of dist ("" if none); valid until the next call. */

@@ -36,7 +36,8 @@
 # Exit status: 0 if no HANG, WRONG, CRASH, UNEXPLAINED or NOT-RECOVERED, else 1 (the
 # replay command of each bad case is printed, its log kept under --logs); 77 (skip)
 # without a launcher.
-# Environment: CHAOS_PEER_TIMEOUT_MS (4000), passed to the ranks; CASK_BOOT_TIMEOUT
+# Environment: CHAOS_PEER_TIMEOUT_MS (4000), passed to the ranks (CHAOS_PEER_TIMEOUTS=
+# MS0,MS1,... sets it per rank: test_dist_chaos.c); CASK_BOOT_TIMEOUT
 # (20 s here); CASK_MPIRUN as run.sh.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -90,7 +91,7 @@ fi
 # others, whose PMIx_Init then never returns (seen with mpirun 4.1.4: "PMIX ERROR:
 # UNREACHABLE"): faults while joining only with the file bootstrap, unless asked.
 [ -n "$boot_faults" ] || { [ "$launcher" = local ] && boot_faults=1 || boot_faults=0; }
-export CHAOS_PEER_TIMEOUT_MS=${CHAOS_PEER_TIMEOUT_MS:-4000}
+export CHAOS_PEER_TIMEOUT_MS=${CHAOS_PEER_TIMEOUT_MS:-4000} CHAOS_PEER_TIMEOUTS=${CHAOS_PEER_TIMEOUTS:-}
 export CASK_BOOT_TIMEOUT=${CASK_BOOT_TIMEOUT:-20}
 require_recovery=${CHAOS_REQUIRE_RECOVERY:-0}
 [ -n "$logs" ] || logs=$(mktemp -d "${TMPDIR:-/tmp}/cask-chaos.XXXXXX")
@@ -168,7 +169,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   tick; local t0=$NOW
   if [ "$launcher" = mpirun ]; then
     CHAOS_DIR=$dir CHAOS_FAULT=$hook setsid "$mpirun" -n "$np" --oversubscribe --enable-recovery \
-      -x CHAOS_DIR -x CHAOS_FAULT -x CHAOS_PEER_TIMEOUT_MS -x CASK_BOOT_TIMEOUT \
+      -x CHAOS_DIR -x CHAOS_FAULT -x CHAOS_PEER_TIMEOUT_MS -x CHAOS_PEER_TIMEOUTS -x CASK_BOOT_TIMEOUT \
       "$program" "$seed" > "$log" 2>&1 &
   else
     CHAOS_DIR=$dir CHAOS_FAULT=$hook setsid "$here/launch-local.sh" "$np" "$program" "$seed" \

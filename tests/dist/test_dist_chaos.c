@@ -33,7 +33,10 @@
  * Two more modes prove that chaos.sh can fail: corrupt (from that task on, every task of
  * that compute on RANK flips a bit of what it writes: a wrong result) and hang (the task
  * sleeps for ever on a live rank: a hang).
- * $CHAOS_PEER_TIMEOUT_MS: cask_dist_config.peer_timeout_ms (default 4000). */
+ * $CHAOS_PEER_TIMEOUT_MS: cask_dist_config.peer_timeout_ms (default 4000).
+ * $CHAOS_PEER_TIMEOUTS=MS0,MS1,...: per rank instead (a rank past the list keeps the
+ * above): one rank that gives up on a frozen peer long before the others do, so that
+ * the others hear of the loss only from it (tests/dist/fence_notice.sh). */
 #include <stdarg.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -392,6 +395,16 @@ int main(int argc, char **argv)
                             .peer_timeout_ms = pt && *pt ? atoi(pt) : 4000, .heartbeat_ms = 250,
                             .steal = steal };
     const char *envrank = getenv("PMIX_RANK") ? getenv("PMIX_RANK") : getenv("CASK_RANK");
+    const char *pts = getenv("CHAOS_PEER_TIMEOUTS");
+    if (pts && *pts && envrank) {
+        const char *q = pts;
+        for (int i = 0, me = atoi(envrank); q; i++) {
+            if (i == me && atoi(q) > 0)
+                dc.peer_timeout_ms = atoi(q);
+            if ((q = strchr(q, ',')))
+                q++;
+        }
+    }
     char pid[32];
     snprintf(pid, sizeof pid, "%d\n", (int)getpid());
     if (envrank)
