@@ -17,6 +17,7 @@
  * per rank). Rank 0 prints a table, a JSON line per figure, and the CASK_DIST_XPORT_MODEL
  * value (dist/dist_route.c) fitted from these numbers. */
 #include "bench/xport_gpu.h"
+#include "bench/xport_gpu_diag.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -40,6 +41,11 @@ typedef struct gbench {
     void *hs, *hr;              /* pinned host (staged) */
     size_t len;
     _Atomic long pongs, recvd, acked;
+    /* timeline of the latency loop (CASK_BENCH_GPU_TIMELINE=1), CLOCK_MONOTONIC seconds
+     * (one host: comparable between the ranks) by ping k: see xport_gpu_diag.h */
+    int timeline;
+    _Atomic long nping, npong, nland;
+    double ts[TL_N][TL_MAX];
 } gbench;
 
 static double gnow(void)
@@ -47,6 +53,12 @@ static double gnow(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void stamp(gbench *b, int what, long k)
+{
+    if (b->timeline && k >= 0 && k < TL_MAX)
+        b->ts[what][k] = gnow();
 }
 
 static void gdie(const char *what, const char *why)
@@ -66,12 +78,25 @@ static void gwait(_Atomic long *v, long target)
 }
 
 /* Sends len bytes of sbuf to peer as message id, by the bench's mode. */
+static void sent_ping(void *arg, cask_status st, const char *why)
+{
+    gbench *b = arg;
+    if (st)
+        gdie("send", why);
+    stamp(b, TL_PING_DONE, atomic_load(&b->pongs));
+}
+
 static void gsend(gbench *b, int peer, unsigned id)
 {
     cask_status st;
     if (b->mode == MODE_CUDA) {
+        int ping = id == G_PING && b->timeline;
+        if (id == G_PING)
+            stamp(b, TL_PING_SEND, atomic_load(&b->pongs));
+        else if (id == G_PONG)
+            stamp(b, TL_PONG_SEND, atomic_load(&b->nland) - 1);
         st = xport_ucx_am_send_mem(b->x, peer, id, NULL, 0, b->sbuf, b->len, XPORT_UCX_MEM_CUDA,
-                                   NULL, NULL);
+                                   ping ? sent_ping : NULL, ping ? b : NULL);
     } else {
         if (cudaMemcpy(b->hs, b->sbuf, b->len, cudaMemcpyDeviceToHost) != cudaSuccess)
             gdie("cudaMemcpy D2H", NULL);
@@ -90,6 +115,10 @@ static void landed(void *arg, cask_status st, const char *why)
     gbench *b = l->b;
     if (st)
         gdie("receive", why);
+    if (l->id == G_PING)
+        stamp(b, TL_PING_LAND, atomic_fetch_add(&b->nland, 1));
+    else if (l->id == G_PONG)
+        stamp(b, TL_PONG_LAND, atomic_load(&b->pongs));
     if (b->mode == MODE_STAGED &&
         cudaMemcpy(b->rbuf, b->hr, b->len, cudaMemcpyHostToDevice) != cudaSuccess)
         gdie("cudaMemcpy H2D", NULL);
@@ -98,7 +127,7 @@ static void landed(void *arg, cask_status st, const char *why)
     else if (l->id == G_PONG)
         atomic_fetch_add(&b->pongs, 1);
     else
-        atomic_fetch_add(&b->recvd, 1);
+        stamp(b, TL_BW_LAND, atomic_fetch_add(&b->recvd, 1));
 }
 
 static void on_msg(void *arg, xport_ucx_msg *m)
@@ -106,17 +135,42 @@ static void on_msg(void *arg, xport_ucx_msg *m)
     gbench *b = arg;
     landing *l = &landings[m->id - G_PING];
     *l = (landing){ b, m->peer, m->id };
+    long k = m->id == G_PING ? atomic_fetch_add(&b->nping, 1)
+           : m->id == G_PONG ? atomic_fetch_add(&b->npong, 1) : -1;
+    if (m->id == G_PING)
+        stamp(b, TL_PING_RTS, k);
+    else if (m->id == G_PONG)
+        stamp(b, TL_PONG_RTS, k);
+    else if (m->id == G_DATA)
+        stamp(b, TL_BW_RTS, atomic_fetch_add(&b->nping, 1));
     cask_status st = b->mode == MODE_CUDA
         ? xport_ucx_recv_into_mem(m, b->rbuf, XPORT_UCX_MEM_CUDA, landed, l)
         : xport_ucx_recv_into(m, b->hr, landed, l);
     if (st)
         gdie("recv_into", cask_status_string(st));
+    if (m->id == G_PING)
+        stamp(b, TL_PING_POSTED, k);
 }
 
 static void on_ack(void *arg, xport_ucx_msg *m)
 {
     (void)m;
     atomic_fetch_add(&((gbench *)arg)->acked, 1);
+}
+
+/* whether len is in the comma-separated list l */
+static int size_listed(const char *l, size_t len)
+{
+    while (*l) {
+        char *end;
+        unsigned long long v = strtoull(l, &end, 10);
+        if (end == l)
+            return 0;
+        if (v == len)
+            return 1;
+        l = *end == ',' ? end + 1 : end;
+    }
+    return 0;
 }
 
 static void thread_gpu(void *arg)
@@ -132,6 +186,11 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     atomic_store(&b->pongs, 0);
     atomic_store(&b->recvd, 0);
     atomic_store(&b->acked, 0);
+    atomic_store(&b->nping, 0);
+    atomic_store(&b->npong, 0);
+    atomic_store(&b->nland, 0);
+    if (iters > TL_MAX)
+        iters = TL_MAX;
     xport_boot_barrier(boot);
     double t0 = gnow();
     if (b->rank == 0) {
@@ -142,10 +201,14 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     }
     *lat_us = (gnow() - t0) / iters / 2 * 1e6;
     xport_boot_barrier(boot);
+    if (b->timeline && b->mode == MODE_CUDA)
+        xgd_timeline_report(boot, b->rank, len, iters, b->ts);
     /* bandwidth: nmsg messages in flight at once (the credit window queues the rest) */
     long nmsg = len >= (64u << 20) ? 8 : len >= (1u << 20) ? 32 : 256;
+    atomic_store(&b->nping, 0);
     xport_boot_barrier(boot);
     t0 = gnow();
+    stamp(b, TL_BW_START, 0);
     if (b->rank == 0) {
         for (long k = 0; k < nmsg; k++)
             gsend(b, 1, G_DATA);
@@ -159,6 +222,8 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     double dt = gnow() - t0;
     *gbs = (double)len * (double)nmsg / dt / 1e9;
     xport_boot_barrier(boot);
+    if (b->timeline && b->mode == MODE_CUDA)
+        xgd_bw_report(boot, b->rank, len, nmsg, dt, b->ts);
 }
 
 static void d2d(void *dst, const void *src, size_t len, double *lat_us, double *gbs)
@@ -234,6 +299,13 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
         xport_ucx_error(b.x, err, sizeof err);
         gdie("xport_ucx_connect", err);
     }
+    const char *tl = getenv("CASK_BENCH_GPU_TIMELINE");
+    b.timeline = tl && !strcmp(tl, "1");
+    if (b.timeline)
+        xgd_context_turns(boot, b.x, rank, G_ACK + 1);
+    const char *sz = getenv("CASK_BENCH_GPU_SIZES");      /* e.g. 8192,67108864 */
+    const char *stg = getenv("CASK_BENCH_GPU_STAGED");    /* 0: no host-staged column */
+    int staged = !stg || strcmp(stg, "0");
     int cuda = xport_ucx_cuda_memory(b.x);
     if (xport_boot_allgather(boot, "gbench.cuda", &cuda, sizeof cuda, &blobs, &lens))
         gdie("allgather", NULL);
@@ -256,13 +328,17 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
     for (size_t len = 8u << 10; len <= maxb; len *= (len < (64u << 20) ? 4 : 2)) {
         if (len == (32u << 20))
             len = 64u << 20;   /* the acceptance size */
+        if (sz && *sz && !size_listed(sz, len))
+            continue;
         double ul = -1, ub = -1, sl, sb, dl = -1, db = -1;
         if (both) {
             b.mode = MODE_CUDA;
             measure(&b, boot, len, &ul, &ub);
         }
+        sl = sb = -1;
         b.mode = MODE_STAGED;
-        measure(&b, boot, len, &sl, &sb);
+        if (staged)
+            measure(&b, boot, len, &sl, &sb);
         if (rank == 0)
             d2d(b.rbuf, b.sbuf, len, &dl, &db);
         xport_boot_barrier(boot);

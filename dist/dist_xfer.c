@@ -34,6 +34,8 @@ void dist_xfer_sent(void *arg, cask_status st, const char *why)
     cask_dist_graph *g = s->graph;
     cask_dist *dist = g->dist;
     char msg[320] = "";
+    if (!st)
+        dist_xlog_send(dist, s, s->run);
     pthread_mutex_lock(&dist->mu);
     g->sends_pending--;
     if (!st && s->staged)   /* the chunk left this rank from host memory */
@@ -65,6 +67,8 @@ cask_status dist_xfer_send_host(cask_task_ctx *ctx)
     if (!st) {
         g->sends_pending++;
         s->tok = cask_task_async_begin(ctx);
+        s->run = g->run;
+        s->t_task = s->t_post = dist_xlog_now(dist);
     }
     dist_data_hdr h = { g->id, g->run, s->gid, s->version, dist->epoch };
     pthread_mutex_unlock(&dist->mu);
@@ -141,6 +145,8 @@ cask_status dist_xfer_recv_wait(cask_task_ctx *ctx)
     if (!st && s->arrived_run != g->run) {
         s->waiting = cask_task_async_begin(ctx);
         s->wait_t0 = dist_now_s();
+    } else if (!st && dist->xlog) {
+        dist_xlog_wait(dist, s, g->run, dist_now_s());
     }
     pthread_mutex_unlock(&dist->mu);
     if (st)
@@ -159,6 +165,7 @@ void dist_xfer_landed(void *arg, cask_status st, const char *why)
     g->recvs_pending--;
     cask_task_async *tok = NULL;
     if (st == CASK_OK) {
+        dist_xlog_recv(dist, s, s->landing_run, s->waiting ? s->wait_t0 : 0);
         s->arrived_run = s->landing_run;
         if (s->staged)   /* landed in host memory, for a GPU reader */
             g->host_staging[s->landing_run & 1] += dist->data[s->gid].bytes;
@@ -197,6 +204,7 @@ void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_m
     void *land = NULL;
     if (accept) {
         s->landing_run = h->run;
+        s->t_arrive = dist_xlog_now(dist);
         /* a gathered result of the run computing now goes straight to its destination;
          * one of the next run waits in the slot's buffer (the caller may still be
          * reading the destination) */

@@ -1,0 +1,97 @@
+#!/bin/sh
+# bench/device_gpux12.sh: issue 12's diagnosis on ONE GPU shared by two processes: where
+# the fixed cost of a GPU-to-GPU transfer goes (bench-xport --gpu timeline, UCX knobs,
+# ucx_perftest with CUDA memory), what two CUDA contexts time-sharing the GPU cost alone
+# (two independent one-process runs at once vs one), and per-rank timelines of cask-jacobi
+# and cask-knn across 2 processes (CASK_DIST_XFER_LOG, CASK_TRACE). Logs in $OUT/diag.tgz,
+# a summary on stdout.
+#   sh bench/device_gpux12.sh [STEPS...]   (steps: xport perftest jacobi knn; default all)
+set -u
+B=${BUILD:-build-gpux12}
+OUT=${OUT:-out}
+L=tests/dist/launch-local.sh
+export CASK_LAUNCHER=local
+D=$(mktemp -d /tmp/gpux12.XXXXXX)
+STEPS=${*:-xport perftest jacobi knn}
+t0=$(date +%s)
+el() { echo "[$(($(date +%s) - t0)) s]"; }
+if [ ! -f "$B/build.ninja" ]; then
+  meson setup "$B" -Dbuildtype=release -Dgpu_arch=${GPU_ARCH:-sm_90} -Dtests=disabled \
+    -Ddashboard=disabled -Dbench_peers=disabled > "$D/setup.log" 2>&1 || { tail -20 "$D/setup.log"; exit 1; }
+fi
+grep -E "UCX|CUDA|NCCL" "$D/setup.log" 2>/dev/null | head -4
+ninja -C "$B" apps/cask-knn apps/cask-jacobi bench/bench-xport > "$D/build.log" 2>&1 ||
+  { grep -E "error|FAILED" "$D/build.log" | head -20; exit 1; }
+el; echo "built"
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,compute_mode --format=csv,noheader
+W=$(python3 -c 'import libucx, os; print(os.path.dirname(libucx.__file__))' 2>/dev/null)
+# each rank its own trace / transfer log: run as  $TR PREFIX prog args
+TR="sh -c 'CASK_TRACE=\$0.\$CASK_RANK.json CASK_DIST_XFER_LOG=\$0 exec \"\$@\"'"
+bundle() { tar czf "$OUT/diag.tgz" -C "$D" . 2>/dev/null; }
+trap bundle EXIT
+
+for step in $STEPS; do case $step in
+xport)
+  echo "== bench-xport --gpu-only: timeline, UCX knobs (8 KiB, 2 MiB, 64 MiB; no staged column)"
+  X="timeout 90 $L 2 $B/bench/bench-xport --gpu-only"
+  export CASK_BENCH_GPU_STAGED=0 CASK_BENCH_GPU_SIZES=8192,2097152,67108864
+  CASK_BENCH_GPU_TIMELINE=1 UCX_PROTO_INFO=y $X > "$D/xp_base.txt" 2>&1
+  echo "-- default (rc=$?)"; grep -E "turns|timeline|bandwidth loop|^ +[0-9]+ " "$D/xp_base.txt"
+  grep -iE "cuda|rndv" "$D/xp_base.txt" | grep -v "^ " | sort | uniq -c | sort -rn | head -12
+  CASK_UCX_SPIN_US=200000 CASK_BENCH_GPU_TIMELINE=1 $X > "$D/xp_spin.txt" 2>&1
+  echo "-- progress threads spinning (CASK_UCX_SPIN_US=200000) (rc=$?)"
+  grep -E "timeline|bandwidth loop|^ +[0-9]+ " "$D/xp_spin.txt"
+  for k in "UCX_RNDV_SCHEME=put_zcopy" "UCX_RNDV_SCHEME=get_zcopy" "UCX_PROTO_ENABLE=n" \
+           "UCX_TLS=sm,self,cuda_copy,cuda_ipc"; do
+    env $k $X > "$D/xp_$k.txt" 2>&1; echo "-- $k (rc=$?)"; grep -E "^ +[0-9]+ " "$D/xp_$k.txt"
+  done
+  unset CASK_BENCH_GPU_STAGED CASK_BENCH_GPU_SIZES
+  el ;;
+perftest)
+  if [ -n "$W" ] && [ -x "$W/bin/ucx_perftest" ]; then
+    env LD_LIBRARY_PATH=$W/lib $W/bin/ucx_info -c -f 2>/dev/null | grep -iE "^UCX_(CUDA|RNDV|PROTO|MEMTYPE|TLS)" > "$D/ucx_info_cfg.txt"
+    for t in "ucp_am_lat -m cuda,cuda -s 8192 -n 2000" "ucp_am_lat -s 8192 -n 2000" \
+             "ucp_am_bw -m cuda,cuda -s 67108864 -n 100"; do
+      P="timeout 60 env LD_LIBRARY_PATH=$W/lib $W/bin/ucx_perftest -t $t -p 13999"
+      $P > "$D/pt_srv.txt" 2>&1 & sp=$!
+      sleep 1; $P 127.0.0.1 > "$D/pt_$(echo $t | tr ' ,' '__').txt" 2>&1
+      echo "== ucx_perftest -t $t: rc=$?"; wait $sp
+      tail -2 "$D/pt_$(echo $t | tr ' ,' '__').txt"
+    done
+  fi
+  el ;;
+jacobi)
+  J="$B/apps/cask-jacobi --iters 400"
+  echo "== cask-jacobi --n 16384 --iters 400: 1 process; 1 process --blocks 4; 2 processes"
+  for i in 1 2; do
+    $J --n 16384 > "$D/j1_$i.txt" 2>&1
+    $J --n 16384 --blocks 4 > "$D/j1b4_$i.txt" 2>&1
+    $L 2 $J --n 16384 > "$D/j2_$i.txt" 2>&1
+    for f in j1 j1b4 j2; do printf "%-6s " $f; grep -h "^sweeps" "$D/${f}_$i.txt" | head -1; done
+  done
+  CASK_UCX_SPIN_US=200000 $L 2 $J --n 16384 > "$D/j2spin.txt" 2>&1
+  printf "j2 spinning: "; grep -h "^sweeps" "$D/j2spin.txt"
+  eval $L 2 $TR "$D/j2tl" $J --n 16384 > "$D/j2tl.txt" 2>&1
+  printf "j2 traced:   "; grep -h "^sweeps" "$D/j2tl.txt"
+  echo "== time-sharing: two independent 1-process runs of half the cells (--n 11586) at once vs alone"
+  $J --n 11586 > "$D/jh_alone.txt" 2>&1
+  $J --n 11586 > "$D/jh_a.txt" 2>&1 & pa=$!
+  $J --n 11586 > "$D/jh_b.txt" 2>&1; wait $pa
+  for f in jh_alone jh_a jh_b; do printf "%-9s " $f; grep -h "^sweeps" "$D/$f.txt"; done
+  el ;;
+knn)
+  K="$B/apps/cask-knn --generate 16777216 16384 --seed 7 --repeat 5"
+  echo "== cask-knn 2^24 x 2^14: 1 process, 2 processes, 2 processes traced"
+  $K --out "$D/knn1.npy" > "$D/k1.txt" 2>&1; grep -hE "time" "$D/k1.txt"
+  $L 2 $K --out "$D/knn2.npy" > "$D/k2.txt" 2>&1; grep -hE "time" "$D/k2.txt"
+  cmp "$D/knn1.npy" "$D/knn2.npy" && echo "knn outputs identical"
+  eval $L 2 $TR "$D/k2tl" $K --out "$D/knn2t.npy" > "$D/k2tl.txt" 2>&1; grep -hE "time" "$D/k2tl.txt"
+  rm -f "$D"/*.npy
+  echo "== time-sharing: two independent 1-process knn 2^23 x 2^14 at once vs alone"
+  KH="$B/apps/cask-knn --generate 8388608 16384 --seed 7 --repeat 5"
+  $KH > "$D/kh_alone.txt" 2>&1
+  $KH > "$D/kh_a.txt" 2>&1 & pa=$!
+  $KH > "$D/kh_b.txt" 2>&1; wait $pa
+  for f in kh_alone kh_a kh_b; do printf "%-9s " $f; grep -h "time" "$D/$f.txt"; done
+  el ;;
+esac; done
