@@ -5,7 +5,8 @@
 # (two independent one-process runs at once vs one), and per-rank timelines of cask-jacobi
 # and cask-knn across 2 processes (CASK_DIST_XFER_LOG, CASK_TRACE). Logs in $OUT/diag.tgz,
 # a summary on stdout.
-#   sh bench/device_gpux12.sh [STEPS...]   (steps: xport perftest jacobi knn; default all)
+#   sh bench/device_gpux12.sh [STEPS...]   (steps: xport perftest jacobi knn (the first
+#   diagnosis); gpuxtest xport2 jacobi2 knn2 (after the fixes); default: the first four)
 set -u
 B=${BUILD:-build-gpux12}
 OUT=${OUT:-out}
@@ -89,6 +90,73 @@ knn)
   rm -f "$D"/*.npy
   echo "== time-sharing: two independent 1-process knn 2^23 x 2^14 at once vs alone"
   KH="$B/apps/cask-knn --generate 8388608 16384 --seed 7 --repeat 5"
+  $KH > "$D/kh_alone.txt" 2>&1
+  $KH > "$D/kh_a.txt" 2>&1 & pa=$!
+  $KH > "$D/kh_b.txt" 2>&1; wait $pa
+  for f in kh_alone kh_a kh_b; do printf "%-9s " $f; grep -h "time" "$D/$f.txt"; done
+  el ;;
+gpuxtest)   # the acceptance test: no host copy on the UCX GPU path
+  CU=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
+  T="$B/test_dist_gpux"
+  ninja -C "$B" libcask.so > /dev/null 2>&1
+  cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -I. -Itests/dist -I"$CU/include" tests/dist/test_gpux.c \
+     -o "$T" -L"$B" -lcask -Wl,-rpath,"$PWD/$B" -L"$CU/lib64" -lcudart || echo "test_dist_gpux: build failed"
+  for a in "auto 8192" "auto 67108864" "host 8192"; do
+    tests/dist/run.sh 2 --need-gpus 1 "$T" $a > "$D/gpux_$(echo $a | tr ' ' _).txt" 2>&1
+    echo "test_dist_gpux $a: rc=$?"; grep -E "CUDA memory|run 2|staging|ok|failed" "$D/gpux_$(echo $a | tr ' ' _).txt" | head -4
+  done
+  el ;;
+xport2)
+  echo "== bench-xport --gpu-only (8 KiB .. 256 MiB, no staged column): default, CUDA polling 0 / 20 us"
+  X="timeout 90 $L 2 $B/bench/bench-xport --gpu-only"
+  export CASK_BENCH_GPU_STAGED=0 CASK_BENCH_GPU_SIZES=8192,2097152,67108864,268435456
+  CASK_BENCH_GPU_TIMELINE=1 $X > "$D/xp2_base.txt" 2>&1
+  echo "-- default (rc=$?)"; grep -E "turns|timeline|bandwidth loop|^ +[0-9]+ |bytes" "$D/xp2_base.txt"
+  for p in 0 20; do
+    CASK_BENCH_GPU_TIMELINE=1 CASK_UCX_CUDA_POLL_US=$p $X > "$D/xp2_poll$p.txt" 2>&1
+    echo "-- CASK_UCX_CUDA_POLL_US=$p (rc=$?)"; grep -E "timeline|^ +[0-9]+ " "$D/xp2_poll$p.txt"
+  done
+  unset CASK_BENCH_GPU_STAGED CASK_BENCH_GPU_SIZES
+  el ;;
+jacobi2)
+  J="$B/apps/cask-jacobi --iters 400"
+  echo "== cask-jacobi --n 16384 --iters 400: 1 process, 2 processes (default, CUDA polling 0 / 20 us, put_zcopy + polling 0)"
+  for i in 1 2 3; do
+    $J --n 16384 > "$D/j1_$i.txt" 2>&1
+    $L 2 $J --n 16384 > "$D/j2_$i.txt" 2>&1
+    CASK_UCX_CUDA_POLL_US=0 $L 2 $J --n 16384 > "$D/j2p0_$i.txt" 2>&1
+    CASK_UCX_CUDA_POLL_US=20 $L 2 $J --n 16384 > "$D/j2p20_$i.txt" 2>&1
+    UCX_RNDV_SCHEME=put_zcopy CASK_UCX_CUDA_POLL_US=0 $L 2 $J --n 16384 > "$D/j2put_$i.txt" 2>&1
+    for f in j1 j2 j2p0 j2p20 j2put; do printf "%-6s " $f; grep -h "^sweeps" "$D/${f}_$i.txt" | head -1; done
+  done
+  CASK_DIST_GPU_XPORT=host $L 2 $J --n 16384 > "$D/j2host.txt" 2>&1
+  printf "j2 host path: "; grep -h "^sweeps" "$D/j2host.txt"
+  eval $L 2 $TR "$D/j2tl" $J --n 16384 > "$D/j2tl.txt" 2>&1
+  printf "j2 traced:   "; grep -h "^sweeps" "$D/j2tl.txt"
+  python3 bench/xfer_timeline.py "$D/j2tl" 2 | tail -12
+  r1=$(grep -ho "residual [^ ]*" "$D/j1_1.txt" | head -1); r2=$(grep -ho "residual [^ ]*" "$D/j2_1.txt" | head -1)
+  [ "$r1" = "$r2" ] && echo "jacobi residuals identical ($r1)" || echo "jacobi residuals DIFFER: '$r1' vs '$r2'"
+  $J --n 1026 --iters 200 --out "$D/jo1.raw" > /dev/null 2>&1; $L 2 $J --n 1026 --iters 200 --out "$D/jo2.raw" > /dev/null 2>&1
+  cmp "$D/jo1.raw" "$D/jo2.raw" && echo "jacobi --n 1026 --out: 1 and 2 processes identical"; rm -f "$D"/*.raw
+  echo "== time-sharing: two independent 1-process runs of half the cells (--n 11586) at once vs alone"
+  for i in 1 2; do
+    $J --n 11586 > "$D/jh_alone$i.txt" 2>&1
+    $J --n 11586 > "$D/jh_a$i.txt" 2>&1 & pa=$!
+    $J --n 11586 > "$D/jh_b$i.txt" 2>&1; wait $pa
+    for f in jh_alone$i jh_a$i jh_b$i; do printf "%-9s " $f; grep -h "^sweeps" "$D/$f.txt"; done
+  done
+  el ;;
+knn2)
+  K="$B/apps/cask-knn --generate 16777216 16384 --seed 7 --repeat 9"
+  echo "== cask-knn 2^24 x 2^14 --repeat 9: 1 process, 2 processes (twice each)"
+  for i in 1 2; do
+    $K --out "$D/knn1.npy" > "$D/k1_$i.txt" 2>&1; grep -hE "time" "$D/k1_$i.txt"
+    $L 2 $K --out "$D/knn2.npy" > "$D/k2_$i.txt" 2>&1; grep -hE "time" "$D/k2_$i.txt"
+    cmp "$D/knn1.npy" "$D/knn2.npy" && echo "knn outputs identical"
+  done
+  rm -f "$D"/*.npy
+  echo "== time-sharing: two independent 1-process knn 2^23 x 2^14 at once vs alone"
+  KH="$B/apps/cask-knn --generate 8388608 16384 --seed 7 --repeat 9"
   $KH > "$D/kh_alone.txt" 2>&1
   $KH > "$D/kh_a.txt" 2>&1 & pa=$!
   $KH > "$D/kh_b.txt" 2>&1; wait $pa

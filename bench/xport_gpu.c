@@ -12,8 +12,14 @@
  *              where both ranks share one GPU; rank 1 waits meanwhile)
  *
  * Latency: half a ping-pong round trip (each way the data lands before the reply
- * leaves). Bandwidth: rank 0 streams messages of the size (up to 64 in flight), rank 1
- * acknowledges once all landed. Sizes 8 KiB to 256 MiB. NCCL is --nccl's table (one GPU
+ * leaves). Bandwidth: rank 0 streams messages of the size (up to 64 in flight; 20 from
+ * 16 MiB, as many as d2d's copies), rank 1 acknowledges once all landed: "ucx GB/s" is
+ * that end to end, "ucx strm" the streaming rate between the first and the last landing
+ * (without the one-time start: rendezvous, and the GPU switching to the receiver's
+ * context, ~150 us where two processes share a GPU), the like of d2d's event-timed
+ * figure. Sizes 8 KiB to 256 MiB. CASK_BENCH_GPU_SIZES=a,b,... keeps those sizes,
+ * CASK_BENCH_GPU_STAGED=0 drops the staged column, CASK_BENCH_GPU_TIMELINE=1 prints
+ * where the time of each step goes (bench/xport_gpu_diag.c). NCCL is --nccl's table (one GPU
  * per rank). Rank 0 prints a table, a JSON line per figure, and the CASK_DIST_XPORT_MODEL
  * value (dist/dist_route.c) fitted from these numbers. */
 #include "bench/xport_gpu.h"
@@ -57,7 +63,7 @@ static double gnow(void)
 
 static void stamp(gbench *b, int what, long k)
 {
-    if (b->timeline && k >= 0 && k < TL_MAX)
+    if ((b->timeline || what >= TL_BW_START) && k >= 0 && k < TL_MAX)
         b->ts[what][k] = gnow();
 }
 
@@ -178,9 +184,14 @@ static void thread_gpu(void *arg)
     cudaSetDevice(*(int *)arg);
 }
 
-/* One-way latency (us) and bandwidth (GB/s) of len bytes in b's mode. */
-static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, double *gbs)
+/* One-way latency (us) and bandwidth (GB/s) of len bytes in b's mode: end to end (rank
+ * 0 starts sending -> rank 0 hears that all landed) and streaming (*stream_gbs: the
+ * messages after the first, from the first landing to the last, on rank 1; what the
+ * path sustains without the one-time cost of starting, as d2d's event-timed copies). */
+static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, double *gbs,
+                    double *stream_gbs)
 {
+    static unsigned round;
     b->len = len;
     int iters = len >= (16u << 20) ? 10 : len >= (1u << 20) ? 50 : 300;
     atomic_store(&b->pongs, 0);
@@ -204,7 +215,7 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     if (b->timeline && b->mode == MODE_CUDA)
         xgd_timeline_report(boot, b->rank, len, iters, b->ts);
     /* bandwidth: nmsg messages in flight at once (the credit window queues the rest) */
-    long nmsg = len >= (64u << 20) ? 8 : len >= (1u << 20) ? 32 : 256;
+    long nmsg = len >= (16u << 20) ? 20 : len >= (1u << 20) ? 32 : 256;   /* d2d: 20 */
     atomic_store(&b->nping, 0);
     xport_boot_barrier(boot);
     t0 = gnow();
@@ -221,7 +232,18 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     }
     double dt = gnow() - t0;
     *gbs = (double)len * (double)nmsg / dt / 1e9;
-    xport_boot_barrier(boot);
+    double st = -1;
+    if (b->rank == 1 && nmsg >= 2 && nmsg <= TL_MAX && b->ts[TL_BW_LAND][nmsg - 1] > b->ts[TL_BW_LAND][0])
+        st = (double)len * (double)(nmsg - 1) /
+             (b->ts[TL_BW_LAND][nmsg - 1] - b->ts[TL_BW_LAND][0]) / 1e9;
+    char key[32];
+    snprintf(key, sizeof key, "gbench.stream.%u", round++);
+    void **blobs;
+    size_t *lens;
+    if (xport_boot_allgather(boot, key, &st, sizeof st, &blobs, &lens))
+        gdie("allgather", NULL);
+    memcpy(stream_gbs, blobs[1], sizeof *stream_gbs);
+    xport_boot_free_blobs(boot, blobs, lens);
     if (b->timeline && b->mode == MODE_CUDA)
         xgd_bw_report(boot, b->rank, len, nmsg, dt, b->ts);
 }
@@ -321,8 +343,9 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
     if (rank == 0) {
         printf("\nGPU memory to GPU memory, rank 0 -> rank 1 (GPU %d; %s)%s\n", dev, desc,
                both ? "" : "\n  this UCX does not move CUDA memory: ucx-cuda column skipped");
-        printf("%10s %11s %11s %11s | %10s %10s %10s | %8s\n", "bytes", "ucx-cuda us",
-               "staged us", "d2d us", "ucx GB/s", "stag GB/s", "d2d GB/s", "ucx/d2d");
+        printf("%10s %11s %11s %11s | %10s %10s %10s %10s | %8s %8s\n", "bytes", "ucx-cuda us",
+               "staged us", "d2d us", "ucx GB/s", "ucx strm", "stag GB/s", "d2d GB/s",
+               "ucx/d2d", "strm/d2d");
     }
     double fit_lat = -1, fit_bw = -1, host_lat = -1, host_bw = -1;
     for (size_t len = 8u << 10; len <= maxb; len *= (len < (64u << 20) ? 4 : 2)) {
@@ -330,22 +353,24 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
             len = 64u << 20;   /* the acceptance size */
         if (sz && *sz && !size_listed(sz, len))
             continue;
-        double ul = -1, ub = -1, sl, sb, dl = -1, db = -1;
+        double ul = -1, ub = -1, us = -1, sl, sb, ss, dl = -1, db = -1;
         if (both) {
             b.mode = MODE_CUDA;
-            measure(&b, boot, len, &ul, &ub);
+            measure(&b, boot, len, &ul, &ub, &us);
         }
         sl = sb = -1;
         b.mode = MODE_STAGED;
         if (staged)
-            measure(&b, boot, len, &sl, &sb);
+            measure(&b, boot, len, &sl, &sb, &ss);
         if (rank == 0)
             d2d(b.rbuf, b.sbuf, len, &dl, &db);
         xport_boot_barrier(boot);
         if (rank != 0)
             continue;
-        printf("%10zu %11.1f %11.1f %11.1f | %10.2f %10.2f %10.2f | %7.0f%%\n", len, ul, sl, dl,
-               ub, sb, db, ub > 0 ? 100 * ub / db : 0.0);
+        printf("%10zu %11.1f %11.1f %11.1f | %10.2f %10.2f %10.2f %10.2f | %7.0f%% %7.0f%%\n", len,
+               ul, sl, dl, ub, us, sb, db, ub > 0 ? 100 * ub / db : 0.0,
+               us > 0 ? 100 * us / db : 0.0);
+        emit("gpu_bw_gbs", "cask_ucx_cuda_stream", len, us);
         emit("gpu_lat_us", "cask_ucx_cuda", len, ul);
         emit("gpu_lat_us", "cask_staged", len, sl);
         emit("gpu_lat_us", "cuda_d2d", len, dl);

@@ -104,7 +104,7 @@ struct cask_dist {
     cask_kernel *k_restore;   /* dist_recover.c: a snapshot back into a handle */
     struct dist_testkill *testkill;   /* CASK_DIST_TEST_KILL / _FREEZE, or NULL */
     dist_early *early;        /* control messages for graphs not computing yet */
-    cask_kernel *k_send, *k_recv, *k_deliver, *k_copy;   /* dist_xfer.c's tasks */
+    cask_kernel *k_send, *k_recv, *k_deliver, *k_copy, *k_mark;   /* dist_xfer.c's tasks */
     /* NCCL (dist_nccl.c): GPU-made chunks travel GPU to GPU when every rank can */
     int nccl_all;             /* every rank has a GPU and NCCL (agreed at init) */
     int nccl_device;          /* this rank's GPU for NCCL */
@@ -220,6 +220,8 @@ typedef struct dist_local_copy {
     struct cask_dist_graph *graph;
     uint32_t gid;
     uint32_t done_run;        /* run whose copy task ran */
+    int gpu_made;             /* the version was made by a GPU task: a mark alone (no to,
+                                 dest) is a GPU task then, so that it moves nothing */
 } dist_local_copy;
 
 typedef struct dist_gather {

@@ -256,6 +256,15 @@ static cask_status deliver_cpu(cask_task_ctx *ctx)
     return CASK_OK;
 }
 
+/* A final version written in place at home: only a mark that it got there (a recovery
+ * reads done_run). No data is touched, on a CPU or a GPU alike. */
+static cask_status mark_any(cask_task_ctx *ctx)
+{
+    dist_local_copy *c = dist_xfer_arg_of(ctx);
+    c->done_run = c->graph->run;
+    return CASK_OK;
+}
+
 static cask_status copy_cpu(cask_task_ctx *ctx)
 {
     dist_local_copy *c = dist_xfer_arg_of(ctx);
@@ -286,7 +295,11 @@ cask_status dist_xfer_register(cask_dist *dist)
         if (st)
             return st;
     }
-    return CASK_OK;
+    cask_kernel_desc m = { .name = "dist_mark", .cpu = mark_any };
+#ifdef CASK_HAVE_CUDA
+    m.cuda = mark_any;   /* no CUDA call: the task only orders after the writer */
+#endif
+    return cask_kernel_register(dist->rt, &m, &dist->k_mark);
 }
 
 /* where: CASK_WHERE_CPU, or (gpu) this rank's GPU (that of its NCCL communicator) */
@@ -407,9 +420,27 @@ cask_status dist_xfer_add_copies(cask_dist_graph *g)
 {
     char name[64];
     cask_status st = CASK_OK;
+    cask_runtime_info info;
+    int gpus = cask_runtime_query(g->dist->rt, &info) == CASK_OK && info.ngpus > 0;
     for (size_t i = 0; i < g->ncopies && !st; i++) {
         dist_local_copy *c = &g->copies[i];
         cask_access acc[2] = { { c->from, CASK_READ }, { c->to, CASK_WRITE } };
+        if (!c->to && !c->dest && !c->nalso) {
+            /* a mark: where the version is (a CPU task reading a GPU-made chunk would
+             * copy it off the GPU, hundreds of MB a compute for cask-jacobi's blocks) */
+            snprintf(name, sizeof name, "mark home %zu", i);
+            cask_task_desc d = { .field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY |
+                                               CASK_TASK_NAME | CASK_TASK_WHERE,
+                                 .kernel = g->dist->k_mark, .access = acc, .naccess = 1,
+                                 .args = &(dist_xfer_arg){ c }, .args_size = sizeof(dist_xfer_arg),
+                                 .priority = XFER_PRIORITY, .name = name,
+                                 .where = c->gpu_made && gpus ? CASK_WHERE_GPU : CASK_WHERE_CPU };
+            st = cask_graph_add_task(g->local, &d, NULL);
+            if (st)
+                dist_graph_error(g, "rank %d: adding the task %s: %s", g->dist->rank, name,
+                                 cask_status_string(st));
+            continue;
+        }
         snprintf(name, sizeof name, "copy home %zu", i);
         st = add(g, g->dist->k_copy, c, acc, c->to ? 2 : 1, name, NULL);
     }
