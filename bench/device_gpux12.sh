@@ -6,7 +6,8 @@
 # and cask-knn across 2 processes (CASK_DIST_XFER_LOG, CASK_TRACE). Logs in $OUT/diag.tgz,
 # a summary on stdout.
 #   sh bench/device_gpux12.sh [STEPS...]   (steps: xport perftest jacobi knn (the first
-#   diagnosis); gpuxtest xport2 jacobi2 knn2 (after the fixes); default: the first four)
+#   diagnosis); gpuxtest xport2 jacobi2 knn2 (after the fixes); gpuxtest xport3 perftest
+#   jacobi3 knn2 (the final figures); default: the first four)
 set -u
 B=${BUILD:-build-gpux12}
 OUT=${OUT:-out}
@@ -99,9 +100,9 @@ gpuxtest)   # the acceptance test: no host copy on the UCX GPU path
   CU=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
   T="$B/test_dist_gpux"
   ninja -C "$B" libcask.so > /dev/null 2>&1
-  cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -I. -Itests/dist -I"$CU/include" tests/dist/test_gpux.c \
+  cc -std=c11 -O2 -D_GNU_SOURCE -DCASK_HAVE_CUDA=1 -DCASK_HAVE_UCX=1 -Iinclude -I. -Itests/dist -I"$CU/include" tests/dist/test_gpux.c \
      -o "$T" -L"$B" -lcask -Wl,-rpath,"$PWD/$B" -L"$CU/lib64" -lcudart || echo "test_dist_gpux: build failed"
-  for a in "auto 8192" "auto 67108864" "host 8192"; do
+  for a in "auto 8192" "auto 4" "auto 65536" "host 8192"; do   # KiB
     tests/dist/run.sh 2 --need-gpus 1 "$T" $a > "$D/gpux_$(echo $a | tr ' ' _).txt" 2>&1
     echo "test_dist_gpux $a: rc=$?"; grep -E "CUDA memory|run 2|staging|ok|failed" "$D/gpux_$(echo $a | tr ' ' _).txt" | head -4
   done
@@ -161,5 +162,34 @@ knn2)
   $KH > "$D/kh_a.txt" 2>&1 & pa=$!
   $KH > "$D/kh_b.txt" 2>&1; wait $pa
   for f in kh_alone kh_a kh_b; do printf "%-9s " $f; grep -h "time" "$D/$f.txt"; done
+  el ;;
+xport3)   # the acceptance table: every size, staged column, default settings; then polling
+  echo "== bench-xport --gpu-only (8 KiB .. 256 MiB), default settings"
+  X="timeout 120 $L 2 $B/bench/bench-xport --gpu-only"
+  CASK_BENCH_GPU_TIMELINE=1 $X --json "$D/xp3.jsonl" > "$D/xp3_base.txt" 2>&1
+  echo "-- default (rc=$?)"; grep -E "turns|timeline|bandwidth loop|^ +[0-9]+ |bytes|fitted" "$D/xp3_base.txt"
+  CASK_BENCH_GPU_STAGED=0 CASK_BENCH_GPU_SIZES=8192,67108864 CASK_UCX_CUDA_POLL_US=0 $X > "$D/xp3_poll0.txt" 2>&1
+  echo "-- CASK_UCX_CUDA_POLL_US=0 (rc=$?)"; grep -E "^ +[0-9]+ " "$D/xp3_poll0.txt"
+  el ;;
+jacobi3)
+  J="$B/apps/cask-jacobi --iters 400"
+  echo "== cask-jacobi --n 16384 --iters 400: 1 process, 2 processes (GPU halos by UCX; by the host path)"
+  for i in 1 2 3; do
+    $J --n 16384 > "$D/j1_$i.txt" 2>&1
+    $L 2 $J --n 16384 > "$D/j2_$i.txt" 2>&1
+    CASK_DIST_GPU_XPORT=host $L 2 $J --n 16384 > "$D/j2host_$i.txt" 2>&1
+    for f in j1 j2 j2host; do printf "%-7s " $f; grep -h "^sweeps" "$D/${f}_$i.txt" | head -1; done
+  done
+  r1=$(grep -ho "residual [^ ]*" "$D/j1_1.txt" | head -1); r2=$(grep -ho "residual [^ ]*" "$D/j2_1.txt" | head -1)
+  [ "$r1" = "$r2" ] && echo "jacobi residuals identical ($r1)" || echo "jacobi residuals DIFFER: '$r1' vs '$r2'"
+  $J --n 1026 --iters 200 --out "$D/jo1.raw" > /dev/null 2>&1; $L 2 $J --n 1026 --iters 200 --out "$D/jo2.raw" > /dev/null 2>&1
+  cmp "$D/jo1.raw" "$D/jo2.raw" && echo "jacobi --n 1026 --out: 1 and 2 processes identical"; rm -f "$D"/*.raw
+  echo "== time-sharing: two independent 1-process runs of half the cells (--n 11586) at once vs alone"
+  for i in 1 2; do
+    $J --n 11586 > "$D/jh_alone$i.txt" 2>&1
+    $J --n 11586 > "$D/jh_a$i.txt" 2>&1 & pa=$!
+    $J --n 11586 > "$D/jh_b$i.txt" 2>&1; wait $pa
+    for f in jh_alone$i jh_a$i jh_b$i; do printf "%-9s " $f; grep -h "^sweeps" "$D/$f.txt"; done
+  done
   el ;;
 esac; done
