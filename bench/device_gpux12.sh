@@ -7,7 +7,8 @@
 # a summary on stdout.
 #   sh bench/device_gpux12.sh [STEPS...]   (steps: xport perftest jacobi knn (the first
 #   diagnosis); gpuxtest xport2 jacobi2 knn2 (after the fixes); gpuxtest xport3 perftest
-#   jacobi3 knn2 (the final figures); default: the first four)
+#   jacobi3 knn2 (the final figures); gpuxtest mps (with CUDA MPS and without, one run);
+#   default: the first four)
 set -u
 B=${BUILD:-build-gpux12}
 OUT=${OUT:-out}
@@ -192,4 +193,60 @@ jacobi3)
     for f in jh_alone$i jh_a$i jh_b$i; do printf "%-9s " $f; grep -h "^sweeps" "$D/$f.txt"; done
   done
   el ;;
+mps)   # the same measurements with CUDA MPS (the two processes' work in one GPU context:
+       # no time-slicing between contexts), then without it, in one run. The daemon is
+       # ours: started here, always told to quit on exit.
+  export CUDA_MPS_PIPE_DIRECTORY=$(mktemp -d) CUDA_MPS_LOG_DIRECTORY=$(mktemp -d)
+  if nvidia-cuda-mps-control -d; then
+    trap 'echo quit | nvidia-cuda-mps-control; sleep 1; bundle' EXIT
+    trap 'exit 1' INT TERM   # the EXIT trap quits the daemon then
+    echo "== MPS started (pipes in $CUDA_MPS_PIPE_DIRECTORY)"
+    MPS=1
+  else
+    echo "== MPS failed to start: the figures below are without it"; MPS=0
+  fi
+  J="$B/apps/cask-jacobi --iters 400"
+  K="$B/apps/cask-knn --generate 16777216 16384 --seed 7 --repeat 9"
+  KH="$B/apps/cask-knn --generate 8388608 16384 --seed 7 --repeat 9"
+  for m in mps nomps; do
+    if [ $m = nomps ]; then
+      if [ "$MPS" = 1 ]; then echo quit | nvidia-cuda-mps-control; sleep 2; fi
+      unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+      trap bundle EXIT
+      echo "== without MPS (same binaries, same run)"
+    fi
+    if [ -x "$B/test_dist_gpux" ]; then
+      tests/dist/run.sh 2 --need-gpus 1 "$B/test_dist_gpux" auto 8192 > "$D/${m}_gpux.txt" 2>&1
+      echo "$m test_dist_gpux auto 8192: rc=$?"; grep -E "run 2" "$D/${m}_gpux.txt" | head -1
+    fi
+    [ $m = mps ] && echo get_server_list | nvidia-cuda-mps-control
+    CASK_BENCH_GPU_TIMELINE=1 CASK_BENCH_GPU_STAGED=0 CASK_BENCH_GPU_SIZES=8192,2097152,67108864,268435456 \
+      timeout 90 $L 2 $B/bench/bench-xport --gpu-only > "$D/${m}_xp.txt" 2>&1
+    echo "$m bench-xport (rc=$?)"; grep -E "turns|^ +[0-9]+ |bytes" "$D/${m}_xp.txt"
+    grep -E "timeline" "$D/${m}_xp.txt" | head -1
+    for i in 1 2 3; do
+      $J --n 16384 > "$D/${m}_j1_$i.txt" 2>&1
+      $L 2 $J --n 16384 > "$D/${m}_j2_$i.txt" 2>&1
+      for f in j1 j2; do printf "%-6s %-3s " $m $f; grep -h "^sweeps" "$D/${m}_${f}_$i.txt" | head -1; done
+    done
+    CASK_DIST_GPU_XPORT=host $L 2 $J --n 16384 > "$D/${m}_j2host.txt" 2>&1
+    printf "%-6s j2 host path: " $m; grep -h "^sweeps" "$D/${m}_j2host.txt"
+    r1=$(grep -ho "residual [^ ]*" "$D/${m}_j1_1.txt" | head -1); r2=$(grep -ho "residual [^ ]*" "$D/${m}_j2_1.txt" | head -1)
+    [ "$r1" = "$r2" ] && echo "$m jacobi residuals identical ($r1)" || echo "$m jacobi residuals DIFFER: '$r1' vs '$r2'"
+    $J --n 11586 > "$D/${m}_jh_alone.txt" 2>&1
+    $J --n 11586 > "$D/${m}_jh_a.txt" 2>&1 & pa=$!
+    $J --n 11586 > "$D/${m}_jh_b.txt" 2>&1; wait $pa
+    for f in jh_alone jh_a jh_b; do printf "%-6s %-9s " $m $f; grep -h "^sweeps" "$D/${m}_$f.txt"; done
+    for i in 1 2; do
+      $K --out "$D/knn1.npy" > "$D/${m}_k1_$i.txt" 2>&1; printf "%-6s k1 " $m; grep -hE "time" "$D/${m}_k1_$i.txt"
+      $L 2 $K --out "$D/knn2.npy" > "$D/${m}_k2_$i.txt" 2>&1; printf "%-6s k2 " $m; grep -hE "time" "$D/${m}_k2_$i.txt"
+      cmp "$D/knn1.npy" "$D/knn2.npy" && echo "$m knn outputs identical"
+    done
+    rm -f "$D"/*.npy
+    $KH > "$D/${m}_kh_alone.txt" 2>&1
+    $KH > "$D/${m}_kh_a.txt" 2>&1 & pa=$!
+    $KH > "$D/${m}_kh_b.txt" 2>&1; wait $pa
+    for f in kh_alone kh_a kh_b; do printf "%-6s %-9s " $m $f; grep -h "time" "$D/${m}_$f.txt"; done
+    el
+  done ;;
 esac; done
