@@ -17,7 +17,8 @@
  * that end to end, "ucx strm" the streaming rate between the first and the last landing
  * (without the one-time start: rendezvous, and the GPU switching to the receiver's
  * context, ~150 us where two processes share a GPU), the like of d2d's event-timed
- * figure. Sizes 8 KiB to 256 MiB. CASK_BENCH_GPU_SIZES=a,b,... keeps those sizes,
+ * figure; -1 where the landings came bunched (UCX ran several GETs at once and reported
+ * them together: no rate to read). Sizes 8 KiB to 256 MiB. CASK_BENCH_GPU_SIZES=a,b,... keeps those sizes,
  * CASK_BENCH_GPU_STAGED=0 drops the staged column, CASK_BENCH_GPU_TIMELINE=1 prints
  * where the time of each step goes (bench/xport_gpu_diag.c). NCCL is --nccl's table (one GPU
  * per rank). Rank 0 prints a table, a JSON line per figure, and the CASK_DIST_XPORT_MODEL
@@ -233,9 +234,12 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     double dt = gnow() - t0;
     *gbs = (double)len * (double)nmsg / dt / 1e9;
     double st = -1;
-    if (b->rank == 1 && nmsg >= 2 && nmsg <= TL_MAX && b->ts[TL_BW_LAND][nmsg - 1] > b->ts[TL_BW_LAND][0])
-        st = (double)len * (double)(nmsg - 1) /
-             (b->ts[TL_BW_LAND][nmsg - 1] - b->ts[TL_BW_LAND][0]) / 1e9;
+    /* only where the landings spread over most of the stream: UCX may run the GETs of
+     * several messages at once and report them done together (then -1, not measured) */
+    double first = b->ts[TL_BW_LAND][0], last = b->ts[TL_BW_LAND][nmsg - 1];
+    if (b->rank == 1 && nmsg >= 2 && nmsg <= TL_MAX && last > first &&
+        last - first >= 0.5 * (last - b->ts[TL_BW_RTS][0]))
+        st = (double)len * (double)(nmsg - 1) / (last - first) / 1e9;
     char key[32];
     snprintf(key, sizeof key, "gbench.stream.%u", round++);
     void **blobs;
@@ -369,7 +373,7 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
             continue;
         printf("%10zu %11.1f %11.1f %11.1f | %10.2f %10.2f %10.2f %10.2f | %7.0f%% %7.0f%%\n", len,
                ul, sl, dl, ub, us, sb, db, ub > 0 ? 100 * ub / db : 0.0,
-               us > 0 ? 100 * us / db : 0.0);
+               us > 0 ? 100 * us / db : -1.0);
         emit("gpu_bw_gbs", "cask_ucx_cuda_stream", len, us);
         emit("gpu_lat_us", "cask_ucx_cuda", len, ul);
         emit("gpu_lat_us", "cask_staged", len, sl);
