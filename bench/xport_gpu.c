@@ -15,11 +15,19 @@
  *              GPU rank 1 uses, in one process (the ceiling between two GPUs)
  *
  * Latency: half a ping-pong round trip (each way the data lands before the reply
- * leaves). Bandwidth: rank 0 streams messages of the size (up to 64 in flight), rank 1
- * acknowledges once all landed. Sizes 8 KiB to 256 MiB. NCCL is --nccl's table (one GPU
+ * leaves). Bandwidth: rank 0 streams messages of the size (up to 64 in flight; 20 from
+ * 16 MiB, as many as d2d's copies), rank 1 acknowledges once all landed: "ucx GB/s" is
+ * that end to end, "ucx strm" the streaming rate between the first and the last landing
+ * (without the one-time start: rendezvous, and the GPU switching to the receiver's
+ * context, ~150 us where two processes share a GPU), the like of d2d's event-timed
+ * figure; -1 where the landings came bunched (UCX ran several GETs at once and reported
+ * them together: no rate to read). Sizes 8 KiB to 256 MiB. CASK_BENCH_GPU_SIZES=a,b,... keeps those sizes,
+ * CASK_BENCH_GPU_STAGED=0 drops the staged column, CASK_BENCH_GPU_TIMELINE=1 prints
+ * where the time of each step goes (bench/xport_gpu_diag.c). NCCL is --nccl's table (one GPU
  * per rank). Rank 0 prints a table, a JSON line per figure, and the CASK_DIST_XPORT_MODEL
  * value (dist/dist_route.c) fitted from these numbers. */
 #include "bench/xport_gpu.h"
+#include "bench/xport_gpu_diag.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -43,6 +51,11 @@ typedef struct gbench {
     void *hs, *hr;              /* pinned host (staged) */
     size_t len;
     _Atomic long pongs, recvd, acked;
+    /* timeline of the latency loop (CASK_BENCH_GPU_TIMELINE=1), CLOCK_MONOTONIC seconds
+     * (one host: comparable between the ranks) by ping k: see xport_gpu_diag.h */
+    int timeline;
+    _Atomic long nping, npong, nland;
+    double ts[TL_N][TL_MAX];
 } gbench;
 
 static double gnow(void)
@@ -50,6 +63,12 @@ static double gnow(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void stamp(gbench *b, int what, long k)
+{
+    if ((b->timeline || what >= TL_BW_START) && k >= 0 && k < TL_MAX)
+        b->ts[what][k] = gnow();
 }
 
 static void gdie(const char *what, const char *why)
@@ -69,12 +88,25 @@ static void gwait(_Atomic long *v, long target)
 }
 
 /* Sends len bytes of sbuf to peer as message id, by the bench's mode. */
+static void sent_ping(void *arg, cask_status st, const char *why)
+{
+    gbench *b = arg;
+    if (st)
+        gdie("send", why);
+    stamp(b, TL_PING_DONE, atomic_load(&b->pongs));
+}
+
 static void gsend(gbench *b, int peer, unsigned id)
 {
     cask_status st;
     if (b->mode == MODE_CUDA) {
+        int ping = id == G_PING && b->timeline;
+        if (id == G_PING)
+            stamp(b, TL_PING_SEND, atomic_load(&b->pongs));
+        else if (id == G_PONG)
+            stamp(b, TL_PONG_SEND, atomic_load(&b->nland) - 1);
         st = xport_ucx_am_send_mem(b->x, peer, id, NULL, 0, b->sbuf, b->len, XPORT_UCX_MEM_CUDA,
-                                   NULL, NULL);
+                                   ping ? sent_ping : NULL, ping ? b : NULL);
     } else {
         if (cudaMemcpy(b->hs, b->sbuf, b->len, cudaMemcpyDeviceToHost) != cudaSuccess)
             gdie("cudaMemcpy D2H", NULL);
@@ -93,6 +125,10 @@ static void landed(void *arg, cask_status st, const char *why)
     gbench *b = l->b;
     if (st)
         gdie("receive", why);
+    if (l->id == G_PING)
+        stamp(b, TL_PING_LAND, atomic_fetch_add(&b->nland, 1));
+    else if (l->id == G_PONG)
+        stamp(b, TL_PONG_LAND, atomic_load(&b->pongs));
     if (b->mode == MODE_STAGED &&
         cudaMemcpy(b->rbuf, b->hr, b->len, cudaMemcpyHostToDevice) != cudaSuccess)
         gdie("cudaMemcpy H2D", NULL);
@@ -101,7 +137,7 @@ static void landed(void *arg, cask_status st, const char *why)
     else if (l->id == G_PONG)
         atomic_fetch_add(&b->pongs, 1);
     else
-        atomic_fetch_add(&b->recvd, 1);
+        stamp(b, TL_BW_LAND, atomic_fetch_add(&b->recvd, 1));
 }
 
 static void on_msg(void *arg, xport_ucx_msg *m)
@@ -109,11 +145,21 @@ static void on_msg(void *arg, xport_ucx_msg *m)
     gbench *b = arg;
     landing *l = &landings[m->id - G_PING];
     *l = (landing){ b, m->peer, m->id };
+    long k = m->id == G_PING ? atomic_fetch_add(&b->nping, 1)
+           : m->id == G_PONG ? atomic_fetch_add(&b->npong, 1) : -1;
+    if (m->id == G_PING)
+        stamp(b, TL_PING_RTS, k);
+    else if (m->id == G_PONG)
+        stamp(b, TL_PONG_RTS, k);
+    else if (m->id == G_DATA)
+        stamp(b, TL_BW_RTS, atomic_fetch_add(&b->nping, 1));
     cask_status st = b->mode == MODE_CUDA
         ? xport_ucx_recv_into_mem(m, b->rbuf, XPORT_UCX_MEM_CUDA, landed, l)
         : xport_ucx_recv_into(m, b->hr, landed, l);
     if (st)
         gdie("recv_into", cask_status_string(st));
+    if (m->id == G_PING)
+        stamp(b, TL_PING_POSTED, k);
 }
 
 static void on_ack(void *arg, xport_ucx_msg *m)
@@ -122,19 +168,44 @@ static void on_ack(void *arg, xport_ucx_msg *m)
     atomic_fetch_add(&((gbench *)arg)->acked, 1);
 }
 
+/* whether len is in the comma-separated list l */
+static int size_listed(const char *l, size_t len)
+{
+    while (*l) {
+        char *end;
+        unsigned long long v = strtoull(l, &end, 10);
+        if (end == l)
+            return 0;
+        if (v == len)
+            return 1;
+        l = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
 static void thread_gpu(void *arg)
 {
     cudaSetDevice(*(int *)arg);
 }
 
-/* One-way latency (us) and bandwidth (GB/s) of len bytes in b's mode. */
-static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, double *gbs)
+/* One-way latency (us) and bandwidth (GB/s) of len bytes in b's mode: end to end (rank
+ * 0 starts sending -> rank 0 hears that all landed) and streaming (*stream_gbs: the
+ * messages after the first, from the first landing to the last, on rank 1; what the
+ * path sustains without the one-time cost of starting, as d2d's event-timed copies). */
+static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, double *gbs,
+                    double *stream_gbs)
 {
+    static unsigned round;
     b->len = len;
     int iters = len >= (16u << 20) ? 10 : len >= (1u << 20) ? 50 : 300;
     atomic_store(&b->pongs, 0);
     atomic_store(&b->recvd, 0);
     atomic_store(&b->acked, 0);
+    atomic_store(&b->nping, 0);
+    atomic_store(&b->npong, 0);
+    atomic_store(&b->nland, 0);
+    if (iters > TL_MAX)
+        iters = TL_MAX;
     xport_boot_barrier(boot);
     double t0 = gnow();
     if (b->rank == 0) {
@@ -145,10 +216,14 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     }
     *lat_us = (gnow() - t0) / iters / 2 * 1e6;
     xport_boot_barrier(boot);
+    if (b->timeline && b->mode == MODE_CUDA)
+        xgd_timeline_report(boot, b->rank, len, iters, b->ts);
     /* bandwidth: nmsg messages in flight at once (the credit window queues the rest) */
-    long nmsg = len >= (64u << 20) ? 8 : len >= (1u << 20) ? 32 : 256;
+    long nmsg = len >= (16u << 20) ? 20 : len >= (1u << 20) ? 32 : 256;   /* d2d: 20 */
+    atomic_store(&b->nping, 0);
     xport_boot_barrier(boot);
     t0 = gnow();
+    stamp(b, TL_BW_START, 0);
     if (b->rank == 0) {
         for (long k = 0; k < nmsg; k++)
             gsend(b, 1, G_DATA);
@@ -161,7 +236,23 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     }
     double dt = gnow() - t0;
     *gbs = (double)len * (double)nmsg / dt / 1e9;
-    xport_boot_barrier(boot);
+    double st = -1;
+    /* only where the landings spread over most of the stream: UCX may run the GETs of
+     * several messages at once and report them done together (then -1, not measured) */
+    double first = b->ts[TL_BW_LAND][0], last = b->ts[TL_BW_LAND][nmsg - 1];
+    if (b->rank == 1 && nmsg >= 2 && nmsg <= TL_MAX && last > first &&
+        last - first >= 0.5 * (last - b->ts[TL_BW_RTS][0]))
+        st = (double)len * (double)(nmsg - 1) / (last - first) / 1e9;
+    char key[32];
+    snprintf(key, sizeof key, "gbench.stream.%u", round++);
+    void **blobs;
+    size_t *lens;
+    if (xport_boot_allgather(boot, key, &st, sizeof st, &blobs, &lens))
+        gdie("allgather", NULL);
+    memcpy(stream_gbs, blobs[1], sizeof *stream_gbs);
+    xport_boot_free_blobs(boot, blobs, lens);
+    if (b->timeline && b->mode == MODE_CUDA)
+        xgd_bw_report(boot, b->rank, len, nmsg, dt, b->ts);
 }
 
 static void copy_on(void *dst, int dst_dev, const void *src, int src_dev, size_t len,
@@ -265,6 +356,13 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
         xport_ucx_error(b.x, err, sizeof err);
         gdie("xport_ucx_connect", err);
     }
+    const char *tl = getenv("CASK_BENCH_GPU_TIMELINE");
+    b.timeline = tl && !strcmp(tl, "1");
+    if (b.timeline)
+        xgd_context_turns(boot, b.x, rank, G_ACK + 1);
+    const char *sz = getenv("CASK_BENCH_GPU_SIZES");      /* e.g. 8192,67108864 */
+    const char *stg = getenv("CASK_BENCH_GPU_STAGED");    /* 0: no host-staged column */
+    int staged = !stg || strcmp(stg, "0");
     int cuda = xport_ucx_cuda_memory(b.x);
     if (xport_boot_allgather(boot, "gbench.cuda", &cuda, sizeof cuda, &blobs, &lens))
         gdie("allgather", NULL);
@@ -282,21 +380,25 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
                both ? "" : "\n  this UCX does not move CUDA memory: ucx-cuda column skipped");
         if (pbuf)
             printf("  peer: cudaMemcpyPeerAsync GPU %d -> GPU %d in rank 0's process\n", dev, peer_dev);
-        printf("%10s %11s %11s %11s | %10s %10s %10s | %8s | %10s %8s\n", "bytes", "ucx-cuda us",
-               "staged us", "d2d us", "ucx GB/s", "stag GB/s", "d2d GB/s", "ucx/d2d", "peer GB/s",
-               "ucx/peer");
+        printf("%10s %11s %11s %11s | %10s %10s %10s %10s | %8s %8s | %10s %8s\n", "bytes", "ucx-cuda us",
+               "staged us", "d2d us", "ucx GB/s", "ucx strm", "stag GB/s", "d2d GB/s",
+               "ucx/d2d", "strm/d2d", "peer GB/s", "ucx/peer");
     }
     double fit_lat = -1, fit_bw = -1, host_lat = -1, host_bw = -1;
     for (size_t len = 8u << 10; len <= maxb; len *= (len < (64u << 20) ? 4 : 2)) {
         if (len == (32u << 20))
             len = 64u << 20;   /* the acceptance size */
-        double ul = -1, ub = -1, sl, sb, dl = -1, db = -1, pl = -1, pb = -1;
+        if (sz && *sz && !size_listed(sz, len))
+            continue;
+        double ul = -1, ub = -1, us = -1, sl, sb, ss, dl = -1, db = -1, pl = -1, pb = -1;
         if (both) {
             b.mode = MODE_CUDA;
-            measure(&b, boot, len, &ul, &ub);
+            measure(&b, boot, len, &ul, &ub, &us);
         }
+        sl = sb = -1;
         b.mode = MODE_STAGED;
-        measure(&b, boot, len, &sl, &sb);
+        if (staged)
+            measure(&b, boot, len, &sl, &sb, &ss);
         if (rank == 0)
             d2d(b.rbuf, dev, b.sbuf, dev, len, &dl, &db);
         if (rank == 0 && pbuf)
@@ -304,9 +406,10 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
         xport_boot_barrier(boot);
         if (rank != 0)
             continue;
-        printf("%10zu %11.1f %11.1f %11.1f | %10.2f %10.2f %10.2f | %7.0f%% | %10.2f %7.0f%%\n",
-               len, ul, sl, dl, ub, sb, db, ub > 0 ? 100 * ub / db : 0.0, pb,
-               ub > 0 && pb > 0 ? 100 * ub / pb : 0.0);
+        printf("%10zu %11.1f %11.1f %11.1f | %10.2f %10.2f %10.2f %10.2f | %7.0f%% %7.0f%% | %10.2f %7.0f%%\n",
+               len, ul, sl, dl, ub, us, sb, db, ub > 0 ? 100 * ub / db : 0.0,
+               us > 0 ? 100 * us / db : -1.0, pb, ub > 0 && pb > 0 ? 100 * ub / pb : 0.0);
+        emit("gpu_bw_gbs", "cask_ucx_cuda_stream", len, us);
         emit("gpu_lat_us", "cask_ucx_cuda", len, ul);
         emit("gpu_lat_us", "cask_staged", len, sl);
         emit("gpu_lat_us", "cuda_d2d", len, dl);

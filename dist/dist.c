@@ -265,6 +265,7 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
             uc.field_mask |= XPORT_UCX_HEARTBEAT_MS;
             uc.heartbeat_ms = cfg->heartbeat_ms;
         }
+        dist_xlog_open(dist);
         dist_gpux_thread_setup(dist, &uc);
         st = xport_ucx_create(dist->boot, &uc, &dist->ucx, err, sizeof err);
         if (st) {
@@ -319,6 +320,7 @@ fail:
 #ifdef CASK_HAVE_UCX
     xport_ucx_destroy(dist->ucx, NULL, 0);
 #endif
+    dist_xlog_close(dist);
     dist_steal_finalize(dist);
     xport_boot_finalize(dist->boot);
     free(dist->lost);
@@ -360,6 +362,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
         dist->ucx = NULL;
     }
 #endif
+    dist_xlog_close(dist);
     dist_steal_finalize(dist);
     for (size_t i = 0; i < dist->ndata; i++) {
         dist_datum *dd = &dist->data[i];

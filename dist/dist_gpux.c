@@ -42,6 +42,7 @@ static void CUDART_CB gsend_post(void *arg)
     cask_dist_graph *g = s->graph;
     cask_dist *dist = g->dist;
     dist_data_hdr h = { g->id, s->run, s->gid, s->version, dist->epoch };
+    s->t_post = dist_xlog_now(dist);
     cask_status st = xport_ucx_am_post_mem(dist->ucx, s->to, DIST_AM_DATA, &h, sizeof h,
                                            s->gptr, dist->data[s->gid].bytes,
                                            XPORT_UCX_MEM_CUDA, dist_xfer_sent, s);
@@ -55,6 +56,7 @@ static cask_status gsend_cuda(cask_task_ctx *ctx)
     cask_dist_graph *g = s->graph;
     cask_dist *dist = g->dist;
     void *buf = cask_task_buffer(ctx, 0);
+    s->t_task = dist_xlog_now(dist);
     struct cudaPointerAttributes pa;
     memset(&pa, 0, sizeof pa);
     cudaError_t e = cudaPointerGetAttributes(&pa, buf);

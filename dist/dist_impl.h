@@ -6,6 +6,7 @@
 #define CASK_DIST_DIST_IMPL_H
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
@@ -106,7 +107,7 @@ struct cask_dist {
     cask_kernel *k_restore;   /* dist_recover.c: a snapshot back into a handle */
     struct dist_testkill *testkill;   /* CASK_DIST_TEST_KILL / _FREEZE, or NULL */
     dist_early *early;        /* control messages for graphs not computing yet */
-    cask_kernel *k_send, *k_recv, *k_deliver, *k_copy;   /* dist_xfer.c's tasks */
+    cask_kernel *k_send, *k_recv, *k_deliver, *k_copy, *k_mark;   /* dist_xfer.c's tasks */
     /* NCCL (dist_nccl.c): GPU-made chunks travel GPU to GPU when every rank can */
     int nccl_all;             /* every rank has a GPU and NCCL (agreed at init) */
     int nccl_device;          /* this rank's GPU for NCCL */
@@ -117,6 +118,7 @@ struct cask_dist {
     int gpu_device;           /* this rank's GPU, -1 none (real GPUs, or simulated ones
                                  with CASK_DIST_SIM_GPU_UCX=1: gpu_sim) */
     int gpu_sim;
+    FILE *xlog;               /* CASK_DIST_XFER_LOG (dist_xlog.c), NULL: off */
     struct dist_route *route; /* every rank's abilities and the cost model (agreed) */
     cask_kernel *k_gsend, *k_grecv;
     struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
@@ -171,6 +173,7 @@ typedef struct dist_slot {
                                  run's cannot land before this run's deliver ran) */
     cask_task_async *waiting; /* its receive task, waiting for it (under dist->mu) */
     double wait_t0;           /* when that task began waiting */
+    double t_arrive;          /* CASK_DIST_XFER_LOG only (dist_xlog.c) */
     struct cask_dist_graph *graph;
     cask_data *home;          /* final: copy into the owner's user handle */
     void *dest;               /* final: copy into the gather destination */
@@ -193,8 +196,9 @@ typedef struct dist_send {
     uint32_t order;           /* its place among this rank's NCCL transfers */
     int gpu_ucx;              /* goes by UCX from GPU memory (dist_gpux.c) */
     int staged;               /* GPU-made, read on a GPU, but leaves from host memory */
-    uint32_t run;             /* gpu_ucx: the run and device address of the send posted */
+    uint32_t run;             /* the run and (gpu_ucx) device address of the send posted */
     void *gptr;
+    double t_task, t_post;    /* CASK_DIST_XFER_LOG only (dist_xlog.c) */
 } dist_send;
 
 /* An NCCL transfer of this rank's, in issue order (dist_nccl.c; under its lock). */
@@ -219,6 +223,8 @@ typedef struct dist_local_copy {
     struct cask_dist_graph *graph;
     uint32_t gid;
     uint32_t done_run;        /* run whose copy task ran */
+    int gpu_made;             /* the version was made by a GPU task: a mark alone (no to,
+                                 dest) is a GPU task then, so that it moves nothing */
 } dist_local_copy;
 
 typedef struct dist_gather {
@@ -481,6 +487,14 @@ void dist_route_delete(struct dist_route *R);
 
 /* dist_gpux.c (CUDA and UCX builds; stubs otherwise) */
 cask_status dist_gpux_register(cask_dist *dist);
+/* dist_xlog.c: CASK_DIST_XFER_LOG, a line of times a transfer (off: no clock read). */
+void dist_xlog_open(cask_dist *dist);
+void dist_xlog_close(cask_dist *dist);
+double dist_xlog_now(const cask_dist *dist);             /* 0 when off */
+void dist_xlog_send(cask_dist *dist, const dist_send *s, uint32_t run);   /* takes mu */
+void dist_xlog_recv(cask_dist *dist, const dist_slot *s, uint32_t run, double t_wait);   /* under mu */
+void dist_xlog_wait(cask_dist *dist, const dist_slot *s, uint32_t run, double t);   /* under mu */
+
 /* Pins slot s's GPU landing buffer (planning). */
 cask_status dist_gpux_pin(cask_dist_graph *g, dist_slot *s);
 /* Unpins every landing buffer of g (before its handles go). */

@@ -483,7 +483,7 @@ static void push_copy(planner *P, uint32_t gid, cask_data *from, cask_data *to, 
     }
     g->copies[g->ncopies++] = (dist_local_copy){
         .from = from, .to = to, .dest = ds ? ds->first : NULL, .also = ds ? ds->also : NULL,
-        .nalso = ds ? ds->nalso : 0, .graph = g, .gid = gid };
+        .nalso = ds ? ds->nalso : 0, .graph = g, .gid = gid, .gpu_made = P->pd[gid].gpu_made };
     if (ds)
         *ds = (dests){ 0 };
 }

@@ -34,6 +34,8 @@ void dist_xfer_sent(void *arg, cask_status st, const char *why)
     cask_dist_graph *g = s->graph;
     cask_dist *dist = g->dist;
     char msg[320] = "";
+    if (!st)
+        dist_xlog_send(dist, s, s->run);
     pthread_mutex_lock(&dist->mu);
     g->sends_pending--;
     if (!st && s->staged)   /* the chunk left this rank from host memory */
@@ -65,6 +67,8 @@ cask_status dist_xfer_send_host(cask_task_ctx *ctx)
     if (!st) {
         g->sends_pending++;
         s->tok = cask_task_async_begin(ctx);
+        s->run = g->run;
+        s->t_task = s->t_post = dist_xlog_now(dist);
     }
     dist_data_hdr h = { g->id, g->run, s->gid, s->version, dist->epoch };
     pthread_mutex_unlock(&dist->mu);
@@ -141,6 +145,8 @@ cask_status dist_xfer_recv_wait(cask_task_ctx *ctx)
     if (!st && s->arrived_run != g->run) {
         s->waiting = cask_task_async_begin(ctx);
         s->wait_t0 = dist_now_s();
+    } else if (!st && dist->xlog) {
+        dist_xlog_wait(dist, s, g->run, dist_now_s());
     }
     pthread_mutex_unlock(&dist->mu);
     if (st)
@@ -159,6 +165,7 @@ void dist_xfer_landed(void *arg, cask_status st, const char *why)
     g->recvs_pending--;
     cask_task_async *tok = NULL;
     if (st == CASK_OK) {
+        dist_xlog_recv(dist, s, s->landing_run, s->waiting ? s->wait_t0 : 0);
         s->arrived_run = s->landing_run;
         if (s->staged)   /* landed in host memory, for a GPU reader */
             g->host_staging[s->landing_run & 1] += dist->data[s->gid].bytes;
@@ -197,6 +204,7 @@ void dist_on_data(cask_dist *dist, int from, const dist_data_hdr *h, void *ucx_m
     void *land = NULL;
     if (accept) {
         s->landing_run = h->run;
+        s->t_arrive = dist_xlog_now(dist);
         /* a gathered result of the run computing now goes straight to its destination;
          * one of the next run waits in the slot's buffer (the caller may still be
          * reading the destination) */
@@ -248,6 +256,15 @@ static cask_status deliver_cpu(cask_task_ctx *ctx)
     return CASK_OK;
 }
 
+/* A final version written in place at home: only a mark that it got there (a recovery
+ * reads done_run). No data is touched, on a CPU or a GPU alike. */
+static cask_status mark_any(cask_task_ctx *ctx)
+{
+    dist_local_copy *c = dist_xfer_arg_of(ctx);
+    c->done_run = c->graph->run;
+    return CASK_OK;
+}
+
 static cask_status copy_cpu(cask_task_ctx *ctx)
 {
     dist_local_copy *c = dist_xfer_arg_of(ctx);
@@ -278,7 +295,11 @@ cask_status dist_xfer_register(cask_dist *dist)
         if (st)
             return st;
     }
-    return CASK_OK;
+    cask_kernel_desc m = { .name = "dist_mark", .cpu = mark_any };
+#ifdef CASK_HAVE_CUDA
+    m.cuda = mark_any;   /* no CUDA call: the task only orders after the writer */
+#endif
+    return cask_kernel_register(dist->rt, &m, &dist->k_mark);
 }
 
 /* where: CASK_WHERE_CPU, or (gpu) this rank's GPU (that of its NCCL communicator) */
@@ -399,9 +420,27 @@ cask_status dist_xfer_add_copies(cask_dist_graph *g)
 {
     char name[64];
     cask_status st = CASK_OK;
+    cask_runtime_info info;
+    int gpus = cask_runtime_query(g->dist->rt, &info) == CASK_OK && info.ngpus > 0;
     for (size_t i = 0; i < g->ncopies && !st; i++) {
         dist_local_copy *c = &g->copies[i];
         cask_access acc[2] = { { c->from, CASK_READ }, { c->to, CASK_WRITE } };
+        if (!c->to && !c->dest && !c->nalso) {
+            /* a mark: where the version is (a CPU task reading a GPU-made chunk would
+             * copy it off the GPU, hundreds of MB a compute for cask-jacobi's blocks) */
+            snprintf(name, sizeof name, "mark home %zu", i);
+            cask_task_desc d = { .field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY |
+                                               CASK_TASK_NAME | CASK_TASK_WHERE,
+                                 .kernel = g->dist->k_mark, .access = acc, .naccess = 1,
+                                 .args = &(dist_xfer_arg){ c }, .args_size = sizeof(dist_xfer_arg),
+                                 .priority = XFER_PRIORITY, .name = name,
+                                 .where = c->gpu_made && gpus ? CASK_WHERE_GPU : CASK_WHERE_CPU };
+            st = cask_graph_add_task(g->local, &d, NULL);
+            if (st)
+                dist_graph_error(g, "rank %d: adding the task %s: %s", g->dist->rank, name,
+                                 cask_status_string(st));
+            continue;
+        }
         snprintf(name, sizeof name, "copy home %zu", i);
         st = add(g, g->dist->k_copy, c, acc, c->to ? 2 : 1, name, NULL);
     }

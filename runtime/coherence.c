@@ -179,8 +179,8 @@ static void describe_fail(cask_task *t, cask_data *d, const char *what, char *ms
     snprintf(msg, len, "%s data %s (%zu bytes) for task %s", what, d->name, d->bytes, t->name);
 }
 
-cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, void **bufs, size_t *sizes,
-                             char *msg, size_t msglen)
+cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, worker_counters *ctr, void **bufs,
+                             size_t *sizes, char *msg, size_t msglen)
 {
     for (int i = 0; i < t->naccess; i++) {
         cask_data *d = t->access[i].data;
@@ -190,7 +190,7 @@ cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, void **bufs, size_t
             continue;
         }
         pthread_mutex_lock(&d->lock);
-        cask_status st = make_valid(rt, d, 0, t->access[i].mode, NULL, NULL, NULL);
+        cask_status st = make_valid(rt, d, 0, t->access[i].mode, NULL, ctr, NULL);
         if (st == CASK_OK) {
             d->rep[0].busy++;
             bufs[i] = d->rep[0].ptr;

@@ -16,9 +16,10 @@ typedef struct coh_tracer {
                  size_t bytes, int src_node, int dst_node);
 } coh_tracer;
 
-/* CPU task: host pointers and sizes of its buffers, valid for the access modes. */
-cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, void **bufs, size_t *sizes,
-                             char *msg, size_t msglen);
+/* CPU task: host pointers and sizes of its buffers, valid for the access modes. The
+ * copies off a GPU this takes are counted in ctr (the CPU worker's; may be NULL). */
+cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, worker_counters *ctr, void **bufs,
+                             size_t *sizes, char *msg, size_t msglen);
 void coh_finish_host(cask_runtime *rt, cask_task *t);
 
 /* GPU task on gpu: device pointers; copies are enqueued and the compute stream made to

@@ -33,7 +33,8 @@ static void run_task(worker *w, cask_task *t)
         ctx.sub = NULL;
         uint64_t t0 = WORKER_TRACE(w) ? sched_now_ns() : 0;
         uint64_t d0 = w->live && dash_viewed(w->live) ? dash_now_ns() : 0;
-        cask_status st = coh_prepare_host(g->rt, t, ctx.buf, ctx.size, ctx.msg, sizeof ctx.msg);
+        cask_status st = coh_prepare_host(g->rt, t, &w->ctr, ctx.buf, ctx.size, ctx.msg,
+                                          sizeof ctx.msg);
         if (rt->spill)
             spill_undefer(rt, t);
         if (st) {

@@ -46,6 +46,7 @@ void ucx_read_config(xport_ucx *x, const xport_ucx_config *c)
     int spin_default = ncores >= 8 ? 50 : 0;
     x->spin_us = (m & XPORT_UCX_SPIN_US) ? c->spin_us
                  : env_int("CASK_UCX_SPIN_US", spin_default, 0, 1000000);
+    x->cuda_poll_us = env_int("CASK_UCX_CUDA_POLL_US", -1, -1, 100000);
     if (m & XPORT_UCX_THREAD_INIT) {
         x->thread_init = c->thread_init;
         x->thread_init_arg = c->thread_init_arg;

@@ -45,7 +45,7 @@ struct ucx_op {
     const void *data;
     size_t len;
     size_t hdr_len;                 /* wire + user header */
-    int mem;                        /* xport_ucx_mem of data */
+    int mem;                        /* xport_ucx_mem of data (a receive's buffer too) */
     union {
         ucx_wire w;
         unsigned char bytes[sizeof(ucx_wire) + XPORT_UCX_MAX_HEADER];
@@ -94,6 +94,9 @@ struct xport_ucx {
     int credits;
     size_t rndv_thresh;
     int heartbeat_ms, timeout_ms, spin_us;
+    int cuda_poll_us;               /* CASK_UCX_CUDA_POLL_US: while a CUDA-memory request
+                                       is in flight, poll with naps of this long instead of
+                                       sleeping in epoll (-1: sleep) */
     int heartbeat_asked_ms;         /* before ucx_heartbeat_scale raised heartbeat_ms */
     xport_ucx_peer_fn on_peer;
     void *on_peer_arg;
@@ -116,6 +119,7 @@ struct xport_ucx {
      * (trylock) sends directly instead of waking the progress thread. */
     pthread_mutex_t lock;
     int need_progress;              /* under lock: a request is in flight */
+    int cuda_inflight;              /* under lock: requests on CUDA memory UCX holds */
 
     /* progress thread */
     pthread_t thread;

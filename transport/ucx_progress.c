@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The user-visible per-message state of an arriving message. */
@@ -81,6 +82,8 @@ static void send_done_cb(void *req, ucs_status_t s, void *user)
     op->req = NULL;
     ucp_request_free(req);
     inflight_remove(p, op);
+    if (op->mem == XPORT_UCX_MEM_CUDA)
+        p->x->cuda_inflight--;
     if (s == UCS_OK) {
         call_done(op, CASK_OK, NULL);
     } else {
@@ -141,6 +144,8 @@ static void issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
         op->req = r;
         inflight_add(p, op);
         x->need_progress = 1;
+        if (op->mem == XPORT_UCX_MEM_CUDA)
+            x->cuda_inflight++;
     }
 }
 
@@ -328,6 +333,8 @@ static void recv_done_cb(void *req, ucs_status_t s, size_t length, void *user)
     op->req = NULL;
     ucp_request_free(req);
     inflight_remove(p, op);
+    if (op->mem == XPORT_UCX_MEM_CUDA)
+        x->cuda_inflight--;
     consumed(x, p);
     if (s == UCS_OK) {
         call_done(op, CASK_OK, NULL);
@@ -378,6 +385,7 @@ cask_status xport_ucx_recv_into_mem(xport_ucx_msg *msg, void *buf, xport_ucx_mem
     op->done = done;
     op->arg = arg;
     op->len = msg->len;
+    op->mem = mem;
     op->owner = p;
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof prm);
@@ -405,6 +413,8 @@ cask_status xport_ucx_recv_into_mem(xport_ucx_msg *msg, void *buf, xport_ucx_mem
         op->req = r;
         inflight_add(p, op);
         x->need_progress = 1;
+        if (mem == XPORT_UCX_MEM_CUDA)
+            x->cuda_inflight++;
     }
     return CASK_OK;
 }
@@ -644,6 +654,19 @@ void *ucx_progress_main(void *arg)
         }
         if (now < spin_until || byes_pending)
             continue;
+        if (x->cuda_inflight > 0 && x->cuda_poll_us >= 0) {
+            /* UCX notices a CUDA copy's end only when progressed: poll, with a nap that
+             * leaves the CUDA driver to the GPU workers between rounds */
+            pthread_mutex_unlock(&x->lock);
+            if (x->cuda_poll_us > 0) {
+                struct timespec ts = { 0, (long)x->cuda_poll_us * 1000L };
+                nanosleep(&ts, NULL);
+            } else {
+                sched_yield();
+            }
+            pthread_mutex_lock(&x->lock);
+            continue;
+        }
         ucs_status_t s = ucp_worker_arm(x->worker);
         if (s == UCS_ERR_BUSY) {
             /* UCX has events that progress did not take (seen while a peer's endpoint

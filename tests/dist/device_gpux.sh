@@ -27,7 +27,7 @@ if ninja -C "$B" tests/test_dist_gpux >> "$OUT/build.log" 2>&1; then :; else
   # tests/ is only configured with Criterion: build this one by hand
   CU=${CUDA_HOME:-$(dirname "$(dirname "$(command -v nvcc)")")}
   T="$B/test_dist_gpux"
-  cc -std=c11 -O2 -D_GNU_SOURCE -Iinclude -I. -Itests/dist -I"$CU/include" tests/dist/test_gpux.c \
+  cc -std=c11 -O2 -D_GNU_SOURCE -DCASK_HAVE_CUDA=1 -DCASK_HAVE_UCX=1 -Iinclude -I. -Itests/dist -I"$CU/include" tests/dist/test_gpux.c \
      -o "$T" -L"$B" -lcask -Wl,-rpath,"$PWD/$B" -L"$CU/lib64" -lcudart || exit 1
 fi
 "$B/apps/cask-knn" --version

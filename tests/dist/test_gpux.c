@@ -5,7 +5,9 @@
  * it, and rank 1 reads exactly what rank 0 wrote, in two runs (the landing buffer is
  * reused). Without such a UCX, or with `host` (CASK_DIST_GPU_XPORT=host), the chunk goes
  * through host memory and both ranks must count exactly its bytes as staged: the
- * counter that the first case asserts zero does see host copies.
+ * counter that the first case asserts zero does see host copies. In the first case rank
+ * 0's workers copy nothing GPU to host either (x, made in place at home, gets a mark
+ * task: it must run where x is, not read it on a CPU).
  *
  *
  * sim and simhost do the same on two simulated GPUs per rank (CASK_SIM_GPUS: host
@@ -159,6 +161,7 @@ int main(int argc, char **argv)
         }
         if (ybuf)
             memset(ybuf, 0, bytes);
+        CHECK_OK(cask_runtime_stats_reset(rt), "stats reset");
         st = cask_dist_graph_compute(g);
         CHECK_OK(st, "compute %d: %s", run, cask_dist_graph_error(g));
         int r1 = -1;
@@ -174,6 +177,18 @@ int main(int argc, char **argv)
                   info.transfers_gpu_ucx);
             CHECK(info.host_staging_bytes == 0, "%llu bytes crossed host memory",
                   (unsigned long long)info.host_staging_bytes);
+            if (rank == 0) {   /* x stays on the GPU: not even the mark that it is home
+                                  (a task of its own) may copy it off */
+                cask_worker_stats ws[64];
+                int nw = 0;
+                CHECK_OK(cask_runtime_nworkers(rt, &nw), "nworkers");
+                CHECK(nw > 0 && nw <= 64, "%d workers", nw);
+                CHECK_OK(cask_runtime_stats(rt, ws, nw), "stats");
+                unsigned long long d2h = 0;
+                for (int w = 0; w < nw; w++)
+                    d2h += ws[w].bytes_d2h;
+                CHECK(d2h == 0, "run %d: %llu bytes copied GPU to host on rank 0", run, d2h);
+            }
         } else if (!info.transfers_nccl) {
             CHECK(info.transfers_gpu_ucx == 0, "GPU memory by a UCX without CUDA support");
             CHECK(info.host_staging_bytes == bytes, "%llu host staging bytes, expected %zu",
