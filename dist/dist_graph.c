@@ -34,11 +34,13 @@ cask_status cask_dist_graph_create(cask_dist *dist, cask_dist_graph **out)
     g->plan_seen = calloc(n, sizeof *g->plan_seen);
     g->plan_hash = calloc(n, sizeof *g->plan_hash);
     g->plan_st = calloc(n, sizeof *g->plan_st);
-    if (!g->done_from || !g->plan_seen || !g->plan_hash || !g->plan_st) {
+    g->plan_ep = calloc(n, sizeof *g->plan_ep);
+    if (!g->done_from || !g->plan_seen || !g->plan_hash || !g->plan_st || !g->plan_ep) {
         free(g->done_from);
         free(g->plan_seen);
         free(g->plan_hash);
         free(g->plan_st);
+        free(g->plan_ep);
         free(g);
         return log_error(dist->rt, CASK_ERR_NOMEM, "cask_dist_graph_create");
     }

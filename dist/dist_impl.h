@@ -266,6 +266,7 @@ struct cask_dist_graph {
     cask_status plan_status;
     int *plan_seen;           /* per rank: PLAN received (under dist->mu) */
     uint64_t *plan_hash;
+    uint32_t *plan_ep;        /* per rank: the epoch its PLAN was sent in */
     cask_status *plan_st;
     /* run (under dist->mu unless said) */
     uint32_t run;             /* computes so far (messages carry it) */

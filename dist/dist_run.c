@@ -22,6 +22,7 @@ void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const
     case CTRL_PLAN:
         g->plan_seen[from] = 1;
         g->plan_hash[from] = h->value;
+        g->plan_ep[from] = h->epoch;
         g->plan_st[from] = (cask_status)h->status;
         break;
     case CTRL_DONE:
@@ -236,6 +237,20 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
             if (g->plan_st[r]) {
                 st = g->plan_st[r];
                 dist_graph_error(g, "rank %d could not plan the graph: %s", r, cask_status_string(st));
+            } else if (g->plan_hash[r] != g->hash && g->plan_ep[r] != g->plan_epoch) {
+                /* a rank was lost while the graph was planned, and the two ranks planned
+                 * it for different views (one had adopted the lost rank's data already):
+                 * the graphs differ by who owns what, not by what the program built */
+                st = CASK_ERR_PEER;
+                char lost[160] = "";
+                size_t at = 0;
+                for (int q = 0; q < dist->size && at + 8 < sizeof lost; q++)
+                    if (dist->excluded[q])
+                        at += (size_t)snprintf(lost + at, sizeof lost - at, "%s%d",
+                                               at ? ", " : "", q);
+                dist_graph_error(g, "rank %s lost while graph %u was planned: rank %d planned "
+                          "it for view %u, rank %d for view %u", lost[0] ? lost : "?",
+                          g->id, r, g->plan_ep[r], dist->rank, g->plan_epoch);
             } else if (g->plan_hash[r] != g->hash) {
                 st = CASK_ERR_INVALID;
                 dist_graph_error(g, "rank %d built another graph than rank %d (%zu tasks here): every "
@@ -431,6 +446,7 @@ cask_status cask_dist_graph_destroy(cask_dist_graph *g)
     free(g->plan_seen);
     free(g->plan_hash);
     free(g->plan_st);
+    free(g->plan_ep);
     free(g);
     return CASK_OK;
 }

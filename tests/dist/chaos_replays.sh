@@ -8,12 +8,16 @@
 # 603143019 np 4 out:KILL:2:19: a rank whose run completed just before the loss, while
 # the others recovered it (no answer to their STATE, then its BARRIER of the older view
 # dropped): hung about 1 replay in 10 (docs/distributed.md, Limits).
+# 606916636 np 3 out:KILL:1:41: rank 1 killed while graph 1 was planned; rank 0 planned
+# it for the view without rank 1 (its data adopted), rank 2 for the old view: both said
+# "rank N built another graph" (UNEXPLAINED) about 1 replay in 3; now CASK_ERR_PEER
+# naming the lost rank.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 n=15
 [ "${1:-}" = -n ] && { n=$2; shift 2; }
 logs=$(mktemp -d "${TMPDIR:-/tmp}/cask-replays.XXXXXX")
-cases=("603143019 4 out:KILL:2:19")
+cases=("603143019 4 out:KILL:2:19" "606916636 3 out:KILL:1:41")
 for c in "${cases[@]}"; do
   set -- $c "$@"
   seed=$1 np=$2 fault=$3; shift 3
