@@ -184,7 +184,7 @@ int main(int argc, char **argv)
     CS(cask_host_alloc(c.rt, (size_t)c.n * sizeof(float), (void **)&c.dist_cask));
     CS(cask_host_alloc(c.rt, (size_t)c.n * sizeof(int32_t), (void **)&c.idx_base));
     CS(cask_host_alloc(c.rt, (size_t)c.n * sizeof(float), (void **)&c.dist_base));
-    CS(knn_generate_tasks(c.rt, seed, &c.obs, &c.ref, 1 << 20, err, sizeof err));
+    CS(knn_generate_tasks(c.rt, seed, &c.obs, &c.ref, 1 << 20, 0, err, sizeof err));
     if (!chunk) {   /* several chunks per GPU so that copies overlap compute */
         chunk = c.n / (8 * c.gpus);
         if (chunk < 4096) chunk = 4096;

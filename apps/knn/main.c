@@ -27,16 +27,20 @@
 #include <unistd.h>
 
 #include "cask/cask.h"
+#include "auto_method.h"
 #include "check.h"
 #include "generate.h"
 #include "knn_chunks.h"
 #include "knn_dist.h"
 #include "knn_graph.h"
+#include "kout.h"
 #include "main_stream.h"
 #include "points.h"
 #include "write_par.h"
 
 enum { EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_CHECK = 3 };
+/* Default reference chunk of the k kernels: 2048 tiles of 128 (KNN_SORT_MAX_TILES). */
+#define KNN_PRUNE_REF_CHUNK ((int64_t)1 << 18)
 enum { CASK_MAX_GPUS_APP = 64 };
 /* A CSV observation file larger than this is streamed unless --no-stream (it is scanned
  * anyway to count its rows, so it is not read twice for nothing). */
@@ -57,7 +61,13 @@ typedef struct options {
     int repeat;
     int stream;        /* -1 auto, 0 off, 1 on */
     int64_t window;    /* observation rows per streamed window */
+    int k;             /* neighbours per observation */
+    int method;        /* KNN_METHOD_* */
+    int64_t clusters;  /* --generate: blobs, 0 = uniform */
 } options;
+
+enum { KNN_METHOD_AUTO, KNN_METHOD_BRUTE, KNN_METHOD_PRUNED };
+static const char *const method_names[] = {"auto", "brute", "pruned"};
 
 static const char *prog = "cask-knn";
 
@@ -65,7 +75,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
 "Usage: %s (--obs FILE --ref FILE | --generate N M [--seed S]) [options]\n"
-"Exact nearest reference (great-circle distance) of every observation.\n"
+"Exact nearest references (great-circle distance) of every observation.\n"
 "\n"
 "Input:\n"
 "  --obs FILE, --ref FILE  observations and references: CSV with a header row, or .npy\n"
@@ -76,9 +86,17 @@ static void usage(FILE *f)
 "  --wrap                  wrap longitudes outside [-180, 180] instead of rejecting them\n"
 "  --generate N M          N observations and M references uniform on the sphere\n"
 "  --seed S                seed of --generate (default 0)\n"
+"  --clusters C            --generate a mixture of C Gaussian blobs instead of uniform\n"
+"Search:\n"
+"  --k K                   the K nearest references, nearest first (1..%d, default 1)\n"
+"  --method auto|brute|pruned  brute force, or skip reference tiles that cannot hold a\n"
+"                          neighbour (same results); auto prunes unless the data defeat\n"
+"                          it (default auto)\n"
 "Output:\n"
 "  --out FILE              results: CSV (obs,ref_index,distance) or, if FILE ends in .npy,\n"
-"                          an (N, 2) float64 array of rows [ref_index, distance]\n"
+"                          an (N, 2) float64 array of rows [ref_index, distance]; with\n"
+"                          --k K > 1: CSV obs,rank,ref_index,distance (rank 1 nearest),\n"
+"                          one row per (obs, rank), or .npy of shape (N, K, 2)\n"
 "  --units km|rad          distance unit (default km, Earth radius %.4f km)\n"
 "  -q, --quiet             no summary on stderr\n"
 "Execution:\n"
@@ -98,7 +116,7 @@ static void usage(FILE *f)
 "  -h, --help, --version\n"
 "Counts accept powers such as 2^24. Exit status: 0 ok, 1 data or run error,\n"
 "2 usage error, 3 check failed.\n",
-            prog, CASK_EARTH_RADIUS_KM);
+            prog, CASK_KNN_KMAX, CASK_EARTH_RADIUS_KM);
 }
 
 __attribute__((format(printf, 1, 2), noreturn))
@@ -157,7 +175,8 @@ static void parse_args(int argc, char **argv, options *o)
     enum {
         O_OBS = 256, O_REF, O_OUT, O_LATCOL, O_LONCOL, O_RADIANS, O_WRAP, O_GENERATE,
         O_SEED, O_UNITS, O_GPUS, O_CPU_ONLY, O_THREADS, O_CHUNK, O_REF_CHUNK, O_REPEAT,
-        O_CHECK, O_DOT, O_VERSION, O_STREAM, O_NO_STREAM, O_WINDOW
+        O_CHECK, O_DOT, O_VERSION, O_STREAM, O_NO_STREAM, O_WINDOW, O_K, O_METHOD,
+        O_CLUSTERS
     };
     static const struct option longs[] = {
         {"obs", required_argument, 0, O_OBS},
@@ -181,6 +200,9 @@ static void parse_args(int argc, char **argv, options *o)
         {"stream", no_argument, 0, O_STREAM},
         {"no-stream", no_argument, 0, O_NO_STREAM},
         {"window", required_argument, 0, O_WINDOW},
+        {"k", required_argument, 0, O_K},
+        {"method", required_argument, 0, O_METHOD},
+        {"clusters", required_argument, 0, O_CLUSTERS},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
@@ -193,6 +215,8 @@ static void parse_args(int argc, char **argv, options *o)
     o->repeat = 1;
     o->stream = -1;
     o->window = (int64_t)1 << 24;
+    o->k = 1;
+    o->method = KNN_METHOD_AUTO;
     opterr = 0;
     for (;;) {
         int c = getopt_long(argc, argv, "+:qh", longs, NULL);
@@ -271,6 +295,24 @@ static void parse_args(int argc, char **argv, options *o)
         case O_STREAM: o->stream = 1; break;
         case O_NO_STREAM: o->stream = 0; break;
         case O_WINDOW: o->window = need_count("--window", optarg, 1); break;
+        case O_K: {
+            int64_t v = need_count("--k", optarg, 1);
+            if (v > CASK_KNN_KMAX)
+                usage_error("--k: %lld is more than %d", (long long)v, CASK_KNN_KMAX);
+            o->k = (int)v;
+            break;
+        }
+        case O_METHOD: {
+            int found = -1;
+            for (int i = 0; i < 3; i++)
+                if (strcasecmp(optarg, method_names[i]) == 0)
+                    found = i;
+            if (found < 0)
+                usage_error("--method: '%s' is not auto, brute or pruned", optarg);
+            o->method = found;
+            break;
+        }
+        case O_CLUSTERS: o->clusters = need_count("--clusters", optarg, 1); break;
         case 'h':
             usage(stdout);
             exit(0);
@@ -297,13 +339,15 @@ static void parse_args(int argc, char **argv, options *o)
             usage_error("--lat-col, --lon-col, --radians and --wrap apply to input files, "
                         "not to --generate");
     } else {
-        if (seed_set)
-            usage_error("--seed applies to --generate only");
+        if (seed_set || o->clusters)
+            usage_error("--seed and --clusters apply to --generate only");
         if (!o->obs_path || !o->ref_path)
             usage_error("give --obs FILE and --ref FILE, or --generate N M");
     }
     if (o->stream == 1 && o->generate)
         usage_error("--stream reads an observation file: not with --generate");
+    if (o->stream == 1 && (o->k > 1 || o->method == KNN_METHOD_PRUNED))
+        usage_error("--stream supports --k 1 and --method brute or auto (brute) only");
     if (o->stream == 1 && (o->repeat > 1 || o->dot_path))
         usage_error("--repeat and --dot apply to the in-memory path, not to --stream");
     if (o->cpu_only && o->gpus != -2)
@@ -434,7 +478,7 @@ int main(int argc, char **argv)
      * file is streamed when it is larger than KNN_CSV_STREAM_BYTES, or with --stream) */
     knn_read_opts ro = {o.lat_col, o.lon_col, !o.radians, o.wrap};
     if (!failed && !o.generate && nranks == 1 && o.stream != 0 && o.repeat == 1 &&
-        !o.dot_path) {
+        !o.dot_path && o.k == 1 && o.method != KNN_METHOD_PRUNED) {
         int npy = knn_file_has_npy_magic(o.obs_path), try_it = o.stream == 1 || npy;
         struct stat sb;
         if (!npy && !try_it && stat(o.obs_path, &sb) == 0 && sb.st_size > KNN_CSV_STREAM_BYTES)
@@ -469,7 +513,8 @@ int main(int argc, char **argv)
             int64_t gchunk = o.gen_n / (4 * (info.ncpu_workers > 0 ? info.ncpu_workers : 1));
             if (gchunk < 65536)
                 gchunk = 65536;
-            failed = knn_generate_tasks(rt, o.seed, &obs, &ref, gchunk, err, sizeof err) != 0;
+            failed = knn_generate_tasks(rt, o.seed, &obs, &ref, gchunk, o.clusters, err,
+                                        sizeof err) != 0;
         }
     } else {
         failed = knn_points_read(o.obs_path, &ro, &alloc, &obs, err, sizeof err) ||
@@ -481,8 +526,8 @@ int main(int argc, char **argv)
         failed = 1;
     }
     if (!failed && (rank == 0 || nranks == 1)) {   /* the results live on rank 0 */
-        index = host_alloc(rt, (size_t)obs.n * sizeof *index);
-        dist = host_alloc(rt, (size_t)obs.n * sizeof *dist);
+        index = host_alloc(rt, (size_t)obs.n * (size_t)o.k * sizeof *index);
+        dist = host_alloc(rt, (size_t)obs.n * (size_t)o.k * sizeof *dist);
         if (!index || !dist) {
             snprintf(err, sizeof err, "out of memory for %lld results", (long long)obs.n);
             failed = 1;
@@ -495,15 +540,36 @@ int main(int argc, char **argv)
     }
     double t_load = now_s() - t0;
 
+    /* ---- method: pruned or brute force ---- */
+    int prune = 0;
+    double auto_fraction = -1;
+    if (!failed && nranks > 1 && (o.k > 1 || o.method == KNN_METHOD_PRUNED)) {
+        snprintf(err, sizeof err, "--k > 1 and --method pruned run in one process only "
+                                  "(not across processes yet)");
+        failed = 1;
+    } else if (!failed && o.method == KNN_METHOD_PRUNED) {
+        prune = 1;
+    } else if (!failed && o.method == KNN_METHOD_AUTO && nranks == 1) {
+        prune = knn_auto_prune(&obs, &ref, o.k, &auto_fraction);
+    }
+
     /* ---- compute ---- */
     knn_plan plan = {0};
     int64_t chunk = 0;
     if (!failed) {
-        plan.ref_chunk = o.ref_chunk ? o.ref_chunk : ref.n;
+        /* a GPU orders at most KNN_PRUNE_REF_CHUNK references' tiles per chunk */
+        plan.ref_chunk = o.ref_chunk ? o.ref_chunk
+                         : (o.k > 1 || prune) && ref.n > KNN_PRUNE_REF_CHUNK ? KNN_PRUNE_REF_CHUNK
+                                                                            : ref.n;
         int64_t nrefc = (ref.n + plan.ref_chunk - 1) / plan.ref_chunk;
         /* with P ranks, each rank's share is cut as one process would cut its input */
         chunk = o.chunk ? o.chunk
                         : knn_default_chunk((obs.n + nranks - 1) / nranks, nrefc, obs.f64, &info);
+        /* K results per row: keep a chunk's buffers under 256 MiB */
+        int64_t kcap = ((int64_t)256 << 20) /
+                       ((int64_t)o.k * (8 + (nrefc > 1 ? 16 : 0)) + 20 + 16);
+        if (!o.chunk && o.k > 1 && chunk > kcap)
+            chunk = kcap / 256 * 256 > 1024 ? kcap / 256 * 256 : 1024;
     }
     /* Every rank must build the same graph: the smallest proposed chunk wins. */
     int first_failed;
@@ -520,6 +586,8 @@ int main(int argc, char **argv)
     plan.chunk = chunk;
     plan.scale = scale;
     plan.where = info.ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
+    plan.k = o.k;
+    plan.prune = prune;
     if (nranks == 1) {
         if (knn_job_create(rt, &kernels, &obs, &ref, index, dist, &plan, &job, err,
                            sizeof err)) {
@@ -600,7 +668,8 @@ int main(int argc, char **argv)
     int check_failed = 0;
     knn_check_report cr;
     if (o.check) {
-        if (knn_check(&obs, &ref, index, dist, scale, o.check, &cr)) {
+        if (o.k > 1 ? knn_check_k(&obs, &ref, index, dist, o.k, scale, o.check, &cr)
+                    : knn_check(&obs, &ref, index, dist, scale, o.check, &cr)) {
             fprintf(stderr, "%s: --check: out of memory\n", prog);
             goto done;
         }
@@ -612,10 +681,14 @@ int main(int argc, char **argv)
     double t_write = 0;
     if (o.out_path && !check_failed) {
         t0 = now_s();
-        st = knn_path_is_npy(o.out_path)
-                 ? knn_npy_write(out.f, o.out_path, index, dist, obs.n, err, sizeof err)
-                 : knn_csv_write_tasks(rt, out.f, o.out_path, index, dist, obs.n,
-                                       info.ncpu_workers, err, sizeof err);
+        int npy = knn_path_is_npy(o.out_path);
+        if (o.k > 1)
+            st = npy ? knn_knpy_write(out.f, o.out_path, index, dist, obs.n, o.k, err, sizeof err)
+                     : knn_kcsv_write(out.f, o.out_path, index, dist, obs.n, o.k, err, sizeof err);
+        else
+            st = npy ? knn_npy_write(out.f, o.out_path, index, dist, obs.n, err, sizeof err)
+                     : knn_csv_write_tasks(rt, out.f, o.out_path, index, dist, obs.n,
+                                           info.ncpu_workers, err, sizeof err);
         if (!st)
             st = knn_outfile_commit(&out, err, sizeof err);
         tmp_armed = 0;
@@ -641,6 +714,10 @@ int main(int argc, char **argv)
                 info.ncpu_workers == 1 ? "" : "s", (long long)nobsc, (long long)nrc,
                 (long long)(plan.chunk < obs.n ? plan.chunk : obs.n),
                 (long long)(plan.ref_chunk < ref.n ? plan.ref_chunk : ref.n), ntasks);
+        fprintf(stderr, "%s: k = %d, method %s", prog, o.k, prune ? "pruned" : "brute");
+        if (o.method == KNN_METHOD_AUTO && auto_fraction >= 0)
+            fprintf(stderr, " (auto: about %.2g of the pairs to visit)", auto_fraction);
+        fprintf(stderr, "\n");
         fprintf(stderr, "%s: time: %s %.3f s, compute %.3f s", prog,
                 o.generate ? "generate" : "load", t_load, t_compute);
         if (o.repeat > 1)

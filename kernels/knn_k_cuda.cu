@@ -1,0 +1,1 @@
+/* kernels/knn_k_cuda.cu: (being written) */
