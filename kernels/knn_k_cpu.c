@@ -104,18 +104,38 @@ int knn_k_cpu_prep_run(const void *ref, int64_t m, cask_knn_points in, void *sor
     return 0;
 }
 
-/* The float32 dots of p with the KNN_TILE references at q (x, y, z, 0 each) into d, and
- * their maximum (NaN padding never is). Same expression in both passes; vectorised. */
-static float tile_dots(const float p[3], const float *restrict q, float *restrict d)
+/* The float32 dot of observation p32 with reference q (x, y, z, 0): the one expression of
+ * both passes (ISO C, no contraction: the blocked loop below rounds the same way). */
+static inline float dot32(const float *p32, const float *q)
 {
-    const float ox = p[0], oy = p[1], oz = p[2];
-    float mx = -INFINITY;
-    for (int jj = 0; jj < KNN_TILE; jj++) {
-        float v = ox * q[4 * jj] + oy * q[4 * jj + 1] + oz * q[4 * jj + 2];
-        d[jj] = v;
-        mx = v > mx ? v : mx;
+    return p32[0] * q[0] + p32[1] * q[1] + p32[2] * q[2];
+}
+
+/* Observations per block of the tile maxima (two SSE vectors, as in knn_cpu.c). */
+#define KNN_CPU_OBS 8
+
+/* T[k] = the largest dot32 of observations px/py/pz[k] (k < 8) with the KNN_TILE
+ * references at q. Written so that gcc keeps each group of 4 in one vector register. */
+static void tile_max8(const float *px, const float *py, const float *pz,
+                      const float *restrict q, float *T)
+{
+    float T0[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    float T1[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    for (int j = 0; j < KNN_TILE; j++) {
+        const float bx = q[4 * j], by = q[4 * j + 1], bz = q[4 * j + 2];
+        for (int k = 0; k < 4; k++) {
+            float d = px[k] * bx + py[k] * by + pz[k] * bz;
+            T0[k] = d > T0[k] ? d : T0[k];
+        }
+        for (int k = 0; k < 4; k++) {
+            float d = px[4 + k] * bx + py[4 + k] * by + pz[4 + k] * bz;
+            T1[k] = d > T1[k] ? d : T1[k];
+        }
     }
-    return mx;
+    for (int k = 0; k < 4; k++) {
+        T[k] = T0[k];
+        T[4 + k] = T1[k];
+    }
 }
 
 typedef struct tile_ub {
@@ -178,6 +198,7 @@ void knn_k_cpu_order_run(const void *obs, int64_t n, cask_knn_points in, int pru
 typedef struct otile {
     double p64[KNN_CPU_OTILE][3];
     float p32[KNN_CPU_OTILE][3];
+    float px[KNN_CPU_OTILE], py[KNN_CPU_OTILE], pz[KNN_CPU_OTILE]; /* short tile: repeats */
     int64_t row[KNN_CPU_OTILE];
     float kth[KNN_CPU_OTILE];
     int kpos[KNN_CPU_OTILE];
@@ -213,10 +234,18 @@ int knn_k_cpu_search_run(const knn_k_job *j)
             knn_load_point(j->obs, row, A->in, w->p64[o]);
             for (int c = 0; c < 3; c++)
                 w->p32[o][c] = (float)w->p64[o][c];
+            w->px[o] = w->p32[o][0];
+            w->py[o] = w->p32[o][1];
+            w->pz[o] = w->p32[o][2];
             w->kth[o] = -INFINITY;
             w->kpos[o] = 0;
             for (int r = 0; r < K; r++)
                 w->vals[o * K + r] = -INFINITY;
+        }
+        for (int o = no; o < KNN_CPU_OTILE; o++) { /* a short tile repeats its last */
+            w->px[o] = w->px[no - 1];
+            w->py[o] = w->py[no - 1];
+            w->pz[o] = w->pz[no - 1];
         }
         for (int64_t t = 0; t < ntr; t++) {
             order[t].t = t;
@@ -235,24 +264,31 @@ int knn_k_cpu_search_run(const knn_k_job *j)
             if (prune && order[s].ub < thr_min)
                 break;
             const float *qt = q + 4 * order[s].t * KNN_TILE;
-            for (int o = 0; o < no; o++) {
-                float kth = w->kth[o];
-                float *vals = w->vals + o * K;
-                float d_[KNN_TILE];
-                if (!(tile_dots(w->p32[o], qt, d_) > kth))
-                    continue;
-                for (int jj = 0; jj < KNN_TILE; jj++) {
-                    float d = d_[jj];
-                    if (d > kth) {
-                        vals[w->kpos[o]] = d;
-                        int p = 0;
-                        for (int r = 1; r < K; r++)
-                            p = vals[r] < vals[p] ? r : p;
-                        w->kpos[o] = p;
-                        kth = vals[p];
+            for (int o0 = 0; o0 < no; o0 += KNN_CPU_OBS) {
+                float T[KNN_CPU_OBS];
+                tile_max8(w->px + o0, w->py + o0, w->pz + o0, qt, T);
+                for (int o = o0; o < o0 + KNN_CPU_OBS && o < no; o++) {
+                    if (!(T[o - o0] > w->kth[o]))
+                        continue;
+                    if (K == 1) {
+                        w->kth[o] = T[o - o0];
+                        continue;
                     }
+                    float kth = w->kth[o];
+                    float *vals = w->vals + o * K;
+                    for (int jj = 0; jj < KNN_TILE; jj++) {
+                        float d = dot32(w->p32[o], qt + 4 * jj);
+                        if (d > kth) {
+                            vals[w->kpos[o]] = d;
+                            int p = 0;
+                            for (int r = 1; r < K; r++)
+                                p = vals[r] < vals[p] ? r : p;
+                            w->kpos[o] = p;
+                            kth = vals[p];
+                        }
+                    }
+                    w->kth[o] = kth;
                 }
-                w->kth[o] = kth;
             }
             if (prune) {
                 thr_min = INFINITY;
@@ -272,18 +308,20 @@ int knn_k_cpu_search_run(const knn_k_job *j)
                 break;
             const int64_t base = order[s].t * KNN_TILE;
             const float *qt = q + 4 * base;
-            for (int o = 0; o < no; o++) {
-                const float thr = w->kth[o] - KNN_MARGIN;
-                float d_[KNN_TILE];
-                if (!(tile_dots(w->p32[o], qt, d_) >= thr))
-                    continue;
-                for (int jj = 0; jj < KNN_TILE; jj++) {
-                    float d = d_[jj];
-                    if (d >= thr) {
-                        int64_t sj = base + jj;
-                        double c2 = knn_chord2(w->p64[o], x64[sj], y64[sj], z64[sj]);
-                        knn_list_insert(w->c2 + o * K, w->idx + o * K, K, 1, c2,
-                                        A->ref_base + orig[sj]);
+            for (int o0 = 0; o0 < no; o0 += KNN_CPU_OBS) {
+                float T[KNN_CPU_OBS];
+                tile_max8(w->px + o0, w->py + o0, w->pz + o0, qt, T);
+                for (int o = o0; o < o0 + KNN_CPU_OBS && o < no; o++) {
+                    const float thr = w->kth[o] - KNN_MARGIN;
+                    if (!(T[o - o0] >= thr))
+                        continue;
+                    for (int jj = 0; jj < KNN_TILE; jj++) {
+                        if (dot32(w->p32[o], qt + 4 * jj) >= thr) {
+                            int64_t sj = base + jj;
+                            double c2 = knn_chord2(w->p64[o], x64[sj], y64[sj], z64[sj]);
+                            knn_list_insert(w->c2 + o * K, w->idx + o * K, K, 1, c2,
+                                            A->ref_base + orig[sj]);
+                        }
                     }
                 }
             }
