@@ -67,10 +67,11 @@ static double reach(double *d, int64_t s, int64_t total, double want)
     return select_nth(d, s, 0) * sqrt(expect);
 }
 
-int knn_auto_prune(const knn_points *obs, const knn_points *ref, int k, double *fraction)
+int knn_auto_prune(const knn_points *obs, const knn_points *ref, int k, int64_t chunk,
+                   double *fraction)
 {
     *fraction = 1.0;
-    if (ref->n < KNN_AUTO_MIN_REFS || obs->n < KNN_AUTO_MIN_OBS)
+    if (ref->n < KNN_AUTO_MIN_REFS || obs->n < KNN_AUTO_MIN_OBS || chunk < 1)
         return 0;
     int64_t so = SAMPLE_OBS, sr = ref->n < SAMPLE_REF ? ref->n : SAMPLE_REF;
     double *ov = malloc((size_t)so * 3 * sizeof *ov), *rv = malloc((size_t)sr * 3 * sizeof *rv);
@@ -94,7 +95,7 @@ int knn_auto_prune(const knn_points *obs, const knn_points *ref, int k, double *
         for (int64_t j = 0; j < so; j++)
             if (j != i)
                 dk[c++] = angle(ov + 3 * i, ov + 3 * j);
-        double r_o = reach(dk, c, obs->n, 64.0);
+        double r_o = reach(dk, c, obs->n, 64.0 * (double)obs->n / (double)chunk);
         for (int64_t j = 0; j < sr; j++)
             d[j] = angle(ov + 3 * i, rv + 3 * j);
         double lim = r_k + 2.0 * (r_t + r_o);
@@ -105,5 +106,5 @@ int knn_auto_prune(const knn_points *obs, const knn_points *ref, int k, double *
     }
     free(ov), free(rv), free(d), free(dk);
     *fraction = sum / (double)so;
-    return *fraction < KNN_AUTO_MAX_FRACTION;
+    return *fraction < (k > 1 ? KNN_AUTO_MAX_FRACTION_K : KNN_AUTO_MAX_FRACTION_K1);
 }

@@ -549,8 +549,6 @@ int main(int argc, char **argv)
         failed = 1;
     } else if (!failed && o.method == KNN_METHOD_PRUNED) {
         prune = 1;
-    } else if (!failed && o.method == KNN_METHOD_AUTO && nranks == 1) {
-        prune = knn_auto_prune(&obs, &ref, o.k, &auto_fraction);
     }
 
     /* ---- compute ---- */
@@ -558,9 +556,9 @@ int main(int argc, char **argv)
     int64_t chunk = 0;
     if (!failed) {
         /* a GPU orders at most KNN_PRUNE_REF_CHUNK references' tiles per chunk */
+        int maybe_k = o.k > 1 || prune || (o.method == KNN_METHOD_AUTO && nranks == 1);
         plan.ref_chunk = o.ref_chunk ? o.ref_chunk
-                         : (o.k > 1 || prune) && ref.n > KNN_PRUNE_REF_CHUNK ? KNN_PRUNE_REF_CHUNK
-                                                                            : ref.n;
+                         : maybe_k && ref.n > KNN_PRUNE_REF_CHUNK ? KNN_PRUNE_REF_CHUNK : ref.n;
         int64_t nrefc = (ref.n + plan.ref_chunk - 1) / plan.ref_chunk;
         /* with P ranks, each rank's share is cut as one process would cut its input */
         chunk = o.chunk ? o.chunk
@@ -570,6 +568,11 @@ int main(int argc, char **argv)
                        ((int64_t)o.k * (8 + (nrefc > 1 ? 16 : 0)) + 20 + 16);
         if (!o.chunk && o.k > 1 && chunk > kcap)
             chunk = kcap / 256 * 256 > 1024 ? kcap / 256 * 256 : 1024;
+        if (o.method == KNN_METHOD_AUTO && nranks == 1) {
+            prune = knn_auto_prune(&obs, &ref, o.k, chunk, &auto_fraction);
+            if (!prune && o.k == 1 && !o.ref_chunk)
+                plan.ref_chunk = ref.n; /* the 1-NN kernels take any number */
+        }
     }
     /* Every rank must build the same graph: the smallest proposed chunk wins. */
     int first_failed;
