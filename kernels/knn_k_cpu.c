@@ -42,12 +42,12 @@ static void cap_of(const double *v, int64_t n, double cap[4])
 
 int knn_k_cpu_prep_run(const void *ref, int64_t m, cask_knn_points in, void *sorted)
 {
-    const int64_t mpad = knn_mpad(m), ntiles = mpad / KNN_TILE;
+    const int64_t mpad = knn_mpad(m), ntiles = mpad / KNN_STILE;
     double *v = malloc((size_t)(m > 0 ? m : 1) * 3 * sizeof *v);
     uint32_t *key = malloc((size_t)(m > 0 ? m : 1) * sizeof *key);
     uint32_t *count = calloc(KNN_NCELLS + 1, sizeof *count);
     int64_t *order = malloc((size_t)(m > 0 ? m : 1) * sizeof *order);
-    double *tv = malloc((size_t)KNN_TILE * 3 * sizeof *tv);
+    double *tv = malloc((size_t)KNN_STILE * 3 * sizeof *tv);
     if (!v || !key || !count || !order || !tv) {
         free(v), free(key), free(count), free(order), free(tv);
         return -1;
@@ -87,7 +87,7 @@ int knn_k_cpu_prep_run(const void *ref, int64_t m, cask_knn_points in, void *sor
         orig[s] = s < m ? (int32_t)order[s] : -1;
     }
     for (int64_t t = 0; t < ntiles; t++) {
-        int64_t s0 = t * KNN_TILE, cnt = m - s0 < KNN_TILE ? m - s0 : KNN_TILE;
+        int64_t s0 = t * KNN_STILE, cnt = m - s0 < KNN_STILE ? m - s0 : KNN_STILE;
         if (cnt <= 0) { /* only when m == 0: a cap that is never near anything */
             double none[4] = {1, 0, 0, 0};
             memcpy(caps + 4 * t, none, sizeof none);
@@ -114,14 +114,14 @@ static inline float dot32(const float *p32, const float *q)
 /* Observations per block of the tile maxima (two SSE vectors, as in knn_cpu.c). */
 #define KNN_CPU_OBS 8
 
-/* T[k] = the largest dot32 of observations px/py/pz[k] (k < 8) with the KNN_TILE
+/* T[k] = the largest dot32 of observations px/py/pz[k] (k < 8) with the KNN_STILE
  * references at q. Written so that gcc keeps each group of 4 in one vector register. */
 static void tile_max8(const float *px, const float *py, const float *pz,
                       const float *restrict q, float *T)
 {
     float T0[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
     float T1[4] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
-    for (int j = 0; j < KNN_TILE; j++) {
+    for (int j = 0; j < KNN_STILE; j++) {
         const float bx = q[4 * j], by = q[4 * j + 1], bz = q[4 * j + 2];
         for (int k = 0; k < 4; k++) {
             float d = px[k] * bx + py[k] * by + pz[k] * bz;
@@ -210,7 +210,7 @@ typedef struct otile {
 int knn_k_cpu_search_run(const knn_k_job *j)
 {
     const cask_knn_ksearch_args *A = &j->a;
-    const int64_t n = A->n, mpad = knn_mpad(A->m), ntr = mpad / KNN_TILE;
+    const int64_t n = A->n, mpad = knn_mpad(A->m), ntr = mpad / KNN_STILE;
     const int K = A->k, prune = A->prune;
     void *srt = (void *)j->sorted;
     const float *q = knn_sorted_q32(srt);
@@ -263,7 +263,7 @@ int knn_k_cpu_search_run(const knn_k_job *j)
         for (int64_t s = 0; s < ntr; s++) {
             if (prune && order[s].ub < thr_min)
                 break;
-            const float *qt = q + 4 * order[s].t * KNN_TILE;
+            const float *qt = q + 4 * order[s].t * KNN_STILE;
             for (int o0 = 0; o0 < no; o0 += KNN_CPU_OBS) {
                 float T[KNN_CPU_OBS];
                 tile_max8(w->px + o0, w->py + o0, w->pz + o0, qt, T);
@@ -276,7 +276,7 @@ int knn_k_cpu_search_run(const knn_k_job *j)
                     }
                     float kth = w->kth[o];
                     float *vals = w->vals + o * K;
-                    for (int jj = 0; jj < KNN_TILE; jj++) {
+                    for (int jj = 0; jj < KNN_STILE; jj++) {
                         float d = dot32(w->p32[o], qt + 4 * jj);
                         if (d > kth) {
                             vals[w->kpos[o]] = d;
@@ -306,7 +306,7 @@ int knn_k_cpu_search_run(const knn_k_job *j)
         for (int64_t s = 0; s < ntr; s++) {
             if (prune && order[s].ub < thr_min)
                 break;
-            const int64_t base = order[s].t * KNN_TILE;
+            const int64_t base = order[s].t * KNN_STILE;
             const float *qt = q + 4 * base;
             for (int o0 = 0; o0 < no; o0 += KNN_CPU_OBS) {
                 float T[KNN_CPU_OBS];
@@ -315,7 +315,7 @@ int knn_k_cpu_search_run(const knn_k_job *j)
                     const float thr = w->kth[o] - KNN_MARGIN;
                     if (!(T[o - o0] >= thr))
                         continue;
-                    for (int jj = 0; jj < KNN_TILE; jj++) {
+                    for (int jj = 0; jj < KNN_STILE; jj++) {
                         if (dot32(w->p32[o], qt + 4 * jj) >= thr) {
                             int64_t sj = base + jj;
                             double c2 = knn_chord2(w->p64[o], x64[sj], y64[sj], z64[sj]);
@@ -352,8 +352,8 @@ cask_status knn_k_cpu_prep(cask_task_ctx *ctx)
 {
     cask_knn_prep_args a;
     const void *ref;
-    void *sorted;
-    cask_status st = knn_k_job_prep(ctx, &a, &ref, &sorted);
+    void *sorted, *scratch; /* the CPU sorts with its own (stable) tables */
+    cask_status st = knn_k_job_prep(ctx, &a, &ref, &sorted, &scratch);
     if (st)
         return st;
     if (knn_k_cpu_prep_run(ref, a.m, a.in, sorted))

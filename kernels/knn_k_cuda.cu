@@ -20,6 +20,9 @@
 #include "kernels/knn_sort.h"
 
 #define FULL_MASK 0xffffffffu
+/* The CPU's NAN (0x7fc00000), not CUDART_NAN_F: missing neighbours compare equal byte for
+ * byte whichever device wrote them. */
+#define KNN_NAN_F __int_as_float(0x7fc00000)
 
 /* ---- korder ---- */
 
@@ -102,6 +105,53 @@ static cudaError_t order_launch(const void *obs, int64_t n, cask_knn_points in, 
     return cudaGetLastError();
 }
 
+/* ---- prep_sorted: the references ordered like observations (korder's kernels), then
+ * the sorted layout and one block per tile for its cap ---- */
+
+static __global__ void k_fill_kernel(const void *ref, int64_t m, cask_knn_points in,
+                                     const float4 *order, void *srt, int64_t mpad)
+{
+    const int64_t s = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (s == 0) {
+        knn_sorted_header h = {};
+        h.magic = KNN_SORTED_MAGIC;
+        h.m = m;
+        h.mpad = mpad;
+        h.ntiles = mpad / KNN_STILE;
+        *(knn_sorted_header *)srt = h;
+    }
+    if (s >= mpad)
+        return;
+    double v[3] = {CUDART_NAN, CUDART_NAN, CUDART_NAN};
+    int j = -1;
+    if (s < m) {
+        j = __float_as_int(order[s].w);
+        knn_load_point(ref, j, in, v);
+    }
+    ((float4 *)knn_sorted_q32(srt))[s] = make_float4((float)v[0], (float)v[1], (float)v[2], 0.f);
+    for (int c = 0; c < 3; ++c)
+        knn_sorted_f64(srt, mpad, c)[s] = v[c];
+    knn_sorted_orig(srt, mpad)[s] = j;
+}
+
+template <int TO> struct block_reduce;
+
+static __global__ void __launch_bounds__(KNN_STILE) k_caps_kernel(void *srt, int64_t m,
+                                                                  int64_t mpad);
+
+static cudaError_t prep_launch(const void *ref, int64_t m, cask_knn_points in, void *srt,
+                               void *scratch, cudaStream_t s)
+{
+    const int64_t mpad = knn_mpad(m);
+    cudaError_t e = order_launch(ref, m, in, 1, scratch, s);
+    if (e != cudaSuccess)
+        return e;
+    k_fill_kernel<<<blocks_of(mpad, 256), 256, 0, s>>>(
+        ref, m, in, (const float4 *)knn_scratch_sorted(scratch, m), srt, mpad);
+    k_caps_kernel<<<(unsigned)(mpad / KNN_STILE), KNN_STILE, 0, s>>>(srt, m, mpad);
+    return cudaGetLastError();
+}
+
 /* ---- ksearch ---- */
 
 struct ksearch_params {
@@ -181,10 +231,57 @@ static __device__ __forceinline__ void list_insert(double *c2s, int *ids, int k,
     ids[p] = idx;
 }
 
+/* knn_cap_upper_dot in float32, made an upper bound by slack: the float rounding of the
+ * centres (< 6e-8 each), the chord, asinf and the radii moves the angle by < 1e-6 rad, so
+ * lb - 2e-6 is below the true lower bound; cosf (a few ulp) is decreasing on [0, pi], and
+ * 1e-6 covers its rounding. The bound only decides what is visited; a looser bound costs
+ * time, never exactness (knn_sort.h). */
+static __device__ __forceinline__ float cap_upper_dot_f(float4 a, const double *b)
+{
+    const float dx = a.x - (float)b[0], dy = a.y - (float)b[1], dz = a.z - (float)b[2];
+    const float h = 0.5f * sqrtf(dx * dx + dy * dy + dz * dz);
+    const float th = 2.0f * asinf(fminf(h, 1.0f));
+    const float lb = th - a.w - (float)b[3] - 2e-6f;
+    return lb <= 0.0f ? 1.0f : cosf(lb) + 1e-6f;
+}
+
+static __global__ void __launch_bounds__(KNN_STILE) k_caps_kernel(void *srt, int64_t m,
+                                                                  int64_t mpad)
+{
+    __shared__ double s_red[3 * (KNN_STILE / 32)];
+    const int64_t s = (int64_t)blockIdx.x * KNN_STILE + threadIdx.x;
+    const bool live = s < m;
+    double p[3] = {0, 0, 0};
+    if (live)
+        for (int c = 0; c < 3; ++c)
+            p[c] = knn_sorted_f64(srt, mpad, c)[s];
+    double3 sum = block_reduce<KNN_STILE>::sum3(make_double3(p[0], p[1], p[2]), s_red);
+    const int64_t cnt = min((int64_t)KNN_STILE, m - (int64_t)blockIdx.x * KNN_STILE);
+    double *cap = knn_sorted_caps(srt, mpad) + 4 * blockIdx.x;
+    double c0, c1, c2;
+    const double norm = sqrt(sum.x * sum.x + sum.y * sum.y + sum.z * sum.z);
+    if (cnt <= 0 || !(norm > 1e-9 * (double)cnt)) {
+        c0 = 1;
+        c1 = c2 = 0;
+    } else {
+        c0 = sum.x / norm;
+        c1 = sum.y / norm;
+        c2 = sum.z / norm;
+    }
+    const double a = live ? knn_angle_between(c0, c1, c2, p[0], p[1], p[2]) : 0.0;
+    const double r = block_reduce<KNN_STILE>::max1(a, s_red);
+    if (threadIdx.x == 0) {
+        cap[0] = c0;
+        cap[1] = c1;
+        cap[2] = c2;
+        cap[3] = cnt <= 0 ? 0.0 : knn_cap_widen(r);
+    }
+}
+
 template <int KMAX, int TO>
 __global__ void __launch_bounds__(TO) k_search_kernel(const ksearch_params P)
 {
-    __shared__ float4 s_q[KNN_TILE];
+    __shared__ float4 s_q[KNN_STILE];
     __shared__ float s_ub[KNN_SORT_MAX_TILES];
     __shared__ short s_t[KNN_SORT_MAX_TILES];
     __shared__ double s_red[3 * (TO / 32)];
@@ -220,12 +317,12 @@ __global__ void __launch_bounds__(TO) k_search_kernel(const ksearch_params P)
         }
         double a = live ? knn_angle_between(cap[0], cap[1], cap[2], p[0], p[1], p[2]) : 0.0;
         cap[3] = knn_cap_widen(block_reduce<TO>::max1(a, s_red));
+        const float4 capf = make_float4((float)cap[0], (float)cap[1], (float)cap[2], (float)cap[3]);
         int npad = 1;
         while (npad < ntr)
             npad <<= 1;
         for (int t = tid; t < npad; t += TO) {
-            s_ub[t] = t < ntr ? __double2float_ru(knn_cap_upper_dot(cap, P.caps + 4 * t))
-                              : -CUDART_INF_F;
+            s_ub[t] = t < ntr ? cap_upper_dot_f(capf, P.caps + 4 * t) : -CUDART_INF_F;
             s_t[t] = (short)t;
         }
         __syncthreads();
@@ -257,6 +354,10 @@ __global__ void __launch_bounds__(TO) k_search_kernel(const ksearch_params P)
     int kpos = 0;
     double thr_blk = -CUDART_INF;
     int visited = ntr;
+    /* bit si: the si-th visited tile may hold a candidate of pass 2 (its maximum reached
+     * kth - KNN_MARGIN after it; kth only grows, and fl(x - MARGIN) is monotonic in x, so
+     * a tile below it stays below pass 2's threshold); tiles past 64 are always rescanned */
+    unsigned long long need = 0;
     for (int si = 0; si < ntr; ++si) {
         if (P.prune && (double)s_ub[si] < thr_blk) {
             visited = si;
@@ -264,14 +365,16 @@ __global__ void __launch_bounds__(TO) k_search_kernel(const ksearch_params P)
         }
         const int t = P.prune ? s_t[si] : si;
         __syncthreads();
-        for (int j = tid; j < KNN_TILE; j += TO)
-            s_q[j] = P.q32[(int64_t)t * KNN_TILE + j];
+        for (int j = tid; j < KNN_STILE; j += TO)
+            s_q[j] = P.q32[(int64_t)t * KNN_STILE + j];
         __syncthreads();
         if (live) {
+            float tmax = -CUDART_INF_F;
 #pragma unroll 8
-            for (int j = 0; j < KNN_TILE; ++j) {
+            for (int j = 0; j < KNN_STILE; ++j) {
                 const float4 q = s_q[j];
                 const float d = fmaf(px, q.x, fmaf(py, q.y, pz * q.z));
+                tmax = fmaxf(tmax, d);
                 if (d > kth) {
                     if (KMAX == 1) {
                         kth = d;
@@ -291,6 +394,8 @@ __global__ void __launch_bounds__(TO) k_search_kernel(const ksearch_params P)
                     }
                 }
             }
+            if (si < 64 && tmax >= kth - KNN_MARGIN)
+                need |= 1ull << si;
         }
         if (P.prune)
             thr_blk = block_reduce<TO>::min1(live ? knn_skip_threshold(kth) : CUDART_INF, s_red);
@@ -310,16 +415,18 @@ __global__ void __launch_bounds__(TO) k_search_kernel(const ksearch_params P)
         if (P.prune && (double)s_ub[si] < thr_blk)
             break;
         const int t = P.prune ? s_t[si] : si;
+        const bool mine = live && (si >= 64 || (need >> si & 1ull));
+        if (!__syncthreads_or(mine)) /* also the barrier before s_q is overwritten */
+            continue;
+        for (int j = tid; j < KNN_STILE; j += TO)
+            s_q[j] = P.q32[(int64_t)t * KNN_STILE + j];
         __syncthreads();
-        for (int j = tid; j < KNN_TILE; j += TO)
-            s_q[j] = P.q32[(int64_t)t * KNN_TILE + j];
-        __syncthreads();
-        if (live) {
-            for (int j = 0; j < KNN_TILE; ++j) {
+        if (mine) {
+            for (int j = 0; j < KNN_STILE; ++j) {
                 const float4 q = s_q[j];
                 const float d = fmaf(px, q.x, fmaf(py, q.y, pz * q.z));
                 if (d >= thr) {
-                    const int64_t sj = (int64_t)t * KNN_TILE + j;
+                    const int64_t sj = (int64_t)t * KNN_STILE + j;
                     const double c2 = knn_chord2(p, P.x64[sj], P.y64[sj], P.z64[sj]);
                     list_insert<TO>(c2s, ids, K, c2, P.orig[sj]);
                 }
@@ -334,7 +441,7 @@ __global__ void __launch_bounds__(TO) k_search_kernel(const ksearch_params P)
         const int64_t at = (int64_t)row * K + r;
         if (P.mode == CASK_KNN_FINAL) {
             ((int32_t *)P.out0)[at] = idx < 0 ? -1 : (int32_t)(P.ref_base + idx);
-            ((float *)P.out1)[at] = idx < 0 ? CUDART_NAN_F : (float)(P.scale * knn_angle(c2));
+            ((float *)P.out1)[at] = idx < 0 ? KNN_NAN_F : (float)(P.scale * knn_angle(c2));
         } else {
             cask_knn_best b;
             b.chord2 = idx < 0 ? CUDART_INF : c2;
@@ -349,7 +456,7 @@ static cudaError_t search_launch(const knn_k_job *j, cudaStream_t s)
     const cask_knn_ksearch_args &A = j->a;
     if (A.n == 0)
         return cudaGetLastError();
-    const int64_t mpad = knn_mpad(A.m), ntiles = mpad / KNN_TILE;
+    const int64_t mpad = knn_mpad(A.m), ntiles = mpad / KNN_STILE;
     if (A.prune && ntiles > KNN_SORT_MAX_TILES)
         return cudaErrorInvalidValue; /* told apart by the caller's message */
     void *srt = (void *)j->sorted;
@@ -416,7 +523,7 @@ static __global__ void k_finish_kernel(const cask_knn_best *best, int64_t nk, do
         cask_knn_best x = best[i];
         bool ok = x.idx >= 0;
         idx[i] = ok ? (int32_t)x.idx : -1;
-        dist[i] = ok ? (float)(scale * knn_angle(x.chord2)) : CUDART_NAN_F;
+        dist[i] = ok ? (float)(scale * knn_angle(x.chord2)) : KNN_NAN_F;
     }
 }
 
@@ -428,6 +535,19 @@ static cask_status launched(cask_task_ctx *ctx, const char *what, cudaError_t e)
         return cask_task_fail(ctx, "%s: %s (%s)", what, cudaGetErrorString(e),
                               cudaGetErrorName(e));
     return CASK_OK;
+}
+
+extern "C" cask_status knn_k_cuda_prep(cask_task_ctx *ctx)
+{
+    cask_knn_prep_args a;
+    const void *ref;
+    void *srt, *scratch;
+    cask_status st = knn_k_job_prep(ctx, &a, &ref, &srt, &scratch);
+    if (st)
+        return st;
+    return launched(ctx, "knn prep_sorted: launch",
+                    prep_launch(ref, a.m, a.in, srt, scratch,
+                                (cudaStream_t)cask_task_cuda_stream(ctx)));
 }
 
 extern "C" cask_status knn_k_cuda_order(cask_task_ctx *ctx)
@@ -449,11 +569,11 @@ extern "C" cask_status knn_k_cuda_search(cask_task_ctx *ctx)
     cask_status st = knn_k_job_search(ctx, &j);
     if (st)
         return st;
-    if (j.a.prune && knn_mpad(j.a.m) / KNN_TILE > KNN_SORT_MAX_TILES)
+    if (j.a.prune && knn_mpad(j.a.m) / KNN_STILE > KNN_SORT_MAX_TILES)
         return cask_task_fail(ctx, "knn ksearch: %lld references in one chunk: a pruned GPU "
                               "search orders at most %d tiles of %d (cut the references in "
                               "chunks of at most %d)", (long long)j.a.m, KNN_SORT_MAX_TILES,
-                              KNN_TILE, KNN_SORT_MAX_TILES * KNN_TILE);
+                              KNN_STILE, KNN_SORT_MAX_TILES * KNN_STILE);
     return launched(ctx, "knn ksearch: launch of k_search_kernel",
                     search_launch(&j, (cudaStream_t)cask_task_cuda_stream(ctx)));
 }

@@ -49,7 +49,7 @@ static size_t points_bytes(int64_t n, cask_knn_points f)
 }
 
 cask_status knn_k_job_prep(cask_task_ctx *ctx, cask_knn_prep_args *a, const void **ref,
-                           void **sorted)
+                           void **sorted, void **scratch)
 {
     const char *K = "knn prep_sorted";
     cask_status st;
@@ -57,11 +57,12 @@ cask_status knn_k_job_prep(cask_task_ctx *ctx, cask_knn_prep_args *a, const void
         return st;
     if (a->m < 0 || a->m > INT32_MAX)
         return cask_task_fail(ctx, "%s: m = %lld out of range", K, (long long)a->m);
-    size_t b[2] = {points_bytes(a->m, a->in), knn_sorted_bytes(a->m)};
-    if ((st = need(ctx, K, 2, b)))
+    size_t b[3] = {points_bytes(a->m, a->in), knn_sorted_bytes(a->m), knn_scratch_bytes(a->m)};
+    if ((st = need(ctx, K, 3, b)))
         return st;
     *ref = cask_task_buffer(ctx, 0);
     *sorted = cask_task_buffer(ctx, 1);
+    *scratch = cask_task_buffer(ctx, 2);
     return CASK_OK;
 }
 

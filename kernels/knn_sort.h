@@ -41,12 +41,16 @@
 #define KNN_CAP_SLACK 1e-9
 /* Subtracted from the skip threshold besides KNN_MARGIN (float64 bound arithmetic). */
 #define KNN_PRUNE_SLACK 1e-6
+/* References per tile of sorted references (a divisor of KNN_TILE, the padding unit). */
+#ifndef KNN_STILE
+#define KNN_STILE 64
+#endif
 /* Largest reference tiles per prepared chunk the pruned search orders (GPU shared memory). */
 #define KNN_SORT_MAX_TILES 2048
 
 #define KNN_SORTED_MAGIC 0x31534e4b4b534143ull /* "CASKKNS1" */
 
-/* Sorted references: a 64-byte header, then (mpad = knn_mpad(m), tiles of KNN_TILE):
+/* Sorted references: a 64-byte header, then (mpad = knn_mpad(m), tiles of KNN_STILE):
  * float32 x, y, z, 0 interleaved (16 bytes per reference; padding NaN), float64 x, y, z
  * arrays, int32 original index within the chunk (padding -1), then per tile its cap
  * (float64 cx, cy, cz, r). References appear in knn_cell_key order (stable). */
@@ -62,7 +66,7 @@ KNN_HD size_t knn_sorted_bytes(int64_t m)
 {
     int64_t mpad = knn_mpad(m);
     return sizeof(knn_sorted_header) + (size_t)mpad * (16 + 24 + 4) +
-           (size_t)(mpad / KNN_TILE) * 32;
+           (size_t)(mpad / KNN_STILE) * 32;
 }
 KNN_HD float *knn_sorted_q32(void *p)
 {
@@ -215,7 +219,7 @@ typedef struct knn_k_job {
     void *out1; /* FINAL: float dist (n x k) */
 } knn_k_job;
 cask_status knn_k_job_prep(cask_task_ctx *ctx, cask_knn_prep_args *a, const void **ref,
-                           void **sorted);
+                           void **sorted, void **scratch);
 cask_status knn_k_job_order(cask_task_ctx *ctx, cask_knn_korder_args *a, const void **obs,
                             void **scratch);
 cask_status knn_k_job_search(cask_task_ctx *ctx, knn_k_job *j);
@@ -237,6 +241,7 @@ void knn_k_cpu_order_run(const void *obs, int64_t n, cask_knn_points in, int pru
                          void *scratch);
 int knn_k_cpu_search_run(const knn_k_job *j);
 #ifdef CASK_HAVE_CUDA
+cask_status knn_k_cuda_prep(cask_task_ctx *ctx);
 cask_status knn_k_cuda_order(cask_task_ctx *ctx);
 cask_status knn_k_cuda_search(cask_task_ctx *ctx);
 cask_status knn_k_cuda_merge(cask_task_ctx *ctx);

@@ -103,9 +103,10 @@ static cask_status run_k(cask_runtime *rt, const kplan *pl, const float *obs, in
         int64_t mc = rbeg[c + 1] - rbeg[c];
         cask_data *r = h[nh++] = reg(rt, (void *)(ref + 2 * rbeg[c]), (size_t)mc * 8);
         sorted[c] = h[nh++] = made(rt, cask_knn_sorted_bytes(mc));
+        cask_data *rs = h[nh++] = made(rt, cask_knn_scratch_bytes(mc));
         cask_knn_prep_args a = {mc, fmt};
-        cask_access acc[2] = {{r, CASK_READ}, {sorted[c], CASK_WRITE}};
-        add(g, K.prep_sorted, CASK_WHERE_CPU, &a, sizeof a, acc, 2);
+        cask_access acc[3] = {{r, CASK_READ}, {sorted[c], CASK_WRITE}, {rs, CASK_WRITE}};
+        add(g, K.prep_sorted, pl->where, &a, sizeof a, acc, 3);
     }
     for (int o = 0; o < OC; o++) {
         int64_t nc = obeg[o + 1] - obeg[o];

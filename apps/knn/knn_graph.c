@@ -29,6 +29,7 @@ struct knn_job {
     cask_data **best;                  /* nobs x nref, PARTIAL only */
     cask_data *ref_all;                /* all references, for finish (PARTIAL only) */
     cask_data **scratch;               /* nobs, ksearch only */
+    cask_data **rscratch;              /* nref, ksearch only: prep_sorted's */
     int k, ksearch;                    /* neighbours; 1 when the k kernels are used */
     size_t ntasks;
 };
@@ -66,7 +67,7 @@ static cask_status fail_rt(knn_job *j, cask_status st, const char *what, char *e
                       msg[0] ? ": " : "", msg);
 }
 
-/* The graph of the k kernels: prep_sorted[r] (CPU), korder[i] (observations in curve
+/* The graph of the k kernels: prep_sorted[r], korder[i] (observations in curve
  * order, overlapping the references' prep), ksearch[i,r], kmerge tree, kfinish. */
 static cask_status add_ksearch(knn_job *j, const knn_plan *plan, cask_knn_points ofmt,
                                cask_knn_points rfmt)
@@ -77,8 +78,9 @@ static cask_status add_ksearch(knn_job *j, const knn_plan *plan, cask_knn_points
     cask_status st;
     for (int64_t r = 0; r < j->nref; r++) {
         cask_knn_prep_args a = {knn_rows_of(j->m, j->ref_chunk, r), rfmt};
-        cask_access acc[2] = {{j->ref[r], CASK_READ}, {j->prep[r], CASK_WRITE}};
-        if ((st = add(j, k->prep_sorted, acc, 2, &a, sizeof a, 3, CASK_WHERE_CPU,
+        cask_access acc[3] = {{j->ref[r], CASK_READ}, {j->prep[r], CASK_WRITE},
+                              {j->rscratch[r], CASK_WRITE}};
+        if ((st = add(j, k->prep_sorted, acc, 3, &a, sizeof a, 3, plan->where,
                       knn_name(nb, "prep[%lld]", (long long)r))))
             return st;
     }
@@ -171,10 +173,12 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
     j->prep = calloc((size_t)j->nref, sizeof *j->prep);
     if (partial)
         j->best = calloc((size_t)(j->nobs * j->nref), sizeof *j->best);
-    if (j->ksearch)
+    if (j->ksearch) {
         j->scratch = calloc((size_t)j->nobs, sizeof *j->scratch);
+        j->rscratch = calloc((size_t)j->nref, sizeof *j->rscratch);
+    }
     if (!j->obs || !j->index || !j->dist || !j->ref || !j->prep || (partial && !j->best) ||
-        (j->ksearch && !j->scratch)) {
+        (j->ksearch && (!j->scratch || !j->rscratch))) {
         st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
         goto fail;
     }
@@ -202,7 +206,9 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
                       knn_name(nb, "ref[%lld]", (long long)r))) ||
             (st = create(j, j->ksearch ? cask_knn_sorted_bytes(m) : cask_knn_prepared_bytes(m),
                          &j->prep[r],
-                         knn_name(nb, "prepared[%lld]", (long long)r))))
+                         knn_name(nb, "prepared[%lld]", (long long)r))) ||
+            (j->ksearch && (st = create(j, cask_knn_scratch_bytes(m), &j->rscratch[r],
+                                        knn_name(nb, "rscratch[%lld]", (long long)r)))))
             goto fail_rt;
     }
     if (partial) {
@@ -376,6 +382,7 @@ void knn_job_destroy(knn_job *j)
     cask_graph_destroy(j->g);
     destroy_all(j->best, j->nobs * j->nref);
     destroy_all(j->scratch, j->nobs);
+    destroy_all(j->rscratch, j->nref);
     destroy_all(j->prep, j->nref);
     destroy_all(j->ref, j->nref);
     cask_data_destroy(j->ref_all);

@@ -39,8 +39,8 @@
 #include "write_par.h"
 
 enum { EXIT_DATA = 1, EXIT_CHECK = 3 }; /* 2: a usage error (options.h) */
-/* Default reference chunk of the k kernels: 2048 tiles of 128 (KNN_SORT_MAX_TILES). */
-#define KNN_PRUNE_REF_CHUNK ((int64_t)1 << 18)
+/* Default reference chunk of the k kernels: 2048 tiles of 64 (KNN_SORT_MAX_TILES). */
+#define KNN_PRUNE_REF_CHUNK ((int64_t)1 << 17)
 enum { CASK_MAX_GPUS_APP = 64 };
 /* A CSV observation file larger than this is streamed unless --no-stream (it is scanned
  * anyway to count its rows, so it is not read twice for nothing). */

@@ -75,9 +75,11 @@ typedef struct cask_knn_finish_args {
 /* Largest K. */
 #define CASK_KNN_KMAX 64
 
-/* prep_sorted (args cask_knn_prep_args, CPU implementation only): buffers [0] R
- * references (m x 2), [1] W sorted references (cask_knn_sorted_bytes(m)): unit vectors in
- * the order of a space-filling curve, cut into tiles with bounding caps. */
+/* prep_sorted (args cask_knn_prep_args): buffers [0] R references (m x 2), [1] W sorted
+ * references (cask_knn_sorted_bytes(m)): unit vectors in the order of a space-filling
+ * curve, cut into tiles with bounding caps; [2] W scratch (cask_knn_scratch_bytes(m)).
+ * The order within a curve cell may differ between a CPU and a GPU (or between GPU
+ * runs): only the speed of a search depends on it, never its results. */
 
 typedef struct cask_knn_korder_args {
     int64_t n;              /* observations in the chunk */
