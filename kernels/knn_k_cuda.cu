@@ -1,19 +1,21 @@
-/* kernels/knn_k_cuda.cu: CUDA implementations of the K-nearest kernels (korder, ksearch,
- * kmerge, kfinish; prep_sorted runs on a CPU worker, knn_k_cpu.c). Same math and the same
- * exactness argument as the CPU code (knn_sort.h), so results are the same bytes.
+/* kernels/knn_k_cuda.cu: CUDA implementations of the K-nearest kernels (prep_sorted,
+ * korder, ksearch, kmerge, kfinish). Same math and the same exactness argument as the CPU
+ * code (knn_sort.h), so results are the same bytes.
  *
  * korder: a counting sort of the chunk's observations by cell key (keys and counts, one
  * block's scan of the KNN_NCELLS counts, scatter by atomics), 3 launches and a memset. The
  * order within a cell then depends on the atomics: tiles may differ between runs, the
- * results never.
+ * results never. prep_sorted sorts the references the same way, then fills the sorted
+ * layout and computes each tile's cap (one block per tile).
  * ksearch: one block per tile of TO consecutive ordered observations, one observation per
- * thread. With pruning the block computes its tile's cap, the upper dot bound of every
- * reference tile (rounded up to float), sorts them in shared memory (bitonic, at most
+ * thread. With pruning the block computes its tile's cap, a float32 upper bound of the dot
+ * with every reference tile, sorts them in shared memory (bitonic, at most
  * KNN_SORT_MAX_TILES) and walks them nearest first until a bound falls below the block's
  * lowest threshold; pass 1 keeps the K largest float32 dots per observation in shared
- * memory, pass 2 walks the same tiles again and inserts every candidate's float64 squared
- * chord into a sorted list of K in shared memory (aliasing pass 1's values). Without
- * pruning every tile is visited in order. */
+ * memory and notes which visited tiles reached its threshold; pass 2 walks only those
+ * again and inserts every candidate's float64 squared chord into a sorted list of K in
+ * shared memory (aliasing pass 1's values). Without pruning every tile is visited in
+ * order. */
 #include <cuda_runtime.h>
 #include <limits.h>
 #include <math_constants.h>
