@@ -64,7 +64,7 @@ for step in "$@"; do
          echo "rc=$?"; grep -v '^{' "$OUT/knn.log" ;;
     trace) CASK_TRACE="$OUT/knn_trace.json" timeout 120 "$B/apps/cask-knn" --generate 4194304 16384 --seed 3 -q > "$OUT/trace.log" 2>&1
            echo "rc=$?"; python3 bench/trace_overlap.py "$OUT/knn_trace.json"; ls -la "$OUT/knn_trace.json" ;;
-    knnapp) timeout 200 "$B/apps/cask-knn" --generate 16777216 16384 --seed 7 --repeat 5 --check 2048 > "$OUT/knnapp.log" 2>&1
+    knnapp) timeout 200 "$B/apps/cask-knn" --generate 16777216 16384 --seed 7 --method brute --repeat 5 --check 2048 > "$OUT/knnapp.log" 2>&1
             echo "rc=$?"; tail -12 "$OUT/knnapp.log" ;;
     jacobi) for g in 1 2 4; do   # same domain on 1, 2 (and 4) GPUs, in one run
               [ "$g" -gt "$(nvidia-smi -L | wc -l)" ] && continue

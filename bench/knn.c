@@ -144,6 +144,7 @@ int main(int argc, char **argv)
     double uneven[KNN_BASELINE_MAX_GPUS] = {0};
     int nuneven = 0, do_hog = 1;
     uint64_t seed = 42;
+    int64_t clusters = 0; /* --clusters C: a mixture of C blobs instead of uniform points */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--n") && i + 1 < argc) c.n = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--m") && i + 1 < argc) c.m = atoll(argv[++i]);
@@ -152,6 +153,7 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) chunk = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--check") && i + 1 < argc) check = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
+        else if (!strcmp(argv[i], "--clusters") && i + 1 < argc) clusters = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--no-hog")) do_hog = 0;
         else if (!strcmp(argv[i], "--uneven") && i + 1 < argc) {
             char *s = argv[++i];
@@ -161,7 +163,7 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: %s [--n N] [--m M] [--gpus G] [--reps R] [--chunk C] [--check K]"
-                            " [--uneven f0,f1,...] [--no-hog] [--seed S]\n", argv[0]);
+                            " [--uneven f0,f1,...] [--no-hog] [--seed S] [--clusters C]\n", argv[0]);
             return 2;
         }
     }
@@ -184,7 +186,7 @@ int main(int argc, char **argv)
     CS(cask_host_alloc(c.rt, (size_t)c.n * sizeof(float), (void **)&c.dist_cask));
     CS(cask_host_alloc(c.rt, (size_t)c.n * sizeof(int32_t), (void **)&c.idx_base));
     CS(cask_host_alloc(c.rt, (size_t)c.n * sizeof(float), (void **)&c.dist_base));
-    CS(knn_generate_tasks(c.rt, seed, &c.obs, &c.ref, 1 << 20, err, sizeof err));
+    CS(knn_generate_tasks(c.rt, seed, &c.obs, &c.ref, 1 << 20, clusters, err, sizeof err));
     if (!chunk) {   /* several chunks per GPU so that copies overlap compute */
         chunk = c.n / (8 * c.gpus);
         if (chunk < 4096) chunk = 4096;

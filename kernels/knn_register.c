@@ -3,7 +3,7 @@
  * that a malformed task fails with a message instead of reading out of bounds. */
 #include <limits.h>
 #include <string.h>
-#include "kernels/knn_impl.h"
+#include "kernels/knn_sort.h"
 
 size_t cask_knn_prepared_bytes(int64_t m)
 {
@@ -23,12 +23,22 @@ cask_status cask_knn_kernels_register(cask_runtime *rt, cask_knn_kernels *out)
         {"knn_search", knn_cpu_search, NULL, &out->search},
         {"knn_merge", knn_cpu_merge, NULL, &out->merge},
         {"knn_finish", knn_cpu_finish, NULL, &out->finish},
+        {"knn_prep_sorted", knn_k_cpu_prep, NULL, &out->prep_sorted},
+        {"knn_korder", knn_k_cpu_order, NULL, &out->korder},
+        {"knn_ksearch", knn_k_cpu_search, NULL, &out->ksearch},
+        {"knn_kmerge", knn_k_cpu_merge, NULL, &out->kmerge},
+        {"knn_kfinish", knn_k_cpu_finish, NULL, &out->kfinish},
     };
 #ifdef CASK_HAVE_CUDA
     k[0].cuda = knn_cuda_task_prep;
     k[1].cuda = knn_cuda_task_search;
     k[2].cuda = knn_cuda_task_merge;
     k[3].cuda = knn_cuda_task_finish;
+    k[4].cuda = knn_k_cuda_prep;
+    k[5].cuda = knn_k_cuda_order;
+    k[6].cuda = knn_k_cuda_search;
+    k[7].cuda = knn_k_cuda_merge;
+    k[8].cuda = knn_k_cuda_finish;
 #endif
     memset(out, 0, sizeof *out);
     for (size_t i = 0; i < sizeof k / sizeof k[0]; i++) {

@@ -22,12 +22,15 @@
 struct knn_job {
     cask_runtime *rt;
     cask_graph *g;
-    const cask_knn_kernels *k;
+    const cask_knn_kernels *k_;
     int64_t n, m, chunk, ref_chunk, nobs, nref;
     cask_data **obs, **index, **dist;  /* nobs each */
     cask_data **ref, **prep;           /* nref each */
     cask_data **best;                  /* nobs x nref, PARTIAL only */
     cask_data *ref_all;                /* all references, for finish (PARTIAL only) */
+    cask_data **scratch;               /* nobs, ksearch only */
+    cask_data **rscratch;              /* nref, ksearch only: prep_sorted's */
+    int k, ksearch;                    /* neighbours; 1 when the k kernels are used */
     size_t ntasks;
 };
 
@@ -64,6 +67,77 @@ static cask_status fail_rt(knn_job *j, cask_status st, const char *what, char *e
                       msg[0] ? ": " : "", msg);
 }
 
+/* The graph of the k kernels: prep_sorted[r], korder[i] (observations in curve
+ * order, overlapping the references' prep), ksearch[i,r], kmerge tree, kfinish. */
+static cask_status add_ksearch(knn_job *j, const knn_plan *plan, cask_knn_points ofmt,
+                               cask_knn_points rfmt)
+{
+    const cask_knn_kernels *k = j->k_;
+    const int partial = j->nref > 1;
+    char nb[64];
+    cask_status st;
+    for (int64_t r = 0; r < j->nref; r++) {
+        cask_knn_prep_args a = {knn_rows_of(j->m, j->ref_chunk, r), rfmt};
+        cask_access acc[3] = {{j->ref[r], CASK_READ}, {j->prep[r], CASK_WRITE},
+                              {j->rscratch[r], CASK_WRITE}};
+        if ((st = add(j, k->prep_sorted, acc, 3, &a, sizeof a, 3, plan->where,
+                      knn_name(nb, "prep[%lld]", (long long)r))))
+            return st;
+    }
+    for (int64_t i = 0; i < j->nobs; i++) {
+        int64_t n = knn_rows_of(j->n, j->chunk, i);
+        cask_knn_korder_args oa = {n, ofmt, plan->prune ? 1 : 0, 0};
+        cask_access oacc[2] = {{j->obs[i], CASK_READ}, {j->scratch[i], CASK_WRITE}};
+        if ((st = add(j, k->korder, oacc, 2, &oa, sizeof oa, 0, plan->where,
+                      knn_name(nb, "order[%lld]", (long long)i))))
+            return st;
+        for (int64_t r = 0; r < j->nref; r++) {
+            cask_knn_ksearch_args a = {0};
+            a.n = n;
+            a.m = knn_rows_of(j->m, j->ref_chunk, r);
+            a.ref_base = r * j->ref_chunk;
+            a.in = ofmt;
+            a.mode = partial ? CASK_KNN_PARTIAL : CASK_KNN_FINAL;
+            a.k = j->k;
+            a.prune = plan->prune ? 1 : 0;
+            a.scale = plan->scale;
+            cask_access acc[5] = {{j->obs[i], CASK_READ}, {j->prep[r], CASK_READ},
+                                  {j->scratch[i], CASK_READ}};
+            int nacc = 5;
+            if (partial) {
+                acc[3] = (cask_access){j->best[i * j->nref + r], CASK_WRITE};
+                nacc = 4;
+            } else {
+                acc[3] = (cask_access){j->index[i], CASK_WRITE};
+                acc[4] = (cask_access){j->dist[i], CASK_WRITE};
+            }
+            if ((st = add(j, k->ksearch, acc, nacc, &a, sizeof a, 0, plan->where,
+                          knn_name(nb, "knn[%lld,%lld]", (long long)i, (long long)r))))
+                return st;
+        }
+        if (!partial)
+            continue;
+        for (int64_t s = 1; s < j->nref; s *= 2)
+            for (int64_t r = 0; r + s < j->nref; r += 2 * s) {
+                cask_knn_kmerge_args a = {n, j->k};
+                cask_access acc[2] = {{j->best[i * j->nref + r], CASK_RW},
+                                      {j->best[i * j->nref + r + s], CASK_READ}};
+                if ((st = add(j, k->kmerge, acc, 2, &a, sizeof a, 1, plan->where,
+                              knn_name(nb, "merge[%lld,%lld>%lld]", (long long)i,
+                                       (long long)(r + s), (long long)r))))
+                    return st;
+            }
+        cask_knn_kfinish_args a = {n, j->k, plan->scale};
+        cask_access acc[3] = {{j->best[i * j->nref], CASK_READ},
+                              {j->index[i], CASK_WRITE},
+                              {j->dist[i], CASK_WRITE}};
+        if ((st = add(j, k->kfinish, acc, 3, &a, sizeof a, 2, plan->where,
+                      knn_name(nb, "finish[%lld]", (long long)i))))
+            return st;
+    }
+    return CASK_OK;
+}
+
 cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
                            const knn_points *obs, const knn_points *ref, int32_t *index,
                            float *dist, const knn_plan *plan, knn_job **out, char *err,
@@ -77,12 +151,20 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
     if (!j)
         return knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
     j->rt = rt;
-    j->k = k;
+    j->k_ = k;
     j->n = obs->n;
     j->m = ref->n;
     knn_cut(obs->n, plan->chunk, &j->chunk, &j->nobs);
     knn_cut(ref->n, plan->ref_chunk, &j->ref_chunk, &j->nref);
     int partial = j->nref > 1;
+    j->k = plan->k > 1 ? plan->k : 1;
+    j->ksearch = j->k > 1 || plan->prune;
+    if (j->k > CASK_KNN_KMAX) {
+        st = knn_errorf(CASK_ERR_INVALID, err, errlen, "k = %d: at most %d", j->k,
+                        CASK_KNN_KMAX);
+        goto fail;
+    }
+    const size_t K = (size_t)j->k;
 
     j->obs = calloc((size_t)j->nobs, sizeof *j->obs);
     j->index = calloc((size_t)j->nobs, sizeof *j->index);
@@ -91,7 +173,12 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
     j->prep = calloc((size_t)j->nref, sizeof *j->prep);
     if (partial)
         j->best = calloc((size_t)(j->nobs * j->nref), sizeof *j->best);
-    if (!j->obs || !j->index || !j->dist || !j->ref || !j->prep || (partial && !j->best)) {
+    if (j->ksearch) {
+        j->scratch = calloc((size_t)j->nobs, sizeof *j->scratch);
+        j->rscratch = calloc((size_t)j->nref, sizeof *j->rscratch);
+    }
+    if (!j->obs || !j->index || !j->dist || !j->ref || !j->prep || (partial && !j->best) ||
+        (j->ksearch && (!j->scratch || !j->rscratch))) {
         st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
         goto fail;
     }
@@ -103,10 +190,12 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
         int64_t r0 = i * j->chunk, n = knn_rows_of(j->n, j->chunk, i);
         if ((st = reg(j, (char *)obs->data + r0 * oe, (size_t)n * oe, &j->obs[i],
                       knn_name(nb, "obs[%lld]", (long long)i))) ||
-            (st = reg(j, index + r0, (size_t)n * sizeof *index, &j->index[i],
+            (st = reg(j, index + r0 * K, (size_t)n * K * sizeof *index, &j->index[i],
                       knn_name(nb, "index[%lld]", (long long)i))) ||
-            (st = reg(j, dist + r0, (size_t)n * sizeof *dist, &j->dist[i],
+            (st = reg(j, dist + r0 * K, (size_t)n * K * sizeof *dist, &j->dist[i],
                       knn_name(nb, "dist[%lld]", (long long)i))) ||
+            (j->ksearch && (st = create(j, cask_knn_scratch_bytes(n), &j->scratch[i],
+                                        knn_name(nb, "scratch[%lld]", (long long)i)))) ||
             (st = cask_data_set_writeback(j->index[i], 1)) ||
             (st = cask_data_set_writeback(j->dist[i], 1)))
             goto fail_rt;
@@ -115,18 +204,21 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
         int64_t r0 = r * j->ref_chunk, m = knn_rows_of(j->m, j->ref_chunk, r);
         if ((st = reg(j, (char *)ref->data + r0 * re, (size_t)m * re, &j->ref[r],
                       knn_name(nb, "ref[%lld]", (long long)r))) ||
-            (st = create(j, cask_knn_prepared_bytes(m), &j->prep[r],
-                         knn_name(nb, "prepared[%lld]", (long long)r))))
+            (st = create(j, j->ksearch ? cask_knn_sorted_bytes(m) : cask_knn_prepared_bytes(m),
+                         &j->prep[r],
+                         knn_name(nb, "prepared[%lld]", (long long)r))) ||
+            (j->ksearch && (st = create(j, cask_knn_scratch_bytes(m), &j->rscratch[r],
+                                        knn_name(nb, "rscratch[%lld]", (long long)r)))))
             goto fail_rt;
     }
     if (partial) {
         /* finish re-reads the winning reference's coordinates: a read-only view of the
-         * whole reference array beside the chunk views. */
-        if ((st = reg(j, ref->data, (size_t)j->m * re, &j->ref_all, "refs")))
+         * whole reference array beside the chunk views (not read by kfinish). */
+        if (!j->ksearch && (st = reg(j, ref->data, (size_t)j->m * re, &j->ref_all, "refs")))
             goto fail_rt;
         for (int64_t i = 0; i < j->nobs; i++)
             for (int64_t r = 0; r < j->nref; r++)
-                if ((st = create(j, (size_t)knn_rows_of(j->n, j->chunk, i) *
+                if ((st = create(j, (size_t)knn_rows_of(j->n, j->chunk, i) * K *
                                         sizeof(cask_knn_best),
                                  &j->best[i * j->nref + r],
                                  knn_name(nb, "best[%lld,%lld]", (long long)i, (long long)r))))
@@ -138,6 +230,12 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
         goto fail_rt;
     cask_knn_points ofmt = {obs->f64, obs->degrees}, rfmt = {ref->f64, ref->degrees};
     uint32_t where = plan->where;
+    if (j->ksearch) {
+        if ((st = add_ksearch(j, plan, ofmt, rfmt)))
+            goto fail_rt;
+        *out = j;
+        return CASK_OK;
+    }
     /* Priorities: prepare first; then finish a chunk's merges before starting new
      * searches, so results stream back and partial buffers are freed early. */
     for (int64_t r = 0; r < j->nref; r++) {
@@ -283,6 +381,8 @@ void knn_job_destroy(knn_job *j)
         return;
     cask_graph_destroy(j->g);
     destroy_all(j->best, j->nobs * j->nref);
+    destroy_all(j->scratch, j->nobs);
+    destroy_all(j->rscratch, j->nref);
     destroy_all(j->prep, j->nref);
     destroy_all(j->ref, j->nref);
     cask_data_destroy(j->ref_all);
@@ -297,6 +397,7 @@ void knn_job_destroy(knn_job *j)
 typedef struct gen_args {
     uint64_t seed, stream;
     int64_t first, n;
+    int64_t clusters;
     int f64;
 } gen_args;
 
@@ -308,12 +409,16 @@ static cask_status gen_cpu(cask_task_ctx *ctx)
     size_t need = (size_t)a->n * 2 * (a->f64 ? sizeof(double) : sizeof(float));
     if (size != sizeof *a || !out || cask_task_buffer_size(ctx, 0) != need)
         return cask_task_fail(ctx, "bad arguments");
-    knn_generate_points(a->seed, a->stream, a->first, a->n, a->f64, out);
+    if (a->clusters > 0)
+        knn_generate_clustered(a->seed, a->stream, a->first, a->n, a->f64, a->clusters, out);
+    else
+        knn_generate_points(a->seed, a->stream, a->first, a->n, a->f64, out);
     return CASK_OK;
 }
 
 cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
-                               knn_points *ref, int64_t chunk, char *err, size_t errlen)
+                               knn_points *ref, int64_t chunk, int64_t clusters, char *err,
+                               size_t errlen)
 {
     cask_kernel_desc kd = {0};
     cask_kernel *kern;
@@ -341,7 +446,7 @@ cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
         size_t row = 2 * knn_elem_bytes(p);
         for (int64_t c = 0; c * chunk < p->n; c++) {
             gen_args a = {seed, s == 0 ? KNN_STREAM_OBS : KNN_STREAM_REF, c * chunk,
-                          knn_rows_of(p->n, chunk, c), p->f64};
+                          knn_rows_of(p->n, chunk, c), clusters, p->f64};
             if ((st = cask_data_register(rt, (char *)p->data + (size_t)a.first * row,
                                          (size_t)a.n * row, &h[nh])))
                 goto fail;

@@ -13,15 +13,21 @@ typedef struct knn_plan {
     int64_t ref_chunk;  /* reference rows per chunk (> 0; >= m means one chunk) */
     double scale;       /* distance = scale * angle in radians */
     uint32_t where;     /* cask_where of every task */
+    int k;              /* neighbours per observation (0 or 1: one) */
+    int prune;          /* 1: pruned search (ksearch kernels), 0: brute force */
 } knn_plan;
 
 typedef struct knn_job knn_job;
 
-/* Builds the graph for obs x ref. index (n int32) and dist (n float) receive the results;
+/* Builds the graph for obs x ref. index (n x k int32) and dist (n x k float) receive the
+ * results (row i: the k nearest of observation i, nearest first);
  * obs, ref, index and dist must stay valid and untouched until knn_job_destroy (they are
  * registered with the runtime, in slices). With one reference chunk each observation
  * chunk gets one search task in FINAL mode; with J chunks it gets J PARTIAL searches, a
- * binary tree of merges and a finish. The message of a failure goes to err. */
+ * binary tree of merges and a finish. With k > 1 or prune, the references are sorted and
+ * tiled (prep_sorted, on a CPU worker) and the searches are ksearch tasks (each
+ * observation chunk has a scratch buffer), merged by kmerge and finished by kfinish.
+ * The message of a failure goes to err. */
 cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
                            const knn_points *obs, const knn_points *ref, int32_t *index,
                            float *dist, const knn_plan *plan, knn_job **out, char *err,
@@ -46,8 +52,10 @@ cask_status knn_job_dot(const knn_job *j, FILE *out);
 void knn_job_destroy(knn_job *j);
 
 /* Fills obs and ref (already allocated, radians, float or double) with the synthetic
- * points of seed, as CPU tasks of chunk rows each (see generate.h). */
+ * points of seed, as CPU tasks of chunk rows each (see generate.h): uniform when clusters
+ * is 0, else a mixture of that many blobs (knn_generate_clustered). */
 cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
-                               knn_points *ref, int64_t chunk, char *err, size_t errlen);
+                               knn_points *ref, int64_t chunk, int64_t clusters, char *err,
+                               size_t errlen);
 
 #endif

@@ -1,6 +1,6 @@
-/* main.c: the cask-knn command line. Exact 1-nearest-neighbour search by great-circle
- * distance: for each observation, the nearest reference and its distance. Parses the
- * options, starts the runtime, loads (points.h) or generates the points, runs the task
+/* main.c: cask-knn. Exact nearest-neighbour search by great-circle distance: for each
+ * observation, the nearest reference (or the --k nearest) and the distances, by brute
+ * force or pruned (--method). Parses the options (options.h), starts the runtime, loads (points.h) or generates the points, runs the task
  * graph (knn_graph.h), optionally checks a sample against a float64 brute force, writes
  * the result all-or-nothing and prints a summary on stderr. See docs/knn.md.
  *
@@ -12,7 +12,6 @@
  * Exit status: 0 success, 1 bad data or a failure while running, 2 bad command line,
  * 3 --check found errors above its limits. */
 #include <errno.h>
-#include <getopt.h>
 #include "cask/dist.h"
 #include <limits.h>
 #include <math.h>
@@ -27,292 +26,27 @@
 #include <unistd.h>
 
 #include "cask/cask.h"
+#include "auto_method.h"
 #include "check.h"
 #include "generate.h"
 #include "knn_chunks.h"
 #include "knn_dist.h"
 #include "knn_graph.h"
+#include "kout.h"
 #include "main_stream.h"
+#include "options.h"
 #include "points.h"
 #include "write_par.h"
 
-enum { EXIT_DATA = 1, EXIT_USAGE = 2, EXIT_CHECK = 3 };
+enum { EXIT_DATA = 1, EXIT_CHECK = 3 }; /* 2: a usage error (options.h) */
+/* Default reference chunk of the k kernels: 2048 tiles of 64 (KNN_SORT_MAX_TILES). */
+#define KNN_PRUNE_REF_CHUNK ((int64_t)1 << 17)
 enum { CASK_MAX_GPUS_APP = 64 };
 /* A CSV observation file larger than this is streamed unless --no-stream (it is scanned
  * anyway to count its rows, so it is not read twice for nothing). */
 #define KNN_CSV_STREAM_BYTES ((long long)256 << 20)
 
-typedef struct options {
-    const char *obs_path, *ref_path, *out_path, *dot_path;
-    const char *lat_col, *lon_col;
-    int radians, wrap, quiet, cpu_only;
-    int gpus;          /* -2 unset, -1 all, else count */
-    int threads;       /* 0 unset */
-    int generate;
-    int64_t gen_n, gen_m;
-    uint64_t seed;
-    int64_t chunk, ref_chunk; /* 0 = default */
-    int km;
-    int64_t check;
-    int repeat;
-    int stream;        /* -1 auto, 0 off, 1 on */
-    int64_t window;    /* observation rows per streamed window */
-} options;
-
 static const char *prog = "cask-knn";
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-"Usage: %s (--obs FILE --ref FILE | --generate N M [--seed S]) [options]\n"
-"Exact nearest reference (great-circle distance) of every observation.\n"
-"\n"
-"Input:\n"
-"  --obs FILE, --ref FILE  observations and references: CSV with a header row, or .npy\n"
-"                          (float32/float64, shape (N, 2): latitude, longitude)\n"
-"  --lat-col NAME          CSV latitude column (default: lat or latitude, any case)\n"
-"  --lon-col NAME          CSV longitude column (default: lon, lng, long or longitude)\n"
-"  --radians               input values are radians (default: degrees)\n"
-"  --wrap                  wrap longitudes outside [-180, 180] instead of rejecting them\n"
-"  --generate N M          N observations and M references uniform on the sphere\n"
-"  --seed S                seed of --generate (default 0)\n"
-"Output:\n"
-"  --out FILE              results: CSV (obs,ref_index,distance) or, if FILE ends in .npy,\n"
-"                          an (N, 2) float64 array of rows [ref_index, distance]\n"
-"  --units km|rad          distance unit (default km, Earth radius %.4f km)\n"
-"  -q, --quiet             no summary on stderr\n"
-"Execution:\n"
-"  --gpus N|all            GPUs to use (default: all there are)\n"
-"  --cpu-only              use no GPU\n"
-"  --threads N             CPU worker threads (default: all cores)\n"
-"  --chunk ROWS            observation rows per task (default: from the sizes)\n"
-"  --ref-chunk ROWS        reference rows per chunk (default: all in one)\n"
-"  --repeat R              run the computation R times, report the median time\n"
-"  --check K               compare K observations with a float64 brute force; exit 3 if\n"
-"                          the relative error passes 1e-6 (chosen reference) or 1e-5\n"
-"                          (reported distance)\n"
-"  --dot FILE              write the task graph in Graphviz dot\n"
-"  --stream, --no-stream   read observations and write results window by window\n"
-"                          (default: when the file has more rows than a window)\n"
-"  --window ROWS           observation rows per streamed window (default 2^24)\n"
-"  -h, --help, --version\n"
-"Counts accept powers such as 2^24. Exit status: 0 ok, 1 data or run error,\n"
-"2 usage error, 3 check failed.\n",
-            prog, CASK_EARTH_RADIUS_KM);
-}
-
-__attribute__((format(printf, 1, 2), noreturn))
-static void usage_error(const char *fmt, ...)
-{
-    va_list ap;
-    fprintf(stderr, "%s: ", prog);
-    va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "\nTry '%s --help'.\n", prog);
-    exit(EXIT_USAGE);
-}
-
-/* A positive count: decimal digits, or B^E. */
-static int parse_count(const char *s, int64_t min, int64_t *out)
-{
-    char *end;
-    if (!s || !*s || *s == '-' || *s == '+' || *s == ' ')
-        return -1;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || end == s)
-        return -1;
-    if (*end == '^') {
-        const char *e = end + 1;
-        if (!*e || *e == '-' || *e == '+' || *e == ' ')
-            return -1;
-        long long x = strtoll(e, &end, 10);
-        if (errno || end == e || x > 62)
-            return -1;
-        long long p = 1;
-        for (long long i = 0; i < x; i++) {
-            if (p > LLONG_MAX / (v ? v : 1))
-                return -1;
-            p *= v;
-        }
-        v = p;
-    }
-    if (*end || v < min)
-        return -1;
-    *out = v;
-    return 0;
-}
-
-static int64_t need_count(const char *opt, const char *s, int64_t min)
-{
-    int64_t v;
-    if (parse_count(s, min, &v))
-        usage_error("%s: '%s' is not an integer >= %lld", opt, s ? s : "", (long long)min);
-    return v;
-}
-
-static void parse_args(int argc, char **argv, options *o)
-{
-    enum {
-        O_OBS = 256, O_REF, O_OUT, O_LATCOL, O_LONCOL, O_RADIANS, O_WRAP, O_GENERATE,
-        O_SEED, O_UNITS, O_GPUS, O_CPU_ONLY, O_THREADS, O_CHUNK, O_REF_CHUNK, O_REPEAT,
-        O_CHECK, O_DOT, O_VERSION, O_STREAM, O_NO_STREAM, O_WINDOW
-    };
-    static const struct option longs[] = {
-        {"obs", required_argument, 0, O_OBS},
-        {"ref", required_argument, 0, O_REF},
-        {"out", required_argument, 0, O_OUT},
-        {"lat-col", required_argument, 0, O_LATCOL},
-        {"lon-col", required_argument, 0, O_LONCOL},
-        {"radians", no_argument, 0, O_RADIANS},
-        {"wrap", no_argument, 0, O_WRAP},
-        {"generate", required_argument, 0, O_GENERATE},
-        {"seed", required_argument, 0, O_SEED},
-        {"units", required_argument, 0, O_UNITS},
-        {"gpus", required_argument, 0, O_GPUS},
-        {"cpu-only", no_argument, 0, O_CPU_ONLY},
-        {"threads", required_argument, 0, O_THREADS},
-        {"chunk", required_argument, 0, O_CHUNK},
-        {"ref-chunk", required_argument, 0, O_REF_CHUNK},
-        {"repeat", required_argument, 0, O_REPEAT},
-        {"check", required_argument, 0, O_CHECK},
-        {"dot", required_argument, 0, O_DOT},
-        {"stream", no_argument, 0, O_STREAM},
-        {"no-stream", no_argument, 0, O_NO_STREAM},
-        {"window", required_argument, 0, O_WINDOW},
-        {"quiet", no_argument, 0, 'q'},
-        {"help", no_argument, 0, 'h'},
-        {"version", no_argument, 0, O_VERSION},
-        {0, 0, 0, 0}};
-    int seed_set = 0;
-
-    memset(o, 0, sizeof *o);
-    o->gpus = -2;
-    o->km = 1;
-    o->repeat = 1;
-    o->stream = -1;
-    o->window = (int64_t)1 << 24;
-    opterr = 0;
-    for (;;) {
-        int c = getopt_long(argc, argv, "+:qh", longs, NULL);
-        if (c == -1)
-            break;
-        switch (c) {
-        case O_OBS: o->obs_path = optarg; break;
-        case O_REF: o->ref_path = optarg; break;
-        case O_OUT: o->out_path = optarg; break;
-        case O_DOT: o->dot_path = optarg; break;
-        case O_LATCOL: o->lat_col = optarg; break;
-        case O_LONCOL: o->lon_col = optarg; break;
-        case O_RADIANS: o->radians = 1; break;
-        case O_WRAP: o->wrap = 1; break;
-        case 'q': o->quiet = 1; break;
-        case O_CPU_ONLY: o->cpu_only = 1; break;
-        case O_GENERATE: {
-            const char *comma = strchr(optarg, ',');
-            char nbuf[64];
-            const char *m;
-            if (comma) {
-                snprintf(nbuf, sizeof nbuf, "%.*s", (int)(comma - optarg), optarg);
-                m = comma + 1;
-            } else {
-                snprintf(nbuf, sizeof nbuf, "%s", optarg);
-                if (optind >= argc)
-                    usage_error("--generate needs two counts: N M");
-                m = argv[optind++];
-            }
-            o->generate = 1;
-            o->gen_n = need_count("--generate N", nbuf, 1);
-            o->gen_m = need_count("--generate M", m, 1);
-            break;
-        }
-        case O_SEED: {
-            char *end;
-            errno = 0;
-            unsigned long long v = strtoull(optarg, &end, 0);
-            if (errno || end == optarg || *end || optarg[0] == '-')
-                usage_error("--seed: '%s' is not a non-negative integer", optarg);
-            o->seed = v;
-            seed_set = 1;
-            break;
-        }
-        case O_UNITS:
-            if (strcasecmp(optarg, "km") == 0)
-                o->km = 1;
-            else if (strcasecmp(optarg, "rad") == 0 || strcasecmp(optarg, "radians") == 0)
-                o->km = 0;
-            else
-                usage_error("--units: '%s' is not km or rad", optarg);
-            break;
-        case O_GPUS:
-            if (strcasecmp(optarg, "all") == 0)
-                o->gpus = -1;
-            else
-                o->gpus = (int)need_count("--gpus", optarg, 0);
-            break;
-        case O_THREADS: {
-            int64_t v = need_count("--threads", optarg, 1);
-            if (v > 4096)
-                usage_error("--threads: %lld is too many", (long long)v);
-            o->threads = (int)v;
-            break;
-        }
-        case O_CHUNK: o->chunk = need_count("--chunk", optarg, 1); break;
-        case O_REF_CHUNK: o->ref_chunk = need_count("--ref-chunk", optarg, 1); break;
-        case O_REPEAT: {
-            int64_t v = need_count("--repeat", optarg, 1);
-            if (v > 100000)
-                usage_error("--repeat: %lld is too many", (long long)v);
-            o->repeat = (int)v;
-            break;
-        }
-        case O_CHECK: o->check = need_count("--check", optarg, 1); break;
-        case O_STREAM: o->stream = 1; break;
-        case O_NO_STREAM: o->stream = 0; break;
-        case O_WINDOW: o->window = need_count("--window", optarg, 1); break;
-        case 'h':
-            usage(stdout);
-            exit(0);
-        case O_VERSION:
-        {
-            char ucx[256];
-            cask_dist_transport_describe(ucx, sizeof ucx);
-            printf("cask-knn (cask %d.%d.%d)\nbetween processes: %s\n", CASK_VERSION_MAJOR,
-                   CASK_VERSION_MINOR, CASK_VERSION_PATCH, ucx);
-            exit(0);
-        }
-        case ':':
-            usage_error("%s needs a value", argv[optind - 1]);
-        default:
-            usage_error("unknown option '%s'", argv[optind - 1]);
-        }
-    }
-    if (optind < argc)
-        usage_error("unexpected argument '%s'", argv[optind]);
-    if (o->generate) {
-        if (o->obs_path || o->ref_path)
-            usage_error("--generate replaces --obs and --ref: give one or the other");
-        if (o->lat_col || o->lon_col || o->radians || o->wrap)
-            usage_error("--lat-col, --lon-col, --radians and --wrap apply to input files, "
-                        "not to --generate");
-    } else {
-        if (seed_set)
-            usage_error("--seed applies to --generate only");
-        if (!o->obs_path || !o->ref_path)
-            usage_error("give --obs FILE and --ref FILE, or --generate N M");
-    }
-    if (o->stream == 1 && o->generate)
-        usage_error("--stream reads an observation file: not with --generate");
-    if (o->stream == 1 && (o->repeat > 1 || o->dot_path))
-        usage_error("--repeat and --dot apply to the in-memory path, not to --stream");
-    if (o->cpu_only && o->gpus != -2)
-        usage_error("--cpu-only and --gpus exclude each other");
-    if (o->cpu_only)
-        o->gpus = 0;
-    if (o->out_path && !*o->out_path)
-        usage_error("--out: empty file name");
-}
 
 /* ---- the parts of main ---- */
 
@@ -383,7 +117,7 @@ int main(int argc, char **argv)
     int rc = EXIT_DATA;
     cask_status st;
 
-    parse_args(argc, argv, &o);
+    knn_parse_args(argc, argv, &o);
     double scale = o.km ? CASK_EARTH_RADIUS_KM : 1.0;
 
     cask_config cfg = {0};
@@ -434,7 +168,7 @@ int main(int argc, char **argv)
      * file is streamed when it is larger than KNN_CSV_STREAM_BYTES, or with --stream) */
     knn_read_opts ro = {o.lat_col, o.lon_col, !o.radians, o.wrap};
     if (!failed && !o.generate && nranks == 1 && o.stream != 0 && o.repeat == 1 &&
-        !o.dot_path) {
+        !o.dot_path && o.k == 1 && o.method != KNN_METHOD_PRUNED) {
         int npy = knn_file_has_npy_magic(o.obs_path), try_it = o.stream == 1 || npy;
         struct stat sb;
         if (!npy && !try_it && stat(o.obs_path, &sb) == 0 && sb.st_size > KNN_CSV_STREAM_BYTES)
@@ -469,7 +203,8 @@ int main(int argc, char **argv)
             int64_t gchunk = o.gen_n / (4 * (info.ncpu_workers > 0 ? info.ncpu_workers : 1));
             if (gchunk < 65536)
                 gchunk = 65536;
-            failed = knn_generate_tasks(rt, o.seed, &obs, &ref, gchunk, err, sizeof err) != 0;
+            failed = knn_generate_tasks(rt, o.seed, &obs, &ref, gchunk, o.clusters, err,
+                                        sizeof err) != 0;
         }
     } else {
         failed = knn_points_read(o.obs_path, &ro, &alloc, &obs, err, sizeof err) ||
@@ -481,8 +216,8 @@ int main(int argc, char **argv)
         failed = 1;
     }
     if (!failed && (rank == 0 || nranks == 1)) {   /* the results live on rank 0 */
-        index = host_alloc(rt, (size_t)obs.n * sizeof *index);
-        dist = host_alloc(rt, (size_t)obs.n * sizeof *dist);
+        index = host_alloc(rt, (size_t)obs.n * (size_t)o.k * sizeof *index);
+        dist = host_alloc(rt, (size_t)obs.n * (size_t)o.k * sizeof *dist);
         if (!index || !dist) {
             snprintf(err, sizeof err, "out of memory for %lld results", (long long)obs.n);
             failed = 1;
@@ -495,15 +230,51 @@ int main(int argc, char **argv)
     }
     double t_load = now_s() - t0;
 
+    /* ---- method: pruned or brute force ---- */
+    int prune = 0;
+    double auto_fraction = -1;
+    if (!failed && nranks > 1 && (o.k > 1 || o.method == KNN_METHOD_PRUNED)) {
+        snprintf(err, sizeof err, "--k > 1 and --method pruned run in one process only "
+                                  "(not across processes yet)");
+        failed = 1;
+    } else if (!failed && o.method == KNN_METHOD_PRUNED) {
+        prune = 1;
+    }
+
     /* ---- compute ---- */
     knn_plan plan = {0};
     int64_t chunk = 0;
     if (!failed) {
-        plan.ref_chunk = o.ref_chunk ? o.ref_chunk : ref.n;
+        /* a GPU orders at most KNN_PRUNE_REF_CHUNK references' tiles per chunk */
+        int maybe_k = o.k > 1 || prune || (o.method == KNN_METHOD_AUTO && nranks == 1);
+        plan.ref_chunk = o.ref_chunk ? o.ref_chunk
+                         : maybe_k && ref.n > KNN_PRUNE_REF_CHUNK ? KNN_PRUNE_REF_CHUNK : ref.n;
         int64_t nrefc = (ref.n + plan.ref_chunk - 1) / plan.ref_chunk;
         /* with P ranks, each rank's share is cut as one process would cut its input */
         chunk = o.chunk ? o.chunk
                         : knn_default_chunk((obs.n + nranks - 1) / nranks, nrefc, obs.f64, &info);
+        /* K results per row: keep a chunk's buffers under 256 MiB */
+        int64_t kcap = ((int64_t)256 << 20) /
+                       ((int64_t)o.k * (8 + (nrefc > 1 ? 16 : 0)) + 20 + 16);
+        if (!o.chunk && o.k > 1 && chunk > kcap)
+            chunk = kcap / 256 * 256 > 1024 ? kcap / 256 * 256 : 1024;
+        /* a pruned GPU search prefers 8 chunks per GPU to 16: denser observation tiles
+         * and fewer ordering passes (RESULTS 15.2: 12 ms against 13 at 2^24 x 2^14) */
+        int64_t pchunk = chunk;
+        if (!o.chunk && info.ngpus > 0 && nranks == 1 && o.method != KNN_METHOD_BRUTE) {
+            pchunk = chunk * 2 > obs.n ? obs.n : chunk * 2;
+            if (o.k > 1 && pchunk > kcap)
+                pchunk = chunk;
+        }
+        if (prune)
+            chunk = pchunk;
+        if (o.method == KNN_METHOD_AUTO && nranks == 1) {
+            prune = knn_auto_prune(&obs, &ref, o.k, pchunk, &auto_fraction);
+            if (prune)
+                chunk = pchunk;
+            if (!prune && o.k == 1 && !o.ref_chunk)
+                plan.ref_chunk = ref.n; /* the 1-NN kernels take any number */
+        }
     }
     /* Every rank must build the same graph: the smallest proposed chunk wins. */
     int first_failed;
@@ -520,6 +291,8 @@ int main(int argc, char **argv)
     plan.chunk = chunk;
     plan.scale = scale;
     plan.where = info.ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
+    plan.k = o.k;
+    plan.prune = prune;
     if (nranks == 1) {
         if (knn_job_create(rt, &kernels, &obs, &ref, index, dist, &plan, &job, err,
                            sizeof err)) {
@@ -600,7 +373,8 @@ int main(int argc, char **argv)
     int check_failed = 0;
     knn_check_report cr;
     if (o.check) {
-        if (knn_check(&obs, &ref, index, dist, scale, o.check, &cr)) {
+        if (o.k > 1 ? knn_check_k(&obs, &ref, index, dist, o.k, scale, o.check, &cr)
+                    : knn_check(&obs, &ref, index, dist, scale, o.check, &cr)) {
             fprintf(stderr, "%s: --check: out of memory\n", prog);
             goto done;
         }
@@ -612,10 +386,14 @@ int main(int argc, char **argv)
     double t_write = 0;
     if (o.out_path && !check_failed) {
         t0 = now_s();
-        st = knn_path_is_npy(o.out_path)
-                 ? knn_npy_write(out.f, o.out_path, index, dist, obs.n, err, sizeof err)
-                 : knn_csv_write_tasks(rt, out.f, o.out_path, index, dist, obs.n,
-                                       info.ncpu_workers, err, sizeof err);
+        int npy = knn_path_is_npy(o.out_path);
+        if (o.k > 1)
+            st = npy ? knn_knpy_write(out.f, o.out_path, index, dist, obs.n, o.k, err, sizeof err)
+                     : knn_kcsv_write(out.f, o.out_path, index, dist, obs.n, o.k, err, sizeof err);
+        else
+            st = npy ? knn_npy_write(out.f, o.out_path, index, dist, obs.n, err, sizeof err)
+                     : knn_csv_write_tasks(rt, out.f, o.out_path, index, dist, obs.n,
+                                           info.ncpu_workers, err, sizeof err);
         if (!st)
             st = knn_outfile_commit(&out, err, sizeof err);
         tmp_armed = 0;
@@ -641,6 +419,10 @@ int main(int argc, char **argv)
                 info.ncpu_workers == 1 ? "" : "s", (long long)nobsc, (long long)nrc,
                 (long long)(plan.chunk < obs.n ? plan.chunk : obs.n),
                 (long long)(plan.ref_chunk < ref.n ? plan.ref_chunk : ref.n), ntasks);
+        fprintf(stderr, "%s: k = %d, method %s", prog, o.k, prune ? "pruned" : "brute");
+        if (o.method == KNN_METHOD_AUTO && auto_fraction >= 0)
+            fprintf(stderr, " (auto: about %.2g of the pairs to visit)", auto_fraction);
+        fprintf(stderr, "\n");
         fprintf(stderr, "%s: time: %s %.3f s, compute %.3f s", prog,
                 o.generate ? "generate" : "load", t_load, t_compute);
         if (o.repeat > 1)

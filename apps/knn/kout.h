@@ -1,0 +1,30 @@
+/* kout.h: cask-knn's results with --k K > 1: the K-nearest check against a float64 brute
+ * force (check_k.c) and the output files (kout.c). See docs/knn.md, "Output". */
+#ifndef KNN_KOUT_H
+#define KNN_KOUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include "check.h"
+#include "points.h"
+
+/* CSV header of a K > 1 result: one row per (observation, rank), rank 1 the nearest. */
+#define KNN_KCSV_HEADER "obs,rank,ref_index,distance\n"
+
+/* Writes index/dist (n x k, row-major) to f as CSV (KNN_KCSV_HEADER, then n*k rows) or as
+ * .npy (an (n, k, 2) float64 array of [ref_index, distance]). CASK_ERR_IO or
+ * CASK_ERR_NOMEM with the message (starting with name) in err. */
+cask_status knn_kcsv_write(FILE *f, const char *name, const int32_t *index, const float *dist,
+                           int64_t n, int k, char *err, size_t errlen);
+cask_status knn_knpy_write(FILE *f, const char *name, const int32_t *index, const float *dist,
+                           int64_t n, int k, char *err, size_t errlen);
+
+/* --check for K neighbours: samples observations as knn_check does and compares rank r of
+ * each with the r-th smallest float64 haversine distance (the chosen reference's true
+ * distance, and the reported distance; d floored at 1e-12 rad). An index out of range or
+ * repeated in a row counts as bad. CASK_ERR_NOMEM if it cannot allocate. */
+cask_status knn_check_k(const knn_points *obs, const knn_points *ref, const int32_t *index,
+                        const float *dist, int k, double scale, int64_t samples,
+                        knn_check_report *out);
+
+#endif
