@@ -42,6 +42,17 @@ static void notice(cask_dist *dist, int to, uint32_t epoch, uint64_t mask)
 #endif
 }
 
+/* Whether this rank talks to others (a build without UCX runs one process only). */
+static int have_ucx(const cask_dist *dist)
+{
+#ifdef CASK_HAVE_UCX
+    return dist->ucx != NULL;
+#else
+    (void)dist;
+    return 0;
+#endif
+}
+
 /* The ranks held dead now (under mu). */
 static uint64_t held_dead(const cask_dist *dist)
 {
@@ -54,7 +65,7 @@ static uint64_t held_dead(const cask_dist *dist)
 
 void dist_fence_tell(cask_dist *dist, int to)
 {
-    if (!dist->ucx || to < 0 || to >= dist->size || to == dist->rank || dist->size > 64)
+    if (!have_ucx(dist) || to < 0 || to >= dist->size || to == dist->rank || dist->size > 64)
         return;
     pthread_mutex_lock(&dist->mu);
     uint64_t mask = held_dead(dist);
@@ -67,7 +78,7 @@ void dist_fence_tell(cask_dist *dist, int to)
 
 void dist_fence_out(cask_dist *dist, uint64_t ranks)
 {
-    if (!dist->ucx || dist->size > 64)
+    if (!have_ucx(dist) || dist->size > 64)
         return;
     pthread_mutex_lock(&dist->mu);
     uint64_t mask = held_dead(dist) | ranks;
