@@ -208,6 +208,9 @@ typedef struct knn_search_job {
 cask_status knn_job_prep(cask_task_ctx *ctx, cask_knn_prep_args *a, const void **ref,
                          void **prep);
 cask_status knn_job_search(cask_task_ctx *ctx, knn_search_job *j);
+/* The task's argument bytes into dst (exactly size bytes, else the task fails naming
+ * kernel): knn_register.c. */
+cask_status knn_job_args(cask_task_ctx *ctx, const char *kernel, void *dst, size_t size);
 cask_status knn_job_merge(cask_task_ctx *ctx, int64_t *n, cask_knn_best **a,
                           const cask_knn_best **b);
 cask_status knn_job_finish(cask_task_ctx *ctx, cask_knn_finish_args *a,

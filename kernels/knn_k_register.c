@@ -15,17 +15,6 @@ size_t cask_knn_scratch_bytes(int64_t n)
     return n < 0 ? 0 : knn_scratch_bytes(n);
 }
 
-static cask_status get_args(cask_task_ctx *ctx, const char *kernel, void *dst, size_t size)
-{
-    size_t got = 0;
-    const void *p = cask_task_args(ctx, &got);
-    if (!p || got != size)
-        return cask_task_fail(ctx, "%s: arguments are %zu bytes, expected %zu", kernel, got,
-                              size);
-    memcpy(dst, p, size);
-    return CASK_OK;
-}
-
 /* count buffers present, non-NULL, and buffer i at least bytes[i] long */
 static cask_status need(cask_task_ctx *ctx, const char *kernel, int count, const size_t *bytes)
 {
@@ -53,7 +42,7 @@ cask_status knn_k_job_prep(cask_task_ctx *ctx, cask_knn_prep_args *a, const void
 {
     const char *K = "knn prep_sorted";
     cask_status st;
-    if ((st = get_args(ctx, K, a, sizeof *a)))
+    if ((st = knn_job_args(ctx, K, a, sizeof *a)))
         return st;
     if (a->m < 0 || a->m > INT32_MAX)
         return cask_task_fail(ctx, "%s: m = %lld out of range", K, (long long)a->m);
@@ -71,7 +60,7 @@ cask_status knn_k_job_order(cask_task_ctx *ctx, cask_knn_korder_args *a, const v
 {
     const char *K = "knn korder";
     cask_status st;
-    if ((st = get_args(ctx, K, a, sizeof *a)))
+    if ((st = knn_job_args(ctx, K, a, sizeof *a)))
         return st;
     if (a->n < 0 || a->n > INT32_MAX || (a->prune != 0 && a->prune != 1))
         return cask_task_fail(ctx, "%s: n = %lld, prune = %d out of range", K,
@@ -89,7 +78,7 @@ cask_status knn_k_job_search(cask_task_ctx *ctx, knn_k_job *j)
     const char *K = "knn ksearch";
     cask_status st;
     cask_knn_ksearch_args *a = &j->a;
-    if ((st = get_args(ctx, K, a, sizeof *a)))
+    if ((st = knn_job_args(ctx, K, a, sizeof *a)))
         return st;
     int final = a->mode == CASK_KNN_FINAL;
     if (!final && a->mode != CASK_KNN_PARTIAL)
@@ -121,7 +110,7 @@ cask_status knn_k_job_merge(cask_task_ctx *ctx, cask_knn_kmerge_args *a, cask_kn
 {
     const char *K = "knn kmerge";
     cask_status st;
-    if ((st = get_args(ctx, K, a, sizeof *a)))
+    if ((st = knn_job_args(ctx, K, a, sizeof *a)))
         return st;
     if (a->n < 0 || a->k < 1 || a->k > KNN_KMAX)
         return cask_task_fail(ctx, "%s: n = %lld, k = %lld out of range", K, (long long)a->n,
@@ -140,7 +129,7 @@ cask_status knn_k_job_finish(cask_task_ctx *ctx, cask_knn_kfinish_args *a,
 {
     const char *K = "knn kfinish";
     cask_status st;
-    if ((st = get_args(ctx, K, a, sizeof *a)))
+    if ((st = knn_job_args(ctx, K, a, sizeof *a)))
         return st;
     if (a->n < 0 || a->k < 1 || a->k > KNN_KMAX)
         return cask_task_fail(ctx, "%s: n = %lld, k = %lld out of range", K, (long long)a->n,

@@ -56,7 +56,9 @@ cask_status cask_knn_kernels_register(cask_runtime *rt, cask_knn_kernels *out)
 
 /* ---- checks shared by the CPU and CUDA implementations ---- */
 
-static cask_status get_args(cask_task_ctx *ctx, const char *kernel, void *dst, size_t size)
+/* Copies the task's argument bytes into dst, which must be exactly size bytes (the
+ * kernel named in the failure otherwise). Shared with knn_k_register.c. */
+cask_status knn_job_args(cask_task_ctx *ctx, const char *kernel, void *dst, size_t size)
 {
     size_t got = 0;
     const void *p = cask_task_args(ctx, &got);
@@ -97,7 +99,7 @@ cask_status knn_job_prep(cask_task_ctx *ctx, cask_knn_prep_args *a, const void *
 {
     const char *K = "knn prep";
     cask_status st;
-    if ((st = get_args(ctx, K, a, sizeof *a)) || (st = need_buffers(ctx, K, 2)))
+    if ((st = knn_job_args(ctx, K, a, sizeof *a)) || (st = need_buffers(ctx, K, 2)))
         return st;
     if (a->m < 0 || a->m > INT32_MAX)
         return cask_task_fail(ctx, "%s: m = %lld out of range", K, (long long)a->m);
@@ -114,7 +116,7 @@ cask_status knn_job_search(cask_task_ctx *ctx, knn_search_job *j)
     const char *K = "knn search";
     cask_status st;
     cask_knn_search_args *a = &j->a;
-    if ((st = get_args(ctx, K, a, sizeof *a)))
+    if ((st = knn_job_args(ctx, K, a, sizeof *a)))
         return st;
     int final = a->mode == CASK_KNN_FINAL;
     if (!final && a->mode != CASK_KNN_PARTIAL)
@@ -148,7 +150,7 @@ cask_status knn_job_merge(cask_task_ctx *ctx, int64_t *n, cask_knn_best **a,
     const char *K = "knn merge";
     cask_knn_merge_args args;
     cask_status st;
-    if ((st = get_args(ctx, K, &args, sizeof args)) || (st = need_buffers(ctx, K, 2)))
+    if ((st = knn_job_args(ctx, K, &args, sizeof args)) || (st = need_buffers(ctx, K, 2)))
         return st;
     if (args.n < 0)
         return cask_task_fail(ctx, "%s: n = %lld", K, (long long)args.n);
@@ -168,7 +170,7 @@ cask_status knn_job_finish(cask_task_ctx *ctx, cask_knn_finish_args *a,
     cask_status st;
     /* Buffers 0 (observations) and 4 (references) are part of the interface but not
      * read: the float64 squared chord in the best record gives the distance exactly. */
-    if ((st = get_args(ctx, K, a, sizeof *a)) || (st = need_buffers(ctx, K, 4)))
+    if ((st = knn_job_args(ctx, K, a, sizeof *a)) || (st = need_buffers(ctx, K, 4)))
         return st;
     if (a->n < 0)
         return cask_task_fail(ctx, "%s: n = %lld", K, (long long)a->n);
