@@ -24,6 +24,7 @@ typedef struct options {
     long work_ns;
     int bcd;            /* --mode bcd: build + compute + destroy per repetition */
     int peers;          /* PEER_* bits (--peers starpu,openmp) */
+    int deps;           /* cask: edges given at add (CASK_TASK_DEPS), not by cask_task_depend */
 } options;
 enum { PEER_STARPU = 1, PEER_OPENMP = 2 };
 

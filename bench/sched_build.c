@@ -126,8 +126,20 @@ void bench_bcd(const options *o, const dag *d)
             int workers = o->workers[w];
             long n = 0;
             double reused = bench_time_cask((enum shape)s, workers, o, d, &n);
-            phases p = time_bcd((enum shape)s, workers, o, d, &n);
-            row(shape_names[s], workers, "cask", n, p.total, &p, reused, o->work_ns);
+            /* edges by cask_task_depend ("cask"), and the same edges named at add
+               (CASK_TASK_DEPS, "cask-deps"), as --edges asks (default both) */
+            int both = o->deps < 0 || o->deps == 2;
+            options od = *o;
+            if (both || o->deps == 0) {
+                od.deps = 0;
+                phases p = time_bcd((enum shape)s, workers, &od, d, &n);
+                row(shape_names[s], workers, "cask", n, p.total, &p, reused, o->work_ns);
+            }
+            if ((both && s != INDEPENDENT) || o->deps == 1) {
+                od.deps = 1;
+                phases p = time_bcd((enum shape)s, workers, &od, d, &n);
+                row(shape_names[s], workers, "cask-deps", n, p.total, &p, reused, o->work_ns);
+            }
             if (o->peers & PEER_STARPU) {
                 long pn = 0;
                 double t = peer_starpu((enum shape)s, workers, o, d, &pn);
