@@ -371,8 +371,13 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
         return graph_add_running(g, desc, out);
     uint64_t mask = desc->field_mask;
     cask_status st;
-    if ((mask & CASK_TASK_DEPS) && (st = graph_check_deps(g, NULL, desc, "cask_graph_add_task")))
-        return st;
+    if (mask & CASK_TASK_DEPS) {   /* checked before anything is added; messages apart */
+        int bad = desc->ndeps < 0 || (desc->ndeps && !desc->deps);
+        for (int i = 0; !bad && i < desc->ndeps; i++)
+            bad = !desc->deps[i] || desc->deps[i]->graph != g || desc->deps[i]->sub;
+        if (__builtin_expect(bad, 0))
+            return graph_check_deps(g, NULL, desc, "cask_graph_add_task");
+    }
     cask_task *t = NULL;
     if ((st = make_task(g, &g->ar, desc, "cask_graph_add_task", &t)))
         return st;
