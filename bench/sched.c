@@ -145,7 +145,18 @@ static cask_task *add_empty(cask_graph *g, cask_kernel *k)
     return t;
 }
 
-/* Builds shape s of about T tasks; returns the exact task count in *ntasks. */
+/* A task that names the n tasks it waits for (CASK_TASK_DEPS). */
+static cask_task *add_after(cask_graph *g, cask_kernel *k, cask_task *const *deps, int n)
+{
+    cask_task_desc td = { .field_mask = CASK_TASK_DEPS, .kernel = k, .deps = deps, .ndeps = n };
+    cask_task *t;
+    CHECK(cask_graph_add_task(g, &td, &t));
+    return t;
+}
+
+/* Builds shape s of about T tasks; returns the exact task count in *ntasks. Edges by
+ * cask_task_depend, or with o->deps named at add (the sink of a fan-out then comes last,
+ * with every child in its list). */
 cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
                                const options *o, const dag *d, long *ntasks)
 {
@@ -160,11 +171,23 @@ cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
         break;
     case FANOUT: {
         cask_task *root = add_empty(g, k);
-        cask_task *sink = add_empty(g, k);
-        for (long i = 0; i < T; i++) {
-            cask_task *t = add_empty(g, k);
-            CHECK(cask_task_depend(t, root));
-            CHECK(cask_task_depend(sink, t));
+        if (o->deps == 1) {
+            cask_task **kids = malloc((size_t)T * sizeof *kids);
+            if (!kids) {
+                fprintf(stderr, "bench-sched: out of memory\n");
+                exit(1);
+            }
+            for (long i = 0; i < T; i++)
+                kids[i] = add_after(g, k, &root, 1);
+            add_after(g, k, kids, (int)T);
+            free(kids);
+        } else {
+            cask_task *sink = add_empty(g, k);
+            for (long i = 0; i < T; i++) {
+                cask_task *t = add_empty(g, k);
+                CHECK(cask_task_depend(t, root));
+                CHECK(cask_task_depend(sink, t));
+            }
         }
         *ntasks = T + 2;
         break;
@@ -174,9 +197,14 @@ cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
         for (int c = 0; c < o->chains; c++) {
             cask_task *prev = NULL;
             for (long i = 0; i < len; i++) {
-                cask_task *t = add_empty(g, k);
-                if (prev)
-                    CHECK(cask_task_depend(t, prev));
+                cask_task *t;
+                if (o->deps == 1) {
+                    t = add_after(g, k, &prev, prev ? 1 : 0);
+                } else {
+                    t = add_empty(g, k);
+                    if (prev)
+                        CHECK(cask_task_depend(t, prev));
+                }
                 prev = t;
             }
         }
@@ -190,9 +218,16 @@ cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
             exit(1);
         }
         for (long i = 0; i < d->n; i++) {
-            t[i] = add_empty(g, k);
-            for (int j = 0; j < d->npred[i]; j++)
-                CHECK(cask_task_depend(t[i], t[d->preds[i][j]]));
+            if (o->deps == 1) {
+                cask_task *in[3];
+                for (int j = 0; j < d->npred[i]; j++)
+                    in[j] = t[d->preds[i][j]];
+                t[i] = add_after(g, k, in, d->npred[i]);
+            } else {
+                t[i] = add_empty(g, k);
+                for (int j = 0; j < d->npred[i]; j++)
+                    CHECK(cask_task_depend(t[i], t[d->preds[i][j]]));
+            }
         }
         free(t);
         *ntasks = d->n;
@@ -375,6 +410,7 @@ static void parse(int argc, char **argv, options *o)
     o->tasks = 1000000;
     o->reps = 5;
     o->window = 100;
+    o->deps = -1;   /* default: cask_task_depend; both in --mode bcd */
     o->chains = 64;
     o->sched = -1;
     for (int s = 0; s < NSHAPES; s++)
@@ -404,6 +440,17 @@ static void parse(int argc, char **argv, options *o)
             o->reps = (int)parse_long(v, 1);
         } else if (!strcmp(a, "--window")) {
             o->window = (int)parse_long(v, 1);
+        } else if (!strcmp(a, "--edges")) {
+            if (!strcmp(v, "depend"))
+                o->deps = 0;
+            else if (!strcmp(v, "deps"))
+                o->deps = 1;
+            else if (!strcmp(v, "both"))
+                o->deps = 2;
+            else {
+                fprintf(stderr, "bench-sched: --edges depend|deps|both, not %s\n", v);
+                exit(2);
+            }
         } else if (!strcmp(a, "--work-ns")) {
             o->work_ns = parse_long(v, 0);
         } else if (!strcmp(a, "--mode")) {

@@ -24,6 +24,7 @@ typedef struct options {
     long work_ns;
     int bcd;            /* --mode bcd: build + compute + destroy per repetition */
     int peers;          /* PEER_* bits (--peers starpu,openmp) */
+    int deps;           /* cask: edges given at add (CASK_TASK_DEPS), not by cask_task_depend */
 } options;
 enum { PEER_STARPU = 1, PEER_OPENMP = 2 };
 
@@ -60,6 +61,10 @@ double bench_time_cask(enum shape s, int workers, const options *o, const dag *d
 /* Build + compute + destroy mode (sched_build.c): a fresh graph per repetition, timed in
  * phases, then the peers that were found (sched_peers.c). */
 void bench_bcd(const options *o, const dag *d);
+
+/* The floor (sched_floor.c): median seconds to build shape s with no API, as records of
+ * bytes (160 or 96) written in place with cask's successor arrays. */
+double bench_floor(enum shape s, const options *o, const dag *d, int bytes, long *ntasks);
 
 /* Peers on the same shapes and body; each returns the median seconds of create + submit
  * + run of the whole shape, or a negative value when not built in. */

@@ -6,7 +6,9 @@
  * build + destroy cost per task is reported two ways: the build and destroy phases alone,
  * and the whole build+compute+destroy minus the reused-graph compute ("overhead"); and as
  * the calling thread's CPU time in build, submit (the first-run check) and destroy ("cpu
- * b+s+d"), which a loaded machine does not stretch. */
+ * b+s+d"), which a loaded machine does not stretch. Rows floor-160 and floor-96: the
+ * same shapes built with no API, in records of 160 and 96 bytes (sched_floor.c): the
+ * least a build costs on this machine; their "total" is that build alone. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,8 +128,28 @@ void bench_bcd(const options *o, const dag *d)
             int workers = o->workers[w];
             long n = 0;
             double reused = bench_time_cask((enum shape)s, workers, o, d, &n);
-            phases p = time_bcd((enum shape)s, workers, o, d, &n);
-            row(shape_names[s], workers, "cask", n, p.total, &p, reused, o->work_ns);
+            /* edges by cask_task_depend ("cask"), and the same edges named at add
+               (CASK_TASK_DEPS, "cask-deps"), as --edges asks (default both) */
+            int both = o->deps < 0 || o->deps == 2;
+            options od = *o;
+            if (both || o->deps == 0) {
+                od.deps = 0;
+                phases p = time_bcd((enum shape)s, workers, &od, d, &n);
+                row(shape_names[s], workers, "cask", n, p.total, &p, reused, o->work_ns);
+            }
+            if ((both && s != INDEPENDENT) || o->deps == 1) {
+                od.deps = 1;
+                phases p = time_bcd((enum shape)s, workers, &od, d, &n);
+                row(shape_names[s], workers, "cask-deps", n, p.total, &p, reused, o->work_ns);
+            }
+            if (w == 0)   /* one thread, whatever the workers: the machine's floor */
+                for (int b = 0; b < 2; b++) {
+                    long fn = 0;
+                    int bytes = b ? 96 : 160;
+                    double t = bench_floor((enum shape)s, o, d, bytes, &fn);
+                    row(shape_names[s], workers, b ? "floor-96" : "floor-160", fn, t, NULL, 0,
+                        o->work_ns);
+                }
             if (o->peers & PEER_STARPU) {
                 long pn = 0;
                 double t = peer_starpu((enum shape)s, workers, o, d, &pn);

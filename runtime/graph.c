@@ -15,6 +15,8 @@
 
 _Static_assert(sizeof(struct cask_task) == 160, "a task is 160 bytes (see graph.h)");
 _Static_assert(offsetof(struct cask_task, dyn) == 120, "hot fields first, then dyn");
+_Static_assert(offsetof(struct cask_task, succ1) == offsetof(struct cask_task, succv) + sizeof(void *),
+               "add_edge reads succv[-1] of the inline slot: the succv field");
 
 static _Atomic uint32_t next_graph_id = 1;  /* ids only: never reused, so a stale id in a
                                               data handle cannot match a new graph */
@@ -27,6 +29,7 @@ cask_status cask_graph_create(cask_runtime *rt, cask_graph **out)
     if (!g)
         return log_error(rt, CASK_ERR_NOMEM, "cask_graph_create");
     g->rt = rt;
+    g->can = (rt->ncpu > 0 ? CASK_WHERE_CPU : 0) | (rt->ngpu > 0 ? CASK_WHERE_GPU : 0);
     arena_init(&g->ar, &rt->graph_pool);
     pthread_mutex_init(&g->lock, NULL);
     pthread_cond_init(&g->cond, NULL);
@@ -94,14 +97,10 @@ static __attribute__((noinline)) int grow_succ(arena *a, cask_task *pred)
 static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
 {
     int32_t n = pred->nsucc;
-    if (n == 0) {   /* the most common case: no array */
-        pred->succ1 = succ;
-        pred->succv = &pred->succ1;
-    } else {
-        if ((n == 1 || (n >= 4 && (n & (n - 1)) == 0)) && grow_succ(a, pred))
-            return -1;
-        pred->succv[n] = succ;
-    }
+    /* succv starts at the inline slot (succ1); then arrays of 4, 8, 16, ... */
+    if (__builtin_expect(n == 1 || (n >= 4 && (n & (n - 1)) == 0), 0) && grow_succ(a, pred))
+        return -1;
+    pred->succv[n] = succ;
     pred->nsucc = n + 1;
     return 0;
 }
@@ -120,12 +119,9 @@ int graph_note_big(cask_graph *g, cask_task *t)
     return 0;
 }
 
-static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
+/* after has one more predecessor: its counts, and the roots kept while building. */
+static inline void count_pred(cask_graph *g, cask_task *after)
 {
-    if (before == after || (before->nsucc && before->succv[before->nsucc - 1] == after))
-        return 0;
-    if (push_succ(a, before, after))
-        return -1;
     if (after->indegree++ == 0 && g) {
         /* no longer a root: usually the task just added (its edges come right after it) */
         if (g->nroots && g->roots[g->nroots - 1] == after)
@@ -136,6 +132,16 @@ static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *
     /* the count a run starts from: kept equal to indegree while building, so that the
      * first run needs no pass over the tasks */
     atomic_store_explicit(&after->pending, after->indegree, memory_order_relaxed);
+}
+
+/* add_edge's every case (a subflow's edge, a successor array to grow, a big fan-out, an
+ * edge against the order), out of line. */
+static __attribute__((noinline)) int add_edge_slow(cask_graph *g, arena *a, cask_task *before,
+                                                   cask_task *after)
+{
+    if (push_succ(a, before, after))
+        return -1;
+    count_pred(g, after);
     if (g) {
         g->nedges++;
         g->roots_valid = 0;
@@ -144,6 +150,27 @@ static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *
         if (before->ord >= after->ord)
             reorder(g, before, after);
     }
+    return 0;
+}
+
+/* An edge before -> after (g NULL: between children of a subflow); a repeat of before's
+ * last edge is dropped. 0, or -1 out of memory. */
+static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
+{
+    int32_t n = before->nsucc;
+    /* with no successor, succv[-1] is the succv field itself (pointing into before),
+     * never a task: no test of n needed */
+    if (before == after || before->succv[n - 1] == after)
+        return 0;
+    if (__builtin_expect(!g || n == 1 || (n >= 4 && (n & (n - 1)) == 0) ||
+                         n + 1 == SCHED_SPLIT_RELEASE || before->ord >= after->ord, 0))
+        return add_edge_slow(g, a, before, after);
+    /* the common case: room in before's successors, nothing to re-place */
+    before->succv[n] = after;
+    before->nsucc = n + 1;
+    count_pred(g, after);
+    g->nedges++;
+    g->roots_valid = 0;
     return 0;
 }
 
@@ -172,48 +199,27 @@ int graph_note_data(cask_graph *g, cask_data *d)
 static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
                                       const char *call, cask_task **out)
 {
-    cask_runtime *rt = g->rt;
     cask_kernel *k = desc->kernel;
-    if (!k)
-        return log_error(rt, CASK_ERR_INVALID, "%s: no kernel", call);
-    if (desc->naccess < 0 || desc->naccess > CASK_MAX_BUFFERS || (desc->naccess && !desc->access))
-        return log_error(rt, CASK_ERR_INVALID, "%s(%s): %d buffers (at most %d)",
-                         call, k->name, desc->naccess, CASK_MAX_BUFFERS);
-    for (int i = 0; i < desc->naccess; i++) {
-        const cask_access *a = &desc->access[i];
-        if (!a->data || a->mode < CASK_READ || a->mode > CASK_RW)
-            return log_error(rt, CASK_ERR_INVALID, "%s(%s): buffer %d has %s", call, k->name, i,
-                             a->data ? "an invalid access mode" : "no data");
-        if (a->data->rt != rt)
-            return log_error(rt, CASK_ERR_INVALID, "%s(%s): data %s belongs to another runtime",
-                             call, k->name, a->data->name);
-    }
+    int na = desc->naccess;
     uint64_t mask = desc->field_mask;
-    if ((mask & CASK_TASK_ARGS) && desc->args_size && !desc->args)
-        return log_error(rt, CASK_ERR_INVALID, "%s(%s): args_size without args", call, k->name);
-    if ((mask & CASK_TASK_ARGS) && desc->args_size > UINT32_MAX)
-        return log_error(rt, CASK_ERR_INVALID, "%s(%s): args_size %zu (at most %u bytes)",
-                         call, k->name, desc->args_size, UINT32_MAX);
-    uint32_t want = (mask & CASK_TASK_WHERE) ? desc->where : CASK_WHERE_ANY;
-    if (want & ~(uint32_t)(CASK_WHERE_CPU | CASK_WHERE_GPU))
-        return log_error(rt, CASK_ERR_INVALID, "%s(%s): bad where %u", call, k->name, want);
-    if (want == CASK_WHERE_ANY)
-        want = CASK_WHERE_CPU | CASK_WHERE_GPU;
-    uint32_t impl = (k->cpu ? CASK_WHERE_CPU : 0) | (k->cuda ? CASK_WHERE_GPU : 0);
-    /* a simulated GPU runs CPU code: only where the caller sent the task there */
-    if (rt->sim && k->cpu && (mask & CASK_TASK_WHERE) && (desc->where & CASK_WHERE_GPU))
-        impl |= CASK_WHERE_GPU;
-    if (rt->sim && !k->cpu)
-        impl &= ~(uint32_t)CASK_WHERE_GPU;
-    if (!(want & impl))
-        return log_error(rt, CASK_ERR_INVALID, "%s(%s): kernel has no implementation for where=%u",
-                         call, k->name, want);
+    /* the checks, with their messages out of line; the access loop only with buffers */
+    if (__builtin_expect(!k || (unsigned)na > CASK_MAX_BUFFERS || (na && !desc->access), 0))
+        return graph_bad_task(g, desc, call);
+    for (int i = 0; i < na; i++) {
+        const cask_access *a = &desc->access[i];
+        if (__builtin_expect(!a->data || a->mode < CASK_READ || a->mode > CASK_RW ||
+                             a->data->rt != g->rt, 0))
+            return graph_bad_task(g, desc, call);
+    }
+    if (__builtin_expect((mask & CASK_TASK_ARGS) &&
+                         ((desc->args_size && !desc->args) || desc->args_size > UINT32_MAX), 0))
+        return graph_bad_task(g, desc, call);
+    uint32_t where = k->where_any;
     int device = -1;
-    if (mask & CASK_TASK_DEVICE) {
-        if (desc->device < -1 || desc->device >= rt->ngpu)
-            return log_error(rt, CASK_ERR_INVALID, "%s(%s): device %d (have %d GPUs)", call,
-                             k->name, desc->device, rt->ngpu);
-        device = desc->device;
+    if (__builtin_expect(mask & (CASK_TASK_WHERE | CASK_TASK_DEVICE), 0) || !where) {
+        cask_status st = graph_task_placement(g, desc, call, &where, &device);
+        if (st)
+            return st;
     }
 
     cask_task *t = arena_alloc(ar, sizeof *t);
@@ -223,11 +229,11 @@ static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g
     __builtin_prefetch(ar->cur + 8 * sizeof *t, 1);
     __builtin_prefetch(ar->cur + 8 * sizeof *t + 64, 1);
     __builtin_prefetch(ar->cur + 8 * sizeof *t + 128, 1);
-    cask_access *acc = desc->naccess ? arena_alloc(ar, desc->naccess * sizeof *acc) : NULL;
-    if (!t || (desc->naccess && !acc))
-        return log_error(rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
-    if (desc->naccess)
-        memcpy(acc, desc->access, desc->naccess * sizeof *acc);
+    cask_access *acc = na ? arena_alloc(ar, (size_t)na * sizeof *acc) : NULL;
+    if (!t || (na && !acc))
+        return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
+    if (na)
+        memcpy(acc, desc->access, (size_t)na * sizeof *acc);
     /* every field written once, no memset of the whole task */
     t->node.next = NULL;
     t->node.kind = SCHED_NODE_TASK;
@@ -235,13 +241,13 @@ static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g
     atomic_init(&t->done_run, 0);
     t->indegree = 0;
     t->nsucc = 0;
-    t->succv = NULL;
+    t->succv = &t->succ1;   /* never NULL: add_edge reads succv[nsucc - 1] */
     t->succ1 = NULL;
     t->graph = g;
     t->kernel = k;
     t->access = acc;
-    t->naccess = desc->naccess;
-    t->where = (uint8_t)(want & impl);
+    t->naccess = na;
+    t->where = (uint8_t)where;
     int prio = (mask & CASK_TASK_PRIORITY) ? desc->priority : 0;
     t->priority = prio;
     t->level = (int8_t)sched_prio_level(prio);
@@ -257,19 +263,9 @@ static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g
     t->parent = NULL;
     t->sub = NULL;
     t->errmsg = NULL;
-    if ((mask & CASK_TASK_ARGS) && desc->args_size) {
-        t->args = arena_alloc(ar, desc->args_size);
-        if (!t->args)
-            return log_error(rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
-        memcpy(t->args, desc->args, desc->args_size);
-        t->args_size = (uint32_t)desc->args_size;
-    }
     t->name = k->name;
-    if ((mask & CASK_TASK_NAME) && desc->name) {
-        t->name = arena_strdup(ar, desc->name);
-        if (!t->name)
-            return log_error(rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
-    }
+    if (__builtin_expect(mask & (CASK_TASK_ARGS | CASK_TASK_NAME), 0) && graph_task_extras(ar, t, desc))
+        return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
     *out = t;
     return CASK_OK;
 }
@@ -278,10 +274,8 @@ static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g
  * pass over the tasks): a priority, a task no worker can run. */
 static inline void note_task(cask_graph *g, cask_task *t)
 {
-    cask_runtime *rt = g->rt;
     g->any_priority |= t->priority != 0;
-    uint32_t can = (rt->ncpu > 0 ? CASK_WHERE_CPU : 0) | (rt->ngpu > 0 ? CASK_WHERE_GPU : 0);
-    if (__builtin_expect(!(t->where & can), 0) && !g->unrunnable)
+    if (__builtin_expect(!(t->where & g->can), 0) && !g->unrunnable)
         g->unrunnable = t;
 }
 
@@ -298,7 +292,7 @@ void graph_orphan_all(cask_runtime *rt)
 
 /* Appends t to g->tasks and, when built (not added while running), to the roots kept
  * while building: it has no predecessor yet. */
-static int append_task(cask_graph *g, cask_task *t, int building)
+static __attribute__((noinline)) int grow_lists(cask_graph *g, int building)
 {
     /* both arrays live in the arena: a big graph's come from the pool's spares */
     if (g->ntasks == g->tasks_cap) {
@@ -317,6 +311,14 @@ static int append_task(cask_graph *g, cask_task *t, int building)
         g->roots = n;
         g->roots_cap = cap;
     }
+    return 0;
+}
+
+static inline int append_task(cask_graph *g, cask_task *t, int building)
+{
+    if (__builtin_expect(g->ntasks == g->tasks_cap || (building && g->nroots == g->roots_cap), 0) &&
+        grow_lists(g, building))
+        return -1;
     t->id = (uint32_t)g->ntasks;
     t->ord = g->next_ord++;
     g->tasks[g->ntasks++] = t;
@@ -367,15 +369,27 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
         return CASK_ERR_INVALID;
     if (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING)
         return graph_add_running(g, desc, out);
+    uint64_t mask = desc->field_mask;
+    cask_status st;
+    if (mask & CASK_TASK_DEPS) {   /* checked before anything is added; messages apart */
+        int bad = desc->ndeps < 0 || (desc->ndeps && !desc->deps);
+        for (int i = 0; !bad && i < desc->ndeps; i++)
+            bad = !desc->deps[i] || desc->deps[i]->graph != g || desc->deps[i]->sub;
+        if (__builtin_expect(bad, 0))
+            return graph_check_deps(g, NULL, desc, "cask_graph_add_task");
+    }
     cask_task *t = NULL;
-    cask_status st = make_task(g, &g->ar, desc, "cask_graph_add_task", &t);
-    if (st)
+    if ((st = make_task(g, &g->ar, desc, "cask_graph_add_task", &t)))
         return st;
     if (append_task(g, t, 1))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
     note_task(g, t);
     if (t->naccess && (st = link_static(g, t)))
         return st;
+    if (mask & CASK_TASK_DEPS)
+        for (int i = 0; i < desc->ndeps; i++)
+            if (add_edge(g, &g->ar, desc->deps[i], t))
+                return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
     if (out)
         *out = t;
     return CASK_OK;
@@ -387,17 +401,28 @@ int graph_append_running(cask_graph *g, cask_task *t)
     return append_task(g, t, 0);
 }
 
-cask_status cask_task_depend(cask_task *after, cask_task *before)
+/* cask_task_depend's other cases: tasks of two graphs, children of a subflow, a running
+ * graph. */
+static __attribute__((noinline)) cask_status depend_other(cask_task *after, cask_task *before)
 {
-    if (!after || !before || after == before || after->graph != before->graph)
-        return CASK_ERR_INVALID;
     cask_graph *g = after->graph;
+    if (after->graph != before->graph)
+        return CASK_ERR_INVALID;
     if (after->sub || before->sub)   /* children of a subflow, before they are launched */
         return subflow_depend(after, before);
-    if (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING)
-        return log_error(g->rt, CASK_ERR_STATE, "cask_task_depend(%s after %s): graph is "
-                         "running (tasks added while it runs take their order from access "
-                         "modes)", after->name, before->name);
+    return log_error(g->rt, CASK_ERR_STATE, "cask_task_depend(%s after %s): graph is "
+                     "running (tasks added while it runs take their order from access "
+                     "modes)", after->name, before->name);
+}
+
+cask_status cask_task_depend(cask_task *after, cask_task *before)
+{
+    if (!after || !before || after == before)
+        return CASK_ERR_INVALID;
+    cask_graph *g = after->graph;
+    if (__builtin_expect(after->graph != before->graph || after->sub || before->sub ||
+                         atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING, 0))
+        return depend_other(after, before);
     if (add_edge(g, &g->ar, before, after))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_task_depend");
     return CASK_OK;

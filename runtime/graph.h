@@ -80,6 +80,7 @@ struct cask_graph {
     int maybe_cyclic;             /* an edge the order could not place: run Kahn */
     uint32_t next_ord;            /* ord of the next task added */
     int any_priority;             /* a task has a priority other than 0 */
+    uint32_t can;                 /* CASK_WHERE_* the runtime has workers for */
     task_link *late;              /* edges added while running, newest first: not in the
                                      successor arrays (a running task's must not change) */
     task_link *bigs;              /* tasks whose fan-out reached SCHED_SPLIT_RELEASE */
@@ -139,6 +140,22 @@ int graph_append_running(cask_graph *g, cask_task *t);
 /* Validates desc and makes a task in arena a (not linked anywhere); ERR with a message. */
 cask_status graph_make_task(cask_graph *g, arena *a, const cask_task_desc *desc,
                             const char *call, cask_task **out);
+/* ---- a task's description, beside the hot path of make_task (task_desc.c) ---- */
+/* The message of what is wrong with desc (a valid one never comes here): CASK_ERR_INVALID. */
+cask_status graph_bad_task(cask_graph *g, const cask_task_desc *desc, const char *call)
+    __attribute__((noinline, cold));
+/* Where a task given a placement (CASK_TASK_WHERE) or a device may run: *where and
+ * *device, or CASK_ERR_INVALID with a message. Tasks without either take the kernel's
+ * where_any (cask_kernel_register), which follows the same rules. */
+cask_status graph_task_placement(cask_graph *g, const cask_task_desc *desc, const char *call,
+                                 uint32_t *where, int *device) __attribute__((noinline));
+/* Copies desc's arguments (CASK_TASK_ARGS) and name (CASK_TASK_NAME) into t, from
+ * arena ar: 0, or -1 out of memory. */
+int graph_task_extras(arena *ar, cask_task *t, const cask_task_desc *desc) __attribute__((noinline));
+/* Why desc's CASK_TASK_DEPS cannot be taken for a task of g built statically (sf NULL)
+ * or spawned in subflow sf (tasks of that subflow only), or CASK_OK. */
+cask_status graph_check_deps(cask_graph *g, const struct subflow *sf, const cask_task_desc *desc,
+                             const char *call);
 /* Sequential-task-flow edges of t from the handles' build state (static build). */
 cask_status graph_link_static(cask_graph *g, cask_task *t);
 /* Notes that t's fan-out reached SCHED_SPLIT_RELEASE (g->bigs); -1 out of memory. */

@@ -161,6 +161,10 @@ static int link_running(cask_graph *g, cask_task *pred, cask_task *t)
 cask_status graph_add_running(cask_graph *g, const cask_task_desc *desc, cask_task **out)
 {
     cask_runtime *rt = g->rt;
+    if (desc->field_mask & CASK_TASK_DEPS)
+        return log_error(rt, CASK_ERR_STATE, "cask_graph_add_task(%s): explicit deps while the "
+                         "graph runs (tasks added while it runs take their order from access "
+                         "modes)", desc->kernel ? desc->kernel->name : "?");
     pthread_mutex_lock(&g->lock);
     if (atomic_load(&g->state) != GRAPH_RUNNING) {
         /* it stopped running between the caller's look and the lock */

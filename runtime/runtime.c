@@ -272,6 +272,10 @@ cask_status cask_kernel_register(cask_runtime *rt, const cask_kernel_desc *desc,
     k->cpu = desc->cpu;
     k->cuda = desc->cuda;
     k->flags = desc->flags;
+    /* where a task without CASK_TASK_WHERE may run (graph.c's task_placement): simulated
+       GPUs run no kernel without a CPU implementation */
+    k->where_any = (desc->cpu ? CASK_WHERE_CPU : 0) |
+                   (desc->cuda && (desc->cpu || !rt->sim) ? CASK_WHERE_GPU : 0);
     pthread_mutex_lock(&rt->lock);
     k->id = rt->nkernels++;
     k->next = rt->kernels;

@@ -29,6 +29,8 @@ struct cask_kernel {
     cask_kernel_fn cuda;
     uint32_t flags;
     uint32_t id;
+    uint32_t where_any;         /* CASK_WHERE_* a task given no placement may use (the
+                                   rules of graph.c's task_placement); 0: none */
     /* estimated service time of one task on each GPU (scheduler/gpu_commit.c), 0 unknown,
        and the last sample it learnt from (written by that GPU's worker only) */
     _Atomic uint64_t gpu_ns[CASK_MAX_GPUS];

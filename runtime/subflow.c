@@ -64,8 +64,10 @@ cask_status cask_task_spawn(cask_task_ctx *ctx, const cask_task_desc *desc, uint
     if (!sf)
         return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", parent->name);
     cask_task *t;
-    cask_status st = graph_make_task(g, &sf->ar, desc, "cask_task_spawn", &t);
-    if (st)
+    cask_status st;
+    if ((desc->field_mask & CASK_TASK_DEPS) && (st = graph_check_deps(g, sf, desc, "cask_task_spawn")))
+        return st;
+    if ((st = graph_make_task(g, &sf->ar, desc, "cask_task_spawn", &t)))
         return st;
     for (int i = 0; i < t->naccess; i++) {
         cask_data *d = t->access[i].data;
@@ -113,6 +115,10 @@ cask_status cask_task_spawn(cask_task_ctx *ctx, const cask_task_desc *desc, uint
             e->last_writer = t;
             e->readers = NULL;
         }
+    if (desc->field_mask & CASK_TASK_DEPS)   /* siblings of this subflow (checked above) */
+        for (int i = 0; i < desc->ndeps; i++)
+            if (graph_add_edge(NULL, &sf->ar, desc->deps[i], t))
+                return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", parent->name);
     sf->kids[sf->nkids++] = t;
     if (out)
         *out = t;

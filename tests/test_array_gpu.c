@@ -3,6 +3,7 @@
  * GPUs) and on a CPU-only runtime; what the docs promise bit for bit (IEEE arithmetic,
  * uniform random numbers, sums, min/max/arg, integers, copies) must be identical, the
  * rest (library math functions, normal variates, matmul) close. */
+#include "gpu_main.h"
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include "array_ref.h"
@@ -383,3 +384,5 @@ Test(gpu, array_compiled_programs_equal_the_interpreter, .init = up, .fini = dow
     }
     free(xf);
 }
+
+CASK_GPU_TEST_MAIN("array_gpu")

@@ -7,32 +7,14 @@
 #define KNN_TEST_HELPERS_ONLY
 #include "test_knn_kernels.c"
 
-TestSuite(knn_gpu, .timeout = 300);
+#include "gpu_main.h"
 
-/* A runtime with every real GPU, or NULL after cr_skip_test when there is none. */
-static cask_runtime *start_gpus(void)
-{
-    cask_config cfg = {0};
-    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_SIM_GPUS | CASK_CONFIG_BIND;
-    cfg.ncpu = 2;
-    cfg.sim_gpus = 0;
-    cfg.bind = 0;
-    cask_runtime *rt = NULL;
-    if (cask_init(&cfg, &rt) != CASK_OK)
-        return NULL;
-    cask_runtime_info info;
-    cr_assert_eq(cask_runtime_query(rt, &info), CASK_OK);
-    if (info.ngpus == 0 || info.simulated_gpus) {
-        cask_shutdown(rt);
-        return NULL;
-    }
-    return rt;
-}
+TestSuite(knn_gpu, .timeout = 300);
 
 /* Runs the plan on GPUs and on CPUs; both must pass the brute force and agree bitwise. */
 static void gpu_vs_cpu(knn_plan pl, const void *obs, int64_t n, const void *ref, int64_t m)
 {
-    cask_runtime *rt = start_gpus();
+    cask_runtime *rt = gpu_runtime_ncpu(2);
     if (!rt)
         cr_skip_test("no GPU");
     int32_t *ig = malloc(n * 4), *ic = malloc(n * 4);
@@ -115,3 +97,5 @@ Test(knn_gpu, radians_doubles_poles_antimeridian)
     gpu_vs_cpu(pl, obs, n, ref, m);
     free(obs), free(ref);
 }
+
+CASK_GPU_TEST_MAIN("knn_gpu")

@@ -6,32 +6,15 @@
 #define KNN_K_HELPERS_ONLY
 #include "test_knn_k.c"
 
-TestSuite(knn_k_gpu, .timeout = 300);
+#include "gpu_main.h"
 
-static cask_runtime *gpu_runtime(void)
-{
-    cask_config cfg = {0};
-    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_SIM_GPUS | CASK_CONFIG_BIND;
-    cfg.ncpu = 2;
-    cfg.sim_gpus = 0;
-    cfg.bind = 0;
-    cask_runtime *rt = NULL;
-    if (cask_init(&cfg, &rt) != CASK_OK)
-        return NULL;
-    cask_runtime_info info;
-    cr_assert_eq(cask_runtime_query(rt, &info), CASK_OK);
-    if (info.ngpus == 0 || info.simulated_gpus) {
-        cask_shutdown(rt);
-        return NULL;
-    }
-    return rt;
-}
+TestSuite(knn_k_gpu, .timeout = 300);
 
 /* GPU brute and pruned: both equal (bytes) to the CPU brute force, which passes check_k. */
 static void gpu_vs_cpu(const float *obs, int64_t n, const float *ref, int64_t m, int k, int oc,
                        int rc)
 {
-    cask_runtime *rt = gpu_runtime();
+    cask_runtime *rt = gpu_runtime_ncpu(2);
     if (!rt)
         cr_skip_test("no GPU");
     kplan cpu = {k, 0, oc, rc, CASK_WHERE_CPU};
@@ -105,3 +88,5 @@ Test(knn_k_gpu, fewer_references_than_k)
     gpu_vs_cpu(obs, 1000, ref, 20, 16, 1, 2);
     free(obs), free(ref);
 }
+
+CASK_GPU_TEST_MAIN("knn_k_gpu")

@@ -307,8 +307,10 @@ int main(int argc, char **argv)
         jacobi_init_args ia = {o.n, bl[b].rows};
         cask_access acc[3] = {{bl[b].u[0], CASK_WRITE}, {bl[b].top[0], CASK_WRITE},
                               {bl[b].bot[0], CASK_WRITE}};
-        cask_task_desc d = {CASK_TASK_ARGS | CASK_TASK_WHERE | (ngpu ? CASK_TASK_DEVICE : 0),
-                            kinit, acc, 3, &ia, sizeof ia, 0, NULL, where, bl[b].device};
+        cask_task_desc d = {.field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE |
+                                          (ngpu ? CASK_TASK_DEVICE : 0),
+                            .kernel = kinit, .access = acc, .naccess = 3, .args = &ia,
+                            .args_size = sizeof ia, .where = where, .device = bl[b].device};
         TRY(sg_add(&g, &d));
     }
     if (sg_compute(&g))
@@ -330,9 +332,11 @@ int main(int argc, char **argv)
                 {k->top[1 - p], CASK_WRITE},
                 {k->bot[1 - p], CASK_WRITE},
                 {k->res, CASK_WRITE}};
-            cask_task_desc d = {CASK_TASK_ARGS | CASK_TASK_WHERE | (ngpu ? CASK_TASK_DEVICE : 0),
-                                kstep, acc, sa.want_res ? 7 : 6, &sa, sizeof sa, 0, NULL, where,
-                                k->device};
+            cask_task_desc d = {.field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE |
+                                              (ngpu ? CASK_TASK_DEVICE : 0),
+                                .kernel = kstep, .access = acc, .naccess = sa.want_res ? 7 : 6,
+                                .args = &sa, .args_size = sizeof sa, .where = where,
+                                .device = k->device};
             TRY(sg_add(&g, &d));
         }
     }

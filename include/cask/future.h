@@ -69,8 +69,9 @@ enum cask_spawn_flag {
  * finished: the parent's successors, futures and the graph's end wait for it, and its
  * failure is the parent's (seen by the parent's future). Children of one parent are
  * ordered among themselves by their access modes in the order they were spawned
- * (sequential task flow within the subflow) and by cask_task_depend between two of
- * them before the kernel returns; they get no dependency on other tasks (the parent
+ * (sequential task flow within the subflow), by cask_task_depend between two of
+ * them before the kernel returns, and by CASK_TASK_DEPS naming siblings spawned
+ * before (any other task there is CASK_ERR_INVALID); they get no dependency on other tasks (the parent
  * already waited for its inputs, and holds them: a child may use the parent's buffers,
  * and data created for the subflow). Children inherit the graph's error handling: once
  * the graph failed, children not started are skipped. Children may spawn children (a

@@ -32,7 +32,8 @@ enum cask_task_field {
     CASK_TASK_PRIORITY = 1u << 1,
     CASK_TASK_NAME     = 1u << 2,
     CASK_TASK_WHERE    = 1u << 3,
-    CASK_TASK_DEVICE   = 1u << 4
+    CASK_TASK_DEVICE   = 1u << 4,
+    CASK_TASK_DEPS     = 1u << 5
 };
 
 typedef struct cask_task_desc {
@@ -51,6 +52,11 @@ typedef struct cask_task_desc {
     const char *name;             /* CASK_TASK_NAME: copied; default kernel name */
     uint32_t where;               /* CASK_TASK_WHERE: cask_where; default ANY */
     int device;                   /* CASK_TASK_DEVICE: preferred GPU index */
+    cask_task *const *deps;       /* CASK_TASK_DEPS: ndeps tasks it waits for, as if
+                                     cask_task_depend(task, deps[i]) followed the add (a
+                                     Dask-style graph: each task names its inputs); the
+                                     array is read during the call only */
+    int ndeps;
 } cask_task_desc;
 
 #define CASK_MAX_BUFFERS 16
@@ -73,7 +79,10 @@ cask_status cask_graph_create(cask_runtime *rt, cask_graph **out);
  * (the run is ending: cask_graph_wait already ended its submission and every task
  * finished), CASK_ERR_BUSY (running: a data handle new to the graph is acquired or used
  * by another running graph), CASK_ERR_UNSUPPORTED (running: no worker can run it),
- * CASK_ERR_NOMEM. */
+ * CASK_ERR_NOMEM. With CASK_TASK_DEPS: CASK_ERR_INVALID (ndeps < 0, deps NULL with
+ * ndeps > 0, a NULL task, a task of another graph or a subflow's child), CASK_ERR_STATE
+ * (the graph is running: tasks added while it runs take their order from access modes);
+ * nothing is added then. */
 cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_task **out);
 
 /* Adds an explicit edge: `after` waits for `before`. Both in g. A cycle is reported by
