@@ -13,6 +13,7 @@
  * graph (transfers are tasks, dist_xfer.c), whose sequential task flow derives the
  * dependencies, so no phase waits for another. See docs/distributed.md. */
 #include "dist/dist_impl.h"
+#include "dist/dist_plan.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,48 +23,6 @@
 #include "runtime/log.h"
 #include "runtime/runtime.h"   /* struct cask_kernel: its name */
 
-/* ---- planning state (the same on every rank) ---- */
-
-/* A handle of one datum on one rank, in the plan's terms: hid 0 is the user's handle
- * on the owner; the others are copies. */
-typedef struct phandle {
-    int rank;
-    int last_use;             /* latest phase of a task using it */
-    int last_send;            /* latest exchange step that sends from it, -1 none */
-    cask_data *local;         /* on this rank: the cask handle */
-} phandle;
-
-typedef struct ploc {
-    int h;                    /* index into pdatum.h */
-    int avail;                /* phase from which the latest version is readable there */
-} ploc;
-
-typedef struct pdatum {
-    uint32_t version;
-    int prod_phase;           /* phase of the latest version's producer, -1 initial */
-    int holder;               /* index into h: where it was produced */
-    phandle *h;
-    int nh, caph;
-    ploc *locs;               /* handles holding the latest version */
-    int nlocs, capl;
-    int touched;              /* written by the graph */
-    int gpu_made;             /* the latest version's producer runs on a GPU if it can */
-} pdatum;
-
-typedef struct planner {
-    cask_dist_graph *g;
-    cask_dist *dist;
-    int me;                   /* this rank; -1 in the dry pass (no local effects) */
-    int balance;              /* move tasks off ranks past their quota */
-    double quota;             /* bytes of work a rank takes before giving tasks away */
-    pdatum *pd;
-    double *load;
-    double total;
-    int maxphase;
-    uint32_t nccl_seq;        /* NCCL transfers planned so far (every rank alike) */
-    const dist_replan *rp;    /* a recovery plan (dist_recover.c), or NULL */
-    cask_status st;
-} planner;
 
 static int add_handle(planner *P, pdatum *d, int rank)
 {
@@ -111,7 +70,7 @@ static void add_loc(planner *P, pdatum *d, int h, int avail)
 }
 
 /* The location of the latest version of d on rank r, or -1. */
-static int loc_on(const pdatum *d, int r)
+int plan_loc_on(const pdatum *d, int r)
 {
     for (int i = 0; i < d->nlocs; i++)
         if (d->h[d->locs[i].h].rank == r)
@@ -119,7 +78,7 @@ static int loc_on(const pdatum *d, int r)
     return -1;
 }
 
-static dist_slot *new_slot(planner *P)
+dist_slot *plan_new_slot(planner *P)
 {
     cask_dist_graph *g = P->g;
     dist_slot *s = calloc(1, sizeof *s);
@@ -153,8 +112,8 @@ dist_slot *dist_slot_find(const cask_dist_graph *g, uint32_t gid, uint32_t versi
     return NULL;
 }
 
-static void push_send(planner *P, int exchange, int to, uint32_t gid, uint32_t version,
-                      cask_data *h, int nccl, uint32_t seq)
+void plan_push_send(planner *P, int exchange, int to, uint32_t gid, uint32_t version,
+                    cask_data *h, int nccl, uint32_t seq)
 {
     cask_dist_graph *g = P->g;
     if (g->nsends == g->sends_cap) {
@@ -190,8 +149,8 @@ static void note_made(planner *P, cask_data *d)
 
 /* On this rank: a copy handle for datum gid, filled by a transfer (landing buffer
  * registered as a handle) or by a task (runtime-allocated). */
-static cask_data *make_local_copy(planner *P, uint32_t gid, uint32_t version, int incoming,
-                                  void **buf_out)
+cask_data *plan_make_local_copy(planner *P, uint32_t gid, uint32_t version, int incoming,
+                                void **buf_out)
 {
     cask_runtime *rt = P->dist->rt;
     size_t bytes = P->dist->data[gid].bytes;
@@ -224,7 +183,7 @@ static cask_data *make_local_copy(planner *P, uint32_t gid, uint32_t version, in
  * by a task that runs on one (reader NULL: a final copy into host memory, which goes
  * by UCX: through NCCL it would cross the host link twice). If so, its number in the
  * plan's global order of NCCL transfers. */
-static int by_nccl(planner *P, const pdatum *d, const dist_task *reader, uint32_t *seq)
+int plan_by_nccl(planner *P, const pdatum *d, const dist_task *reader, uint32_t *seq)
 {
     if (P->rp || !P->dist->nccl_all || !d->gpu_made || !reader || !reader->kernel->cuda ||
         reader->where == CASK_WHERE_CPU)
@@ -274,7 +233,7 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *re
     int nccl = route == DIST_ROUTE_NCCL, gpu_ucx = route == DIST_ROUTE_UCX_CUDA;
     int staged = route == DIST_ROUTE_HOST && d->gpu_made && on_gpu(dist, reader);
     if (src->rank == P->me) {
-        push_send(P, exchange, r, gid, d->version, src->local, nccl, seq);
+        plan_push_send(P, exchange, r, gid, d->version, src->local, nccl, seq);
         if (P->st == CASK_OK) {
             g->sends[g->nsends - 1].gpu_ucx = gpu_ucx;
             g->sends[g->nsends - 1].staged = staged;
@@ -285,7 +244,7 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *re
         g->transfers_nccl += (size_t)nccl;
     }
     if (r == P->me) {
-        dist_slot *s = new_slot(P);
+        dist_slot *s = plan_new_slot(P);
         if (!s)
             return -1;
         s->gid = gid;
@@ -298,7 +257,7 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *re
         s->gpu_ucx = gpu_ucx;
         s->staged = staged;
         /* NCCL, UCX-CUDA: on the GPU (UCX-CUDA: a pinned replica, dist_gpux.c) */
-        s->h = make_local_copy(P, gid, d->version, !nccl && !gpu_ucx, &s->buf);
+        s->h = plan_make_local_copy(P, gid, d->version, !nccl && !gpu_ucx, &s->buf);
         d->h[h].local = s->h;
         g->transfers_in++;
         g->bytes_in += bytes;
@@ -391,7 +350,7 @@ static void plan_task(planner *P, size_t ti)
         uint32_t gid = t->access[a].gid;
         pdatum *d = &P->pd[gid];
         if (mode_of[a] & CASK_READ) {
-            int li = loc_on(d, r);
+            int li = plan_loc_on(d, r);
             if (li >= 0) {
                 hidx[a] = d->locs[li].h;
                 if (d->locs[li].avail > phase)
@@ -412,7 +371,7 @@ static void plan_task(planner *P, size_t ti)
                 if (hidx[a] < 0)
                     return;
                 if (r == P->me)
-                    d->h[hidx[a]].local = make_local_copy(P, gid, d->version + 1, 0, NULL);
+                    d->h[hidx[a]].local = plan_make_local_copy(P, gid, d->version + 1, 0, NULL);
             }
         }
         if (mode_of[a] & CASK_WRITE) {
@@ -455,183 +414,6 @@ static void plan_task(planner *P, size_t ti)
         }
         g->ntasks_here++;
     }
-}
-
-/* The gather destinations on this rank: where one copy of a final version goes (the
- * first, and the others of gathers of the same datum to this rank). */
-typedef struct dests {
-    void *first;
-    void **also;              /* malloc'ed; owned by the slot or copy that gets them */
-    int nalso;
-} dests;
-
-/* A copy between this rank's handles at the end (from -> the owner's handle `to`
- * and/or the gather destinations ds; neither: only a mark that gid's final version is
- * home, which a recovery reads). */
-static void push_copy(planner *P, uint32_t gid, cask_data *from, cask_data *to, dests *ds)
-{
-    cask_dist_graph *g = P->g;
-    if (g->ncopies == g->copies_cap) {
-        size_t cap = g->copies_cap ? 2 * g->copies_cap : 16;
-        dist_local_copy *n = realloc(g->copies, cap * sizeof *n);
-        if (!n) {
-            P->st = CASK_ERR_NOMEM;
-            return;
-        }
-        g->copies = n;
-        g->copies_cap = cap;
-    }
-    g->copies[g->ncopies++] = (dist_local_copy){
-        .from = from, .to = to, .dest = ds ? ds->first : NULL, .also = ds ? ds->also : NULL,
-        .nalso = ds ? ds->nalso : 0, .graph = g, .gid = gid, .gpu_made = P->pd[gid].gpu_made };
-    if (ds)
-        *ds = (dests){ 0 };
-}
-
-/* Sends the latest version of gid to rank `to` at the final exchange, where it goes
- * into the owner's handle (home) and/or gather destinations (ds, on `to`). */
-static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, dests *ds,
-                           int final_exchange)
-{
-    cask_dist *dist = P->dist;
-    cask_dist_graph *g = P->g;
-    pdatum *d = &P->pd[gid];
-    phandle *src = &d->h[d->holder];
-    uint32_t seq = 0;
-    int nccl = by_nccl(P, d, NULL, &seq);
-    if (src->rank == P->me) {
-        push_send(P, final_exchange, to, gid, d->version, src->local, nccl, seq);
-        g->transfers_out++;
-        g->bytes_out += dist->data[gid].bytes;
-    }
-    if (to != P->me)
-        return;
-    dist_slot *s = new_slot(P);
-    if (!s)
-        return;
-    s->gid = gid;
-    s->version = d->version;
-    s->exchange = final_exchange;
-    s->from = src->rank;
-    s->home = home;
-    s->dest = ds->first;
-    s->also = ds->also;
-    s->nalso = ds->nalso;
-    *ds = (dests){ 0 };
-    s->graph = g;
-    s->nccl = nccl;
-    s->seq = seq;
-    if (nccl) {   /* lands on the GPU, then delivered from there */
-        if (!(s->h = make_local_copy(P, gid, d->version, 0, NULL)))
-            return;
-    } else if (cask_host_alloc(dist->rt, dist->data[gid].bytes, &s->buf)) {
-        P->st = CASK_ERR_NOMEM;
-        return;
-    }
-    g->transfers_in++;
-    g->bytes_in += dist->data[gid].bytes;
-}
-
-/* The destinations on this rank of the gathers of one datum to `root` (chain: the
- * gathers of that datum, by next[]). Empty unless root is this rank. */
-static void dests_of(planner *P, const int *next, int first, int root, dests *ds)
-{
-    const cask_dist_graph *g = P->g;
-    *ds = (dests){ 0 };
-    if (root != P->me)
-        return;
-    for (int k = first; k >= 0; k = next[k]) {
-        void *dest = g->gathers[k].dest;
-        if (g->gathers[k].root != root || !dest || (P->rp && !P->rp->out_gather[k]))
-            continue;
-        if (!ds->first) {
-            ds->first = dest;
-            continue;
-        }
-        void **n = realloc(ds->also, (size_t)(ds->nalso + 1) * sizeof *n);
-        if (!n) {
-            P->st = CASK_ERR_NOMEM;
-            return;
-        }
-        ds->also = n;
-        ds->also[ds->nalso++] = dest;
-    }
-}
-
-/* After the last phase: each written datum's latest version goes home to its owner's
- * handle, and each gathered one to the destination of every gather of it. A datum may
- * be gathered to several roots, and to one root several times: each root gets one
- * copy (a local copy where the version is already there, the owner's with its home
- * copy, else one transfer), which fills all its destinations. Every rank walks the
- * gathers in the order they were declared, so all plan the same transfers. */
-static void plan_final(planner *P, int final_exchange)
-{
-    cask_dist *dist = P->dist;
-    cask_dist_graph *g = P->g;
-    size_t ng = g->ngathers;
-    int *first = malloc((dist->ndata ? dist->ndata : 1) * sizeof *first);
-    int *next = malloc((ng ? ng : 1) * sizeof *next);
-    if (!first || !next) {
-        P->st = CASK_ERR_NOMEM;
-        goto out;
-    }
-    for (uint32_t gid = 0; gid < dist->ndata; gid++)
-        first[gid] = -1;
-    for (size_t k = ng; k-- > 0;) {   /* chains in declaration order */
-        next[k] = first[g->gathers[k].gid];
-        first[g->gathers[k].gid] = (int)k;
-    }
-    for (uint32_t gid = 0; gid < dist->ndata && !P->st; gid++) {
-        pdatum *d = &P->pd[gid];
-        int owner = dist->data[gid].owner;
-        int li_owner = loc_on(d, owner);
-        cask_data *home_h = dist->data[gid].home;
-        /* h 0 is the owner's home handle, except in a recovery plan that starts from
-         * another handle (its result is then copied home) */
-        int h0_home = !P->rp || !P->rp->fresh[gid];
-        int need_home = d->touched && !(li_owner >= 0 && d->locs[li_owner].h == 0 && h0_home);
-        if (P->rp && !P->rp->out_home[gid])
-            need_home = 0;   /* home already: a recovery does not deliver it again */
-        if (!need_home && d->touched && owner == P->me && li_owner >= 0 &&
-            (!P->rp || P->rp->out_home[gid]))
-            /* written in place at home: a mark that it got there (a recovery skips it) */
-            push_copy(P, gid, d->h[0].local, NULL, NULL);
-        dests ds;
-        if (need_home) {   /* with the owner's gathers, if any */
-            dests_of(P, next, first[gid], owner, &ds);
-            if (li_owner >= 0) {
-                if (owner == P->me)
-                    push_copy(P, gid, d->h[d->locs[li_owner].h].local, home_h, &ds);
-            } else {
-                final_transfer(P, gid, owner, owner == P->me ? home_h : NULL, &ds,
-                               final_exchange);
-            }
-            free(ds.also);
-        }
-        for (int k = first[gid]; k >= 0 && !P->st; k = next[k]) {
-            if (P->rp && !P->rp->out_gather[k])
-                continue;   /* delivered before the loss: not again */
-            int root = g->gathers[k].root, seen = need_home && root == owner;
-            if (dist->excluded[root])
-                continue;   /* a root out of the view: nothing goes to it */
-            for (int j = first[gid]; j != k && !seen; j = next[j])
-                seen = g->gathers[j].root == root && !(P->rp && !P->rp->out_gather[j]);
-            if (seen)
-                continue;   /* this root is served already */
-            dests_of(P, next, k, root, &ds);
-            int li = loc_on(d, root);
-            if (li >= 0) {
-                if (root == P->me)
-                    push_copy(P, gid, d->h[d->locs[li].h].local, NULL, &ds);
-            } else {
-                final_transfer(P, gid, root, NULL, &ds, final_exchange);
-            }
-            free(ds.also);
-        }
-    }
-out:
-    free(first);
-    free(next);
 }
 
 static void planner_free(planner *P)
