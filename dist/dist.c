@@ -131,6 +131,7 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
     dist_nccl_abort(dist, msg);
+    dist_testkill_on_lost(dist);
 }
 
 static void on_ctrl_msg(void *arg, xport_ucx_msg *m)

@@ -430,6 +430,10 @@ cask_status dist_testkill_probe(cask_dist_graph *g, const cask_access *acc, int 
 /* CASK_DIST_TEST_DROP_DONE=R:S:N: on rank R, the DONE of run N from rank S is dropped
  * as if it came after a view change (1: drop it). Called under dist->mu. */
 int dist_testkill_drop_done(const cask_dist *dist, int from, uint32_t run);
+/* CASK_DIST_TEST_STALL=R:MS: on rank R, the first news of a loss (a lost peer, or a
+ * MEMBER naming one: on the transport's progress thread) sleeps MS ms. Not under
+ * dist->mu. */
+void dist_testkill_on_lost(cask_dist *dist);
 
 /* dist_xfer.c: the tasks that move chunks (send, receive, deliver, copy) and the
  * handler of data messages. */

@@ -187,6 +187,8 @@ void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h)
     }
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
+    if (fresh_suspects)
+        dist_testkill_on_lost(dist);   /* a test hook: stalls here, before the answer */
     if (reply && !(r_mask >> from & 1))
         send_member(dist, from, r_epoch, r_mask, 1);
     if (fresh_suspects)
