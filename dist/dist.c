@@ -92,10 +92,10 @@ struct cask_dist_graph *dist_find_graph(cask_dist *dist, uint32_t id)
 }
 
 #ifdef CASK_HAVE_UCX
-static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
+/* silent: only silence (the peer timeout), which a message from it takes back
+ * (dist_member_on_back); else a failure */
+static void peer_lost(cask_dist *dist, int peer, const char *why, int silent)
 {
-    cask_dist *dist = arg;
-    (void)st;
     /* receives that may never come end now (several graphs may be computing) */
     enum { MAXG = 16 };
     cask_task_async **tok[MAXG];
@@ -104,6 +104,10 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
     int ng = 0;
     char msg[sizeof dist->err];
     pthread_mutex_lock(&dist->mu);
+    if (peer < 64 && !silent)
+        dist->silent &= ~(1ull << peer);   /* failed for good */
+    else if (peer < 64 && !dist->lost[peer])
+        dist->silent |= 1ull << peer;
     if (!dist->lost[peer] && dist->excluded[peer]) {
         dist->lost[peer] = 1;   /* fenced out already: the survivors went on without it */
         dist->nlost++;
@@ -132,6 +136,22 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
     pthread_mutex_unlock(&dist->mu);
     dist_nccl_abort(dist, msg);
     dist_testkill_on_lost(dist);
+}
+
+static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
+{
+    (void)st;
+    peer_lost(arg, peer, why, 0);
+}
+
+/* The transport's suspicion (st != CASK_OK: silent for the peer timeout) and its end
+ * (CASK_OK: heard again), on its progress thread. */
+static void on_peer_silent(void *arg, int peer, cask_status st, const char *why)
+{
+    if (st)
+        peer_lost(arg, peer, why, 1);
+    else
+        dist_member_on_back(arg, peer);
 }
 
 static void on_ctrl_msg(void *arg, xport_ucx_msg *m)
@@ -256,8 +276,9 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         goto fail;
     if (dist->size > 1) {
 #ifdef CASK_HAVE_UCX
-        xport_ucx_config uc = { .field_mask = XPORT_UCX_ON_PEER, .on_peer_failure = on_peer_lost,
-                                .on_peer_arg = dist };
+        xport_ucx_config uc = { .field_mask = XPORT_UCX_ON_PEER | XPORT_UCX_ON_SILENT,
+                                .on_peer_failure = on_peer_lost,
+                                .on_peer_silent = on_peer_silent, .on_peer_arg = dist };
         if (cfg && (cfg->field_mask & CASK_DIST_PEER_TIMEOUT_MS)) {
             uc.field_mask |= XPORT_UCX_TIMEOUT_MS;
             uc.peer_timeout_ms = cfg->peer_timeout_ms;

@@ -99,6 +99,9 @@ struct cask_dist {
     uint8_t *excluded;        /* per rank: out of the agreed view (dead or fenced) */
     int nexcluded;
     uint64_t suspects;        /* ranks others hold dead, not yet agreed */
+    uint64_t silent;          /* lost here only by silence (the peer timeout): heard
+                                 again before a view leaves them out, they are back */
+    uint64_t heard_back;      /* silent ranks heard again since (the agreement's cue) */
     uint32_t *mem_epoch;      /* per rank: epoch of its latest MEMBER message */
     uint64_t *mem_mask;       /* and its mask */
     int agreeing;             /* this rank's compute thread is agreeing now */
@@ -397,6 +400,9 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen);
 cask_status dist_member_settle(cask_dist *dist);
 /* A MEMBER message (progress thread). */
 void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h);
+/* The transport heard again from a rank it had found silent (its progress thread):
+ * unless a view left it out already, it is not lost any more. */
+void dist_member_on_back(cask_dist *dist, int peer);
 /* Ends the waiting receives of every running graph with why (a loss to agree on). */
 void dist_member_break_runs(cask_dist *dist, const char *why);
 
