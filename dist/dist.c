@@ -108,6 +108,8 @@ static void peer_lost(cask_dist *dist, int peer, const char *why, int silent)
         dist->silent &= ~(1ull << peer);   /* failed for good */
     else if (peer < 64 && !dist->lost[peer])
         dist->silent |= 1ull << peer;
+    if (peer < 64)
+        dist->heard_back &= ~(1ull << peer);   /* lost again since */
     if (!dist->lost[peer] && dist->excluded[peer]) {
         dist->lost[peer] = 1;   /* fenced out already: the survivors went on without it */
         dist->nlost++;
@@ -402,7 +404,8 @@ cask_status cask_dist_finalize(cask_dist *dist)
         dist->early = e->next;
         free(e);
     }
-    if (dist->nlost || dist->nexcluded) {
+    if (dist->nlost || dist->nexcluded || dist->fenced) {
+        /* a fenced rank too: the others, who went on without it, skip the barrier */
         if (!dist_all_losses_agreed(dist) || dist->fenced)
             st = CASK_ERR_PEER;
     } else {
