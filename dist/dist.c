@@ -147,13 +147,22 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
 }
 
 /* The transport's suspicion (st != CASK_OK: silent for the peer timeout) and its end
- * (CASK_OK: heard again), on its progress thread. */
+ * (CASK_OK: heard again), on its progress thread. A rank the others can go on without
+ * (a majority remains) is lost at once, as any: its sends in flight end, so that the
+ * survivors do not wait for it. Only one without which no majority would remain stays
+ * a suspect that a message takes back (dist_member_on_back): leaving it out could only
+ * fence this rank too. */
 static void on_peer_silent(void *arg, int peer, cask_status st, const char *why)
 {
-    if (st)
-        peer_lost(arg, peer, why, 1);
-    else
-        dist_member_on_back(arg, peer);
+    cask_dist *dist = arg;
+    if (!st) {
+        dist_member_on_back(dist, peer);
+        return;
+    }
+    int hard = dist_member_can_leave_out(dist, peer);
+    peer_lost(dist, peer, why, !hard);
+    if (hard)
+        xport_ucx_fence(dist->ucx, peer);   /* silent already: failed at the next tick */
 }
 
 static void on_ctrl_msg(void *arg, xport_ucx_msg *m)

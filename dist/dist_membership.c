@@ -246,6 +246,18 @@ void dist_member_on_back(cask_dist *dist, int peer)
                 "heard again: not lost", dist->rank, peer);
 }
 
+static int quorum(const cask_dist *dist, uint64_t dead);
+
+int dist_member_can_leave_out(cask_dist *dist, int peer)
+{
+    if (peer < 0 || peer >= 64 || dist->size > 64)
+        return 1;
+    pthread_mutex_lock(&dist->mu);
+    int q = quorum(dist, dead_mask(dist) | 1ull << peer);
+    pthread_mutex_unlock(&dist->mu);
+    return q;
+}
+
 static int quorum(const cask_dist *dist, uint64_t dead)
 {
     int prev = 0, next = 0, lowest = -1;
