@@ -11,6 +11,15 @@
  * from ranks out of the view, are dropped (dist_run.c, dist_xfer.c), and no rank sends
  * to a rank out of the view: a rank that was only slow is fenced out for good.
  *
+ * Late heartbeats: a rank this rank's transport found silent, without which no majority
+ * would remain (dist.c, on_peer_silent), is held dead but not told; heard again before
+ * a view left it out, it is back (dist_member_on_back) and the agreement starts a new
+ * round, at a higher epoch, without it. An agreement that finds no majority waits for
+ * such ranks (the transport fails them for good at twice the peer timeout) instead of
+ * fencing this rank at once: two live ranks whose heartbeats were late agree instead of
+ * both fencing themselves. A rank that left the job (LEAVE) and has not reported ends
+ * the agreement with CASK_ERR_PEER naming it (it never will).
+ *
  * Quorum: a view must hold more than half of the previous one, or exactly half with the
  * previous view's lowest rank. Two disjoint groups can then never both go on; a rank
  * that finds itself in a minority, or named dead by the others, stops with "fenced
