@@ -149,9 +149,9 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
 /* The transport's suspicion (st != CASK_OK: silent for the peer timeout) and its end
  * (CASK_OK: heard again), on its progress thread. A rank the others can go on without
  * (a majority remains) is lost at once, as any: its sends in flight end, so that the
- * survivors do not wait for it. Only one without which no majority would remain stays
- * a suspect that a message takes back (dist_member_on_back): leaving it out could only
- * fence this rank too. */
+ * survivors do not wait for it. Only one without which no majority would remain, after
+ * another rank's loss, stays a suspect that a message takes back
+ * (dist_member_on_back): leaving it out could only fence this rank too. */
 static void on_peer_silent(void *arg, int peer, cask_status st, const char *why)
 {
     cask_dist *dist = arg;
@@ -159,7 +159,7 @@ static void on_peer_silent(void *arg, int peer, cask_status st, const char *why)
         dist_member_on_back(dist, peer);
         return;
     }
-    int hard = dist_member_can_leave_out(dist, peer);
+    int hard = !dist_member_keep_suspect(dist, peer);
     peer_lost(dist, peer, why, !hard);
     if (hard)
         xport_ucx_fence(dist->ucx, peer);   /* silent already: failed at the next tick */

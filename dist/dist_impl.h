@@ -403,9 +403,10 @@ void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h);
 /* The transport heard again from a rank it had found silent (its progress thread):
  * unless a view left it out already, it is not lost any more. */
 void dist_member_on_back(cask_dist *dist, int peer);
-/* Whether a view without peer (and the ranks held dead now) keeps a majority. Not
- * under dist->mu. */
-int dist_member_can_leave_out(cask_dist *dist, int peer);
+/* Whether peer, silent for the peer timeout, stays a suspect that a message takes
+ * back: another rank is held lost already and no majority would remain without peer.
+ * Not under dist->mu. */
+int dist_member_keep_suspect(cask_dist *dist, int peer);
 /* Ends the waiting receives of every running graph with why (a loss to agree on). */
 void dist_member_break_runs(cask_dist *dist, const char *why);
 

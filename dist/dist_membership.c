@@ -257,14 +257,18 @@ void dist_member_on_back(cask_dist *dist, int peer)
 
 static int quorum(const cask_dist *dist, uint64_t dead);
 
-int dist_member_can_leave_out(cask_dist *dist, int peer)
+int dist_member_keep_suspect(cask_dist *dist, int peer)
 {
     if (peer < 0 || peer >= 64 || dist->size > 64)
-        return 1;
+        return 0;
     pthread_mutex_lock(&dist->mu);
-    int q = quorum(dist, dead_mask(dist) | 1ull << peer);
+    uint64_t dead = dead_mask(dist);
+    /* another rank lost already (the view changes anyway: taken back, this one only
+     * leaves a view without the lost ones), and no majority without this one */
+    int keep = (dead & ~excluded_mask(dist) & ~(1ull << peer)) &&
+               !quorum(dist, dead | 1ull << peer);
     pthread_mutex_unlock(&dist->mu);
-    return q;
+    return keep;
 }
 
 static int quorum(const cask_dist *dist, uint64_t dead)
@@ -317,10 +321,12 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
             break;
         }
         uint64_t back = dist->heard_back & M;
-        if (back) {
+        dist->heard_back &= ~back;
+        if (back && (dead_mask(dist) & ~excluded_mask(dist))) {
             /* a rank held dead here only for its silence talks again, and no view left
-             * it out: a new round (sets only grow within one) without it */
-            dist->heard_back &= ~back;
+             * it out: a new round (sets only grow within one) without it, if the view
+             * still changes (a view that leaves nobody out would fail the ranks that
+             * completed their compute and did not agree on it) */
             for (int r = 0; r < dist->size; r++)
                 if (!dist->excluded[r] && dist->mem_epoch[r] > e)
                     e = dist->mem_epoch[r];
@@ -396,10 +402,16 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
         list_mask(dead, sizeof dead, M & ~excluded_mask(dist), dist->size);
         fenced_now = !dist->fenced;
         dist->fenced = 1;
+        char before[160] = "";
+        if (dist->nexcluded) {   /* the losses of earlier views, for the record */
+            char l[120];
+            list_mask(l, sizeof l, excluded_mask(dist), dist->size);
+            snprintf(before, sizeof before, "; ranks %s were lost before", l);
+        }
         snprintf(dist->fenced_msg, sizeof dist->fenced_msg, "rank %d was fenced out: it sees "
                  "ranks %s gone, which leaves no majority of the %d ranks of epoch %u (the "
-                 "others may go on without it)", dist->rank, dead,
-                 dist->size - dist->nexcluded, dist->epoch);
+                 "others may go on without it%s)", dist->rank, dead,
+                 dist->size - dist->nexcluded, dist->epoch, before);
         snprintf(err, errlen, "%s", dist->fenced_msg);
         st = CASK_ERR_PEER;
     }

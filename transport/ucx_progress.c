@@ -607,6 +607,11 @@ static void tick(xport_ucx *x, uint64_t now)
                      (int)((now - p->last_recv_ns) / 1000000ull));
             p->silent = 1;
             x->on_silent(x->on_peer_arg, r, CASK_ERR_PEER, why);
+            if (atomic_load(&p->fence)) {   /* the layer above gave it up: now, as */
+                p->silent = 0;               /* without on_silent (no goodbye to it) */
+                mark_dead(x, p, CASK_ERR_PEER, why);
+                continue;
+            }
         }
         if (p->local && !process_alive(p->pid)) {
             char why[200];
