@@ -403,11 +403,11 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
         fenced_now = !dist->fenced;
         dist->fenced = 1;
         char before[160] = "";
-        if (dist->nexcluded) {   /* the losses of earlier views, for the record */
-            char l[120];
-            list_mask(l, sizeof l, excluded_mask(dist), dist->size);
-            snprintf(before, sizeof before, "; ranks %s were lost before", l);
-        }
+        size_t bo = 0;   /* the losses of earlier views, for the record: "rank N" each */
+        for (int r = 0; r < dist->size && r < 64 && bo + 24 < sizeof before; r++)
+            if (dist->excluded[r])
+                bo += (size_t)snprintf(before + bo, sizeof before - bo, "%s rank %d",
+                                       bo ? "," : "; lost before:", r);
         snprintf(dist->fenced_msg, sizeof dist->fenced_msg, "rank %d was fenced out: it sees "
                  "ranks %s gone, which leaves no majority of the %d ranks of epoch %u (the "
                  "others may go on without it%s)", dist->rank, dead,
