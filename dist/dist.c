@@ -92,10 +92,10 @@ struct cask_dist_graph *dist_find_graph(cask_dist *dist, uint32_t id)
 }
 
 #ifdef CASK_HAVE_UCX
-static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
+/* silent: only silence (the peer timeout), which a message from it takes back
+ * (dist_member_on_back); else a failure */
+static void peer_lost(cask_dist *dist, int peer, const char *why, int silent)
 {
-    cask_dist *dist = arg;
-    (void)st;
     /* receives that may never come end now (several graphs may be computing) */
     enum { MAXG = 16 };
     cask_task_async **tok[MAXG];
@@ -104,6 +104,12 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
     int ng = 0;
     char msg[sizeof dist->err];
     pthread_mutex_lock(&dist->mu);
+    if (peer < 64 && !silent)
+        dist->silent &= ~(1ull << peer);   /* failed for good */
+    else if (peer < 64 && !dist->lost[peer])
+        dist->silent |= 1ull << peer;
+    if (peer < 64)
+        dist->heard_back &= ~(1ull << peer);   /* lost again since */
     if (!dist->lost[peer] && dist->excluded[peer]) {
         dist->lost[peer] = 1;   /* fenced out already: the survivors went on without it */
         dist->nlost++;
@@ -131,6 +137,32 @@ static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
     dist_nccl_abort(dist, msg);
+    dist_testkill_on_lost(dist);
+}
+
+static void on_peer_lost(void *arg, int peer, cask_status st, const char *why)
+{
+    (void)st;
+    peer_lost(arg, peer, why, 0);
+}
+
+/* The transport's suspicion (st != CASK_OK: silent for the peer timeout) and its end
+ * (CASK_OK: heard again), on its progress thread. A rank the others can go on without
+ * (a majority remains) is lost at once, as any: its sends in flight end, so that the
+ * survivors do not wait for it. Only one without which no majority would remain, after
+ * another rank's loss, stays a suspect that a message takes back
+ * (dist_member_on_back): leaving it out could only fence this rank too. */
+static void on_peer_silent(void *arg, int peer, cask_status st, const char *why)
+{
+    cask_dist *dist = arg;
+    if (!st) {
+        dist_member_on_back(dist, peer);
+        return;
+    }
+    int hard = !dist_member_keep_suspect(dist, peer);
+    peer_lost(dist, peer, why, !hard);
+    if (hard)
+        xport_ucx_fence(dist->ucx, peer);   /* silent already: failed at the next tick */
 }
 
 static void on_ctrl_msg(void *arg, xport_ucx_msg *m)
@@ -255,8 +287,9 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         goto fail;
     if (dist->size > 1) {
 #ifdef CASK_HAVE_UCX
-        xport_ucx_config uc = { .field_mask = XPORT_UCX_ON_PEER, .on_peer_failure = on_peer_lost,
-                                .on_peer_arg = dist };
+        xport_ucx_config uc = { .field_mask = XPORT_UCX_ON_PEER | XPORT_UCX_ON_SILENT,
+                                .on_peer_failure = on_peer_lost,
+                                .on_peer_silent = on_peer_silent, .on_peer_arg = dist };
         if (cfg && (cfg->field_mask & CASK_DIST_PEER_TIMEOUT_MS)) {
             uc.field_mask |= XPORT_UCX_TIMEOUT_MS;
             uc.peer_timeout_ms = cfg->peer_timeout_ms;
@@ -380,7 +413,8 @@ cask_status cask_dist_finalize(cask_dist *dist)
         dist->early = e->next;
         free(e);
     }
-    if (dist->nlost || dist->nexcluded) {
+    if (dist->nlost || dist->nexcluded || dist->fenced) {
+        /* a fenced rank too: the others, who went on without it, skip the barrier */
         if (!dist_all_losses_agreed(dist) || dist->fenced)
             st = CASK_ERR_PEER;
     } else {

@@ -6,9 +6,11 @@
  * then wait for the other: the survivors must finish without it, and it must end in
  * bounded time with "rank N was fenced out", never with success.
  *
- * The survivors' side: a rank suspected (named dead by this rank's transport or by a
- * proposal it heard; a suspect is never taken back, the agreement only adds to the
- * set), or left out by the agreed view, is told so (a notice: a MEMBER answer whose
+ * The survivors' side: a rank suspected (named dead by a proposal it heard; such a
+ * suspect is never taken back, the agreement only adds to the set; one this rank's
+ * transport only found silent, without which no majority would remain, is not told
+ * and is back if heard again first: dist_member_on_back), or left out by the agreed
+ * view, is told so (a notice: a MEMBER answer whose
  * mask names it), then the transport declares it lost once it has been silent for two
  * heartbeats (xport_ucx_fence; closing the endpoint of a rank that still talks, at once,
  * stalled recoveries over TCP: dist_netns_hosts_4): sends to it

@@ -99,6 +99,9 @@ struct cask_dist {
     uint8_t *excluded;        /* per rank: out of the agreed view (dead or fenced) */
     int nexcluded;
     uint64_t suspects;        /* ranks others hold dead, not yet agreed */
+    uint64_t silent;          /* lost here only by silence (the peer timeout): heard
+                                 again before a view leaves them out, they are back */
+    uint64_t heard_back;      /* silent ranks heard again since (the agreement's cue) */
     uint32_t *mem_epoch;      /* per rank: epoch of its latest MEMBER message */
     uint64_t *mem_mask;       /* and its mask */
     int agreeing;             /* this rank's compute thread is agreeing now */
@@ -397,6 +400,13 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen);
 cask_status dist_member_settle(cask_dist *dist);
 /* A MEMBER message (progress thread). */
 void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h);
+/* The transport heard again from a rank it had found silent (its progress thread):
+ * unless a view left it out already, it is not lost any more. */
+void dist_member_on_back(cask_dist *dist, int peer);
+/* Whether peer, silent for the peer timeout, stays a suspect that a message takes
+ * back: another rank is held lost already and no majority would remain without peer.
+ * Not under dist->mu. */
+int dist_member_keep_suspect(cask_dist *dist, int peer);
 /* Ends the waiting receives of every running graph with why (a loss to agree on). */
 void dist_member_break_runs(cask_dist *dist, const char *why);
 
@@ -430,6 +440,10 @@ cask_status dist_testkill_probe(cask_dist_graph *g, const cask_access *acc, int 
 /* CASK_DIST_TEST_DROP_DONE=R:S:N: on rank R, the DONE of run N from rank S is dropped
  * as if it came after a view change (1: drop it). Called under dist->mu. */
 int dist_testkill_drop_done(const cask_dist *dist, int from, uint32_t run);
+/* CASK_DIST_TEST_STALL=R:MS: on rank R, the first news of a loss (a lost peer, or a
+ * MEMBER naming one: on the transport's progress thread) sleeps MS ms. Not under
+ * dist->mu. */
+void dist_testkill_on_lost(cask_dist *dist);
 
 /* dist_xfer.c: the tasks that move chunks (send, receive, deliver, copy) and the
  * handler of data messages. */

@@ -11,6 +11,15 @@
  * from ranks out of the view, are dropped (dist_run.c, dist_xfer.c), and no rank sends
  * to a rank out of the view: a rank that was only slow is fenced out for good.
  *
+ * Late heartbeats: a rank this rank's transport found silent, without which no majority
+ * would remain (dist.c, on_peer_silent), is held dead but not told; heard again before
+ * a view left it out, it is back (dist_member_on_back) and the agreement starts a new
+ * round, at a higher epoch, without it. An agreement that finds no majority waits for
+ * such ranks (the transport fails them for good at twice the peer timeout) instead of
+ * fencing this rank at once: two live ranks whose heartbeats were late agree instead of
+ * both fencing themselves. A rank that left the job (LEAVE) and has not reported ends
+ * the agreement with CASK_ERR_PEER naming it (it never will).
+ *
  * Quorum: a view must hold more than half of the previous one, or exactly half with the
  * previous view's lowest rank. Two disjoint groups can then never both go on; a rank
  * that finds itself in a minority, or named dead by the others, stops with "fenced
@@ -97,6 +106,17 @@ static uint64_t member_dests(const cask_dist *dist)
     return to;
 }
 
+static void list_mask(char *buf, size_t len, uint64_t m, int size)
+{
+    size_t o = 0;
+    buf[0] = 0;
+    for (int r = 0; r < size && r < 64 && o + 8 < len; r++)
+        if (m >> r & 1)
+            o += (size_t)snprintf(buf + o, len - o, "%s%d", o ? "," : "", r);
+    if (!o)
+        snprintf(buf, len, "none");
+}
+
 void dist_member_break_runs(cask_dist *dist, const char *why)
 {
     enum { MAXG = 16 };
@@ -146,11 +166,18 @@ void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h)
     if (mask >> dist->rank & 1) {
         /* the others hold this rank dead: they go on without it */
         if (!dist->fenced) {
+            char others[200] = "";
+            uint64_t o = mask & ~(1ull << dist->rank);
+            if (o) {   /* the loss it came after, as the others saw it */
+                char l[140];
+                list_mask(l, sizeof l, o, dist->size);
+                snprintf(others, sizeof others, " (after the loss of rank(s) %s)", l);
+            }
             dist->fenced = 1;
-            snprintf(dist->fenced_msg, sizeof dist->fenced_msg, "rank %d was fenced out: "
+            snprintf(dist->fenced_msg, sizeof dist->fenced_msg, "rank %d was fenced out%s: "
                      "rank %d and the other survivors hold it dead (it was too slow or "
                      "unreachable for CASK_PEER_TIMEOUT_MS) and went on without it",
-                     dist->rank, from);
+                     dist->rank, others, from);
             fenced_now = 1;
         }
     } else {
@@ -187,6 +214,8 @@ void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h)
     }
     pthread_cond_broadcast(&dist->cv);
     pthread_mutex_unlock(&dist->mu);
+    if (fresh_suspects)
+        dist_testkill_on_lost(dist);   /* a test hook: stalls here, before the answer */
     if (reply && !(r_mask >> from & 1))
         send_member(dist, from, r_epoch, r_mask, 1);
     if (fresh_suspects)
@@ -195,6 +224,51 @@ void dist_member_on_msg(cask_dist *dist, int from, const dist_ctrl_hdr *h)
         dist_fence_self(dist);
     else if (brk)
         dist_member_break_runs(dist, why);
+}
+
+void dist_member_on_back(cask_dist *dist, int peer)
+{
+    if (peer < 0 || peer >= dist->size || peer >= 64)
+        return;
+    uint64_t bit = 1ull << peer;
+    int back = 0;
+    pthread_mutex_lock(&dist->mu);
+    if ((dist->silent & bit) && dist->lost[peer] && !dist->excluded[peer] &&
+        !(dist->suspects & bit) && !dist->fenced) {
+        dist->silent &= ~bit;
+        dist->heard_back |= bit;
+        dist->lost[peer] = 0;
+        dist->nlost--;
+        char head[32];
+        int n = snprintf(head, sizeof head, "rank %d lost: ", peer);
+        if (!strncmp(dist->err, head, (size_t)n))
+            dist->err[0] = 0;   /* another loss, if any, says it again below */
+        for (int r = 0; r < dist->size && !dist->err[0]; r++)
+            if (dist->lost[r] && !dist->excluded[r])
+                snprintf(dist->err, sizeof dist->err, "rank %d lost", r);
+        back = 1;
+    }
+    pthread_cond_broadcast(&dist->cv);
+    pthread_mutex_unlock(&dist->mu);
+    if (back)
+        log_msg(dist->rt, CASK_LOG_WARN, "rank %d: rank %d, silent for the peer timeout, is "
+                "heard again: not lost", dist->rank, peer);
+}
+
+static int quorum(const cask_dist *dist, uint64_t dead);
+
+int dist_member_keep_suspect(cask_dist *dist, int peer)
+{
+    if (peer < 0 || peer >= 64 || dist->size > 64)
+        return 0;
+    pthread_mutex_lock(&dist->mu);
+    uint64_t dead = dead_mask(dist);
+    /* another rank lost already (the view changes anyway: taken back, this one only
+     * leaves a view without the lost ones), and no majority without this one */
+    int keep = (dead & ~excluded_mask(dist) & ~(1ull << peer)) &&
+               !quorum(dist, dead | 1ull << peer);
+    pthread_mutex_unlock(&dist->mu);
+    return keep;
 }
 
 static int quorum(const cask_dist *dist, uint64_t dead)
@@ -212,16 +286,6 @@ static int quorum(const cask_dist *dist, uint64_t dead)
     return 2 * next > prev || (2 * next == prev && lowest >= 0 && !(dead >> lowest & 1));
 }
 
-static void list_mask(char *buf, size_t len, uint64_t m, int size)
-{
-    size_t o = 0;
-    buf[0] = 0;
-    for (int r = 0; r < size && r < 64 && o + 8 < len; r++)
-        if (m >> r & 1)
-            o += (size_t)snprintf(buf + o, len - o, "%s%d", o ? "," : "", r);
-    if (!o)
-        snprintf(buf, len, "none");
-}
 
 cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
 {
@@ -241,7 +305,8 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
             e = dist->mem_epoch[r];
     uint64_t M = dead_mask(dist);
     int send = 1;
-    /* bounded: failure detection shrinks the view; a view that never settles is a bug */
+    /* bounded: failure detection shrinks the view; a view that never settles is a bug
+     * (the wait for ranks only silent is bounded by the transport: twice the timeout) */
     double t0 = dist_now_s();
     for (;;) {
         if (dist->fenced || (M >> dist->rank & 1)) {
@@ -254,6 +319,21 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
             snprintf(err, errlen, "%s", dist->fenced_msg);
             st = CASK_ERR_PEER;
             break;
+        }
+        uint64_t back = dist->heard_back & M;
+        dist->heard_back &= ~back;
+        if (back && (dead_mask(dist) & ~excluded_mask(dist))) {
+            /* a rank held dead here only for its silence talks again, and no view left
+             * it out: a new round (sets only grow within one) without it, if the view
+             * still changes (a view that leaves nobody out would fail the ranks that
+             * completed their compute and did not agree on it) */
+            for (int r = 0; r < dist->size; r++)
+                if (!dist->excluded[r] && dist->mem_epoch[r] > e)
+                    e = dist->mem_epoch[r];
+            e++;
+            M = dead_mask(dist);
+            send = 1;
+            continue;
         }
         if (send) {
             uint64_t to = member_dests(dist);
@@ -278,14 +358,31 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
             send = 1;
             continue;
         }
-        int agreed = 1;
-        for (int r = 0; r < dist->size && agreed; r++)
+        int agreed = 1, left = -1;
+        for (int r = 0; r < dist->size; r++)
             if (r != dist->rank && !(M >> r & 1) &&
-                (dist->mem_epoch[r] != e || dist->mem_mask[r] != M))
+                (dist->mem_epoch[r] != e || dist->mem_mask[r] != M)) {
                 agreed = 0;
-        if (agreed)
+                if (dist->left[r])
+                    left = r;   /* it left the job: it will never report */
+            }
+        if (left >= 0) {
+            char dead[160];
+            list_mask(dead, sizeof dead, M & ~excluded_mask(dist), dist->size);
+            snprintf(err, errlen, "rank %d left the job while rank %d agreed on a view "
+                     "without rank(s) %s%s%s", left, dist->rank, dead,
+                     dist->left_why[0] ? ": " : "", dist->left_why);
+            st = CASK_ERR_PEER;
             break;
-        if (dist_now_s() - t0 > 60) {
+        }
+        /* No majority, but some of the ranks held dead were only silent here: wait for
+         * them (heard again: a new round) until the transport fails them for good. */
+        int wait_silent = agreed && !quorum(dist, M) && (M & dist->silent & ~excluded_mask(dist));
+        if (agreed && !wait_silent)
+            break;
+        if (wait_silent)
+            t0 = dist_now_s();
+        if (!wait_silent && dist_now_s() - t0 > 60) {
             snprintf(err, errlen, "rank %d: the survivors did not agree on a view in 60 s",
                      dist->rank);
             st = CASK_ERR_PEER;
@@ -305,10 +402,16 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
         list_mask(dead, sizeof dead, M & ~excluded_mask(dist), dist->size);
         fenced_now = !dist->fenced;
         dist->fenced = 1;
+        char before[160] = "";
+        size_t bo = 0;   /* the losses of earlier views, for the record: "rank N" each */
+        for (int r = 0; r < dist->size && r < 64 && bo + 24 < sizeof before; r++)
+            if (dist->excluded[r])
+                bo += (size_t)snprintf(before + bo, sizeof before - bo, "%s rank %d",
+                                       bo ? "," : "; lost before:", r);
         snprintf(dist->fenced_msg, sizeof dist->fenced_msg, "rank %d was fenced out: it sees "
                  "ranks %s gone, which leaves no majority of the %d ranks of epoch %u (the "
-                 "others may go on without it)", dist->rank, dead,
-                 dist->size - dist->nexcluded, dist->epoch);
+                 "others may go on without it%s)", dist->rank, dead,
+                 dist->size - dist->nexcluded, dist->epoch, before);
         snprintf(err, errlen, "%s", dist->fenced_msg);
         st = CASK_ERR_PEER;
     }
@@ -323,6 +426,7 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
             }
         dist->epoch = e;
         dist->suspects = 0;
+        dist->heard_back = 0;
         dist->mem_epoch[dist->rank] = e;
         log_msg(dist->rt, CASK_LOG_INFO, "rank %d: view of epoch %u agreed: ranks %s out, %d "
                 "live", dist->rank, e, dead, dist->size - dist->nexcluded);

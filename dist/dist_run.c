@@ -67,8 +67,8 @@ void dist_on_ctrl(cask_dist *dist, int from, const dist_ctrl_hdr *h, const char 
         dist_on_barrier(dist, from, h->value);   /* of any view: it reached the barrier */
         return;
     }
-    if (stale)
-        return;   /* a fenced rank's, or an older view's */
+    if (stale && !(h->type == CTRL_LEAVE && !out))
+        return;   /* a fenced rank's, or an older view's (a LEAVE of any view counts) */
     if (h->type == CTRL_LEAVE) {
         if (h->graph) {   /* it leaves after that run failed there: the ABORT it repeats */
             dist_ctrl_hdr a = *h;

@@ -12,6 +12,13 @@
  *                                      one that lands after R changed its view: with a
  *                                      loss right after, R must learn from S that the
  *                                      run was completed (dist_recover.c, STATE)
+ *   CASK_DIST_TEST_STALL=R:MS          when rank R first learns of a loss (its
+ *                                      transport reports a lost peer, or a MEMBER
+ *                                      message names one), its progress thread stops
+ *                                      MS ms (in the handler, holding the transport's
+ *                                      lock, as a thread held up in UCX or off the
+ *                                      CPU): nothing is read, nothing leaves, no
+ *                                      heartbeat; a survivor late right after a loss
  *
  * With a hook set, a probe task precedes each task of the local graph, using the same
  * handles (so it starts when the task could), and counts. */
@@ -33,6 +40,8 @@ typedef struct dist_testkill {
     _Atomic long count, count_rec;
     int drop_rank, drop_from;   /* CASK_DIST_TEST_DROP_DONE, drop_run 0: none */
     uint32_t drop_run;
+    int stall_rank, stall_ms;   /* CASK_DIST_TEST_STALL, stall_ms 0: none */
+    _Atomic int stalled;
     cask_kernel *k_probe;
 } dist_testkill;
 
@@ -110,7 +119,9 @@ cask_status dist_testkill_init(cask_dist *dist)
     const char *kill_s = getenv("CASK_DIST_TEST_KILL");
     const char *freeze_s = getenv("CASK_DIST_TEST_FREEZE");
     const char *drop_s = getenv("CASK_DIST_TEST_DROP_DONE");
-    if ((!kill_s || !*kill_s) && (!freeze_s || !*freeze_s) && (!drop_s || !*drop_s))
+    const char *stall_s = getenv("CASK_DIST_TEST_STALL");
+    if ((!kill_s || !*kill_s) && (!freeze_s || !*freeze_s) && (!drop_s || !*drop_s) &&
+        (!stall_s || !*stall_s))
         return CASK_OK;
     dist_testkill *tk = calloc(1, sizeof *tk);
     if (!tk)
@@ -120,7 +131,10 @@ cask_status dist_testkill_init(cask_dist *dist)
     if (parse(tk, kill_s, 0) || parse(tk, freeze_s, 1) ||
         (drop_s && *drop_s &&
          (sscanf(drop_s, "%d:%d:%lu%n", &tk->drop_rank, &tk->drop_from, &run, &used) != 3 ||
-          drop_s[used] || !run || run > UINT32_MAX))) {
+          drop_s[used] || !run || run > UINT32_MAX)) ||
+        (stall_s && *stall_s &&
+         (sscanf(stall_s, "%d:%d%n", &tk->stall_rank, &tk->stall_ms, &used) != 2 ||
+          stall_s[used] || tk->stall_ms <= 0))) {
         free(tk);
         return CASK_ERR_INVALID;
     }
@@ -157,4 +171,15 @@ int dist_testkill_drop_done(const cask_dist *dist, int from, uint32_t run)
     fprintf(stderr, "cask test hook: rank %d drops the DONE of run %u from rank %d\n",
             dist->rank, run, from);
     return 1;
+}
+
+void dist_testkill_on_lost(cask_dist *dist)
+{
+    dist_testkill *tk = dist->testkill;
+    if (!tk || !tk->stall_ms || tk->stall_rank != dist->rank || atomic_exchange(&tk->stalled, 1))
+        return;
+    fprintf(stderr, "cask test hook: rank %d stalls its progress thread %d ms\n", dist->rank,
+            tk->stall_ms);
+    fflush(stderr);
+    usleep((useconds_t)tk->stall_ms * 1000);
 }

@@ -34,8 +34,11 @@
  *
  * Failures. Endpoints use UCP_ERR_HANDLING_MODE_PEER; a peer is declared dead when UCX
  * reports an endpoint error, when nothing has come from it for peer_timeout_ms (it
- * sends a heartbeat every heartbeat_ms when it has nothing else to say), or, for a
- * peer on the same host, when its process no longer exists. Then every send queued or
+ * sends a heartbeat every heartbeat_ms when it has nothing else to say; with
+ * on_peer_silent, that only suspects it, and it is dead at twice the timeout), or, for
+ * a peer on the same host, when its process no longer exists. Time this rank's own
+ * progress thread came late (descheduled, stopped) counts as heard from every peer.
+ * Then every send queued or
  * in flight to it, and every receive from it, completes with CASK_ERR_PEER, later
  * sends to it fail at once, and on_peer_failure is called once. A peer that left
  * through xport_ucx_destroy is not a failure: it said goodbye first, and after that
@@ -84,7 +87,8 @@ enum xport_ucx_field {
     XPORT_UCX_TIMEOUT_MS   = 1u << 3,
     XPORT_UCX_SPIN_US      = 1u << 4,
     XPORT_UCX_ON_PEER      = 1u << 5,
-    XPORT_UCX_THREAD_INIT  = 1u << 6
+    XPORT_UCX_THREAD_INIT  = 1u << 6,
+    XPORT_UCX_ON_SILENT    = 1u << 7
 };
 
 typedef struct xport_ucx_config {
@@ -100,6 +104,17 @@ typedef struct xport_ucx_config {
                                  CASK_UCX_SPIN_US; 50 with 8 cores or more, else 0 */
     xport_ucx_peer_fn on_peer_failure;  /* XPORT_UCX_ON_PEER */
     void *on_peer_arg;
+    xport_ucx_peer_fn on_peer_silent;   /* XPORT_UCX_ON_SILENT (arg: on_peer_arg): with
+                                           it, a peer silent for peer_timeout_ms is only
+                                           suspected: on_peer_silent(arg, peer,
+                                           CASK_ERR_PEER, why) is called, the peer
+                                           stays reachable, and on_peer_silent(arg, peer,
+                                           CASK_OK, NULL) is called when anything comes
+                                           from it again; it fails (on_peer_failure) once
+                                           silent for twice peer_timeout_ms, or when
+                                           fenced (xport_ucx_fence). Called on the
+                                           progress thread; must not block. Without it
+                                           a silent peer fails at peer_timeout_ms. */
     void (*thread_init)(void *arg);     /* XPORT_UCX_THREAD_INIT: called first on the
                                            progress thread (e.g. to make a GPU current
                                            there, for UCX's CUDA transports) */

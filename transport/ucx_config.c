@@ -55,6 +55,10 @@ void ucx_read_config(xport_ucx *x, const xport_ucx_config *c)
         x->on_peer = c->on_peer_failure;
         x->on_peer_arg = c->on_peer_arg;
     }
+    if (m & XPORT_UCX_ON_SILENT) {
+        x->on_silent = c->on_peer_silent;
+        x->on_peer_arg = c->on_peer_arg;
+    }
     if (x->credits < 1) x->credits = 1;
     if (x->heartbeat_ms < 10) x->heartbeat_ms = 10;
     x->heartbeat_asked_ms = x->heartbeat_ms;

@@ -77,6 +77,7 @@ typedef struct ucx_peer {
     /* read by any thread */
     _Atomic int bye_done;           /* our goodbye left (UCX completed its send) */
     _Atomic int fence;              /* the layer above left it out: lost once silent */
+    int silent;                     /* reported to on_silent, not heard from since */
     _Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
     _Atomic uint64_t credit_stalls, max_queued, max_in_flight, max_window;
 } ucx_peer;
@@ -99,6 +100,7 @@ struct xport_ucx {
                                        sleeping in epoll (-1: sleep) */
     int heartbeat_asked_ms;         /* before ucx_heartbeat_scale raised heartbeat_ms */
     xport_ucx_peer_fn on_peer;
+    xport_ucx_peer_fn on_silent;    /* a peer silent for timeout_ms (NULL: it fails) */
     void *on_peer_arg;
     void (*thread_init)(void *arg);
     void *thread_init_arg;

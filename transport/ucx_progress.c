@@ -285,6 +285,11 @@ static ucx_peer *peer_of(xport_ucx *x, const void *header, size_t hlen, ucx_wire
         return NULL;
     ucx_peer *p = &x->peers[w->src];
     p->last_recv_ns = ucx_now_ns();
+    if (p->silent) {   /* a suspected peer talks again: it was only late */
+        p->silent = 0;
+        if (x->on_silent && atomic_load(&p->state) == PEER_ALIVE)
+            x->on_silent(x->on_peer_arg, p->rank, CASK_OK, NULL);
+    }
     add_credits(x, p, w->grant);
     return p;
 }
@@ -563,6 +568,14 @@ static void tick(xport_ucx *x, uint64_t now)
 {
     uint64_t hb = (uint64_t)x->heartbeat_ms * 1000000ull;
     uint64_t to = (uint64_t)x->timeout_ms * 1000000ull;
+    /* This thread came late (descheduled, stopped, or waiting for the lock): the
+     * silence it measures is partly its own, and the peers' heartbeats may not have
+     * been sent for the same reason (a loaded host). Count it as heard. */
+    uint64_t late = x->next_tick_ns && now > x->next_tick_ns ? now - x->next_tick_ns : 0;
+    if (late > hb)
+        for (int r = 0; r < x->size; r++)
+            x->peers[r].last_recv_ns = x->peers[r].last_recv_ns + late < now
+                                       ? x->peers[r].last_recv_ns + late : now;
     for (int r = 0; r < x->size; r++) {
         ucx_peer *p = &x->peers[r];
         if (atomic_load(&p->state) != PEER_ALIVE || r == x->rank)
@@ -576,13 +589,29 @@ static void tick(xport_ucx *x, uint64_t now)
             mark_dead(x, p, CASK_ERR_PEER, why);
             continue;
         }
-        if (to && now - p->last_recv_ns > to) {
+        if (to && now - p->last_recv_ns > (x->on_silent ? 2 * to : to)) {
+            char why[200];
+            snprintf(why, sizeof why, "rank %d: nothing heard from rank %d for %d ms "
+                     "(peer timeout, CASK_PEER_TIMEOUT_MS%s)", x->rank, r,
+                     (int)((now - p->last_recv_ns) / 1000000ull),
+                     x->on_silent ? ", twice" : "");
+            p->silent = 0;
+            mark_dead(x, p, CASK_ERR_PEER, why);
+            continue;
+        }
+        if (to && x->on_silent && !p->silent && now - p->last_recv_ns > to) {
+            /* suspected only: the layer above decides (it may hear from it again) */
             char why[200];
             snprintf(why, sizeof why, "rank %d: nothing heard from rank %d for %d ms "
                      "(peer timeout, CASK_PEER_TIMEOUT_MS)", x->rank, r,
                      (int)((now - p->last_recv_ns) / 1000000ull));
-            mark_dead(x, p, CASK_ERR_PEER, why);
-            continue;
+            p->silent = 1;
+            x->on_silent(x->on_peer_arg, r, CASK_ERR_PEER, why);
+            if (atomic_load(&p->fence)) {   /* the layer above gave it up: now, as */
+                p->silent = 0;               /* without on_silent (no goodbye to it) */
+                mark_dead(x, p, CASK_ERR_PEER, why);
+                continue;
+            }
         }
         if (p->local && !process_alive(p->pid)) {
             char why[200];
