@@ -13,7 +13,9 @@
  * sending thread that takes the transport's lock (trylock) sends directly, saving the
  * hand-off and the wake-up; the lock serialises every UCX call, so SERIALIZED holds.
  * Handlers run on the progress thread; keep them short, never block in them; they may
- * call xport_ucx_am_send (then sent at once, without the queue). Completion callbacks
+ * call xport_ucx_am_send (sent, without the queue, as soon as UCX's progress call that
+ * runs the handler returned: no UCX call is made from inside UCX's callbacks,
+ * ucx_defer.c). Completion callbacks
  * run on the progress thread too, except that a send which completes at once may call
  * its done on the sending thread before xport_ucx_am_send returns; never the done of
  * another send (a thread may send while holding a lock that other sends' callbacks
