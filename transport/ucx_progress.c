@@ -623,6 +623,12 @@ static void tick(xport_ucx *x, uint64_t now)
             continue;
         }
         if (p->local && !process_alive(p->pid)) {
+            /* what it sent before it exited is here already (a goodbye, after which
+             * its exit is no failure): read all of it first */
+            ucx_progress_drain(x);
+            now = ucx_now_ns();   /* the others' last_recv_ns may be later than now was */
+            if (atomic_load(&p->state) != PEER_ALIVE)
+                continue;
             char why[200];
             snprintf(why, sizeof why, "rank %d: process %d of rank %d on this host has "
                      "exited", x->rank, (int)p->pid, r);
