@@ -37,7 +37,8 @@
  * Failures. Endpoints use UCP_ERR_HANDLING_MODE_PEER; a peer is declared dead when UCX
  * reports an endpoint error, when nothing has come from it for peer_timeout_ms (it
  * sends a heartbeat every heartbeat_ms when it has nothing else to say), or, for a
- * peer on the same host, when its process no longer exists. Then every send queued or
+ * peer on the same host, when its process no longer exists (after what it sent before
+ * it exited has been read: its goodbye, if it said one). Then every send queued or
  * in flight to it, and every receive from it, completes with CASK_ERR_PEER, later
  * sends to it fail at once, and on_peer_failure is called once. A peer that left
  * through xport_ucx_destroy is not a failure: it said goodbye first, and after that
