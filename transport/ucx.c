@@ -442,7 +442,7 @@ static void wait_requests(xport_ucx *x, void **reqs, int n, int ms)
         }
         if (!pending || ucx_now_ns() > end)
             break;
-        ucp_worker_progress(x->worker);
+        ucx_progress_worker(x);
     }
     for (int i = 0; i < n; i++)
         if (reqs[i])

@@ -13,7 +13,9 @@
  * sending thread that takes the transport's lock (trylock) sends directly, saving the
  * hand-off and the wake-up; the lock serialises every UCX call, so SERIALIZED holds.
  * Handlers run on the progress thread; keep them short, never block in them; they may
- * call xport_ucx_am_send (then sent at once, without the queue). Completion callbacks
+ * call xport_ucx_am_send (sent, without the queue, as soon as UCX's progress call that
+ * runs the handler returned: no UCX call is made from inside UCX's callbacks,
+ * ucx_defer.c). Completion callbacks
  * run on the progress thread too, except that a send which completes at once may call
  * its done on the sending thread before xport_ucx_am_send returns; never the done of
  * another send (a thread may send while holding a lock that other sends' callbacks
@@ -36,10 +38,10 @@
  * reports an endpoint error, when nothing has come from it for peer_timeout_ms (it
  * sends a heartbeat every heartbeat_ms when it has nothing else to say; with
  * on_peer_silent, that only suspects it, and it is dead at twice the timeout), or, for
- * a peer on the same host, when its process no longer exists. Time this rank's own
- * progress thread came late (descheduled, stopped) counts as heard from every peer.
- * Then every send queued or
- * in flight to it, and every receive from it, completes with CASK_ERR_PEER, later
+ * a peer on the same host, when its process no longer exists (after what it sent before
+ * it exited has been read: its goodbye, if it said one). Time this rank's own progress
+ * thread came late (descheduled, stopped) counts as heard from every peer. Then every
+ * send queued or in flight to it, and every receive from it, completes with CASK_ERR_PEER, later
  * sends to it fail at once, and on_peer_failure is called once. A peer that left
  * through xport_ucx_destroy is not a failure: it said goodbye first, and after that
  * its endpoint closing is expected (it still takes messages until it has this rank's

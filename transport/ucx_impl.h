@@ -46,6 +46,8 @@ struct ucx_op {
     size_t len;
     size_t hdr_len;                 /* wire + user header */
     int mem;                        /* xport_ucx_mem of data (a receive's buffer too) */
+    void *rdesc, *rbuf;             /* a receive put off (ucx_defer.c): UCX's rendezvous
+                                       descriptor, and the buffer to receive into */
     union {
         ucx_wire w;
         unsigned char bytes[sizeof(ucx_wire) + XPORT_UCX_MAX_HEADER];
@@ -133,6 +135,9 @@ struct xport_ucx {
     _Atomic int cmd_hello, cmd_bye;
     _Atomic int connected, closing;
     int has_ep_errors;              /* a ucp error callback ran: look at ep_error */
+    /* under lock (ucx_defer.c): inside ucp_worker_progress, UCX calls are put off */
+    int in_progress;
+    ucx_op *defer_head, *defer_tail;
     uint64_t next_tick_ns;
 
     /* waiting for the handshakes, errors */
@@ -156,6 +161,11 @@ int ucx_context_cuda(ucp_context_h ctx);
 extern __thread const xport_ucx *ucx_progress_of;   /* the transport this thread runs */
 void *ucx_progress_main(void *arg);
 void ucx_issue(xport_ucx *x, ucx_op *op);
+/* Hands op (a send whose credit is taken, or a control message) to UCX now; put off
+ * (ucx_defer) while x->in_progress. */
+void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op);
+/* Starts the rendezvous receive op (rdesc into rbuf); put off while x->in_progress. */
+void ucx_recv_post(xport_ucx *x, ucx_op *op);
 int ucx_drain_submit(xport_ucx *x);
 void ucx_wake(xport_ucx *x);
 ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t header_length,
@@ -164,6 +174,21 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t header_length,
                             void *data, size_t length, const ucp_am_recv_param_t *param);
 void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
 void ucx_cancel_all(xport_ucx *x);
+
+/* ucx_defer.c: no UCX call from inside UCX's callbacks. A handler or a completion
+ * callback that sends (a credit, a reply, a forward) or starts a rendezvous receive
+ * runs inside ucp_worker_progress; its UCX calls wait in a FIFO and are made once
+ * ucp_worker_progress returned. UCX 1.13's TCP transport closes an endpoint whose send
+ * fails (a peer killed) at once, inside the send, while the epoll batch it is
+ * dispatching may still hold an event of that endpoint: the batch then hits its
+ * assertion tcp_iface.c:307 (conn_state != CLOSED) or, without assertions, reads a
+ * closed endpoint (docs/distributed.md). All under x->lock. */
+void ucx_defer(xport_ucx *x, ucx_op *op);
+/* One ucp_worker_progress with x->in_progress set, then the calls it put off. Returns
+ * what ucp_worker_progress returned. */
+unsigned ucx_progress_worker(xport_ucx *x);
+/* Until ucp_worker_progress finds nothing more; returns how many rounds did work. */
+int ucx_progress_drain(xport_ucx *x);
 
 /* ucx_config.c: the settings of cfg (may be NULL), else of the environment. */
 void ucx_read_config(xport_ucx *x, const xport_ucx_config *cfg);

@@ -22,6 +22,7 @@ typedef struct ucx_rx {
     void *desc;
     int rndv;
     int taken;
+    int deferred;       /* its rendezvous receive was put off: UCX keeps desc */
 } ucx_rx;
 
 static void stat_max(_Atomic uint64_t *m, uint64_t v)
@@ -95,9 +96,22 @@ static void send_done_cb(void *req, ucs_status_t s, void *user)
     free(op);
 }
 
-/* Hands op to UCX now. The op's credit (if it needs one) is already taken. */
-static void issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
+/* Hands op to UCX now (once out of UCX's callbacks: ucx_defer.c). The op's credit (if
+ * it needs one) is already taken. */
+void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
 {
+    if (x->in_progress) {
+        ucx_defer(x, op);
+        return;
+    }
+    if (!p->ep || atomic_load(&p->state) == PEER_DEAD) {   /* lost while put off */
+        char why[160];
+        snprintf(why, sizeof why, "rank %d: %s", x->rank,
+                 p->ep ? "the peer is lost" : "the transport is closing");
+        call_done(op, CASK_ERR_PEER, why);
+        free(op);
+        return;
+    }
     op->hdr.w.grant = (uint32_t)p->to_return;
     uint32_t granted = op->hdr.w.grant;
     p->to_return = 0;
@@ -177,7 +191,7 @@ static void issue(xport_ucx *x, ucx_op *op)
         }
         p->credits--;
     }
-    issue_now(x, p, op);
+    ucx_issue_now(x, p, op);
 }
 
 void ucx_issue(xport_ucx *x, ucx_op *op)
@@ -194,7 +208,7 @@ static void drain_queue(xport_ucx *x, ucx_peer *p)
             p->q_tail = NULL;
         p->q_len--;
         p->credits--;
-        issue_now(x, p, op);
+        ucx_issue_now(x, p, op);
     }
 }
 
@@ -239,7 +253,7 @@ static void send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type)
     op->kind = OP_CTRL;
     op->hdr_len = sizeof(ucx_wire);
     op->hdr.w = (ucx_wire){ .src = (uint32_t)x->rank, .ctrl = type };
-    issue_now(x, p, op);
+    ucx_issue_now(x, p, op);
 }
 
 /* A message from p was handled and its data is where it goes: it may be replaced. */
@@ -326,7 +340,7 @@ ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t hlen, void *da
                          x->rank, (unsigned)w.id, p->rank);
     if (!rx.taken)
         consumed(x, p);
-    return UCS_OK;
+    return rx.deferred ? UCS_INPROGRESS : UCS_OK;
 }
 
 static void recv_done_cb(void *req, ucs_status_t s, size_t length, void *user)
@@ -392,16 +406,41 @@ cask_status xport_ucx_recv_into_mem(xport_ucx_msg *msg, void *buf, xport_ucx_mem
     op->len = msg->len;
     op->mem = mem;
     op->owner = p;
+    op->rdesc = rx->desc;
+    op->rbuf = buf;
+    if (x->in_progress)
+        rx->deferred = 1;   /* ucx_am_data_cb keeps the descriptor (UCS_INPROGRESS) */
+    ucx_recv_post(x, op);
+    return CASK_OK;
+}
+
+void ucx_recv_post(xport_ucx *x, ucx_op *op)
+{
+    if (x->in_progress) {
+        ucx_defer(x, op);
+        return;
+    }
+    ucx_peer *p = op->owner;
+    if (atomic_load(&p->state) == PEER_DEAD) {   /* lost while put off */
+        char why[200];
+        snprintf(why, sizeof why, "receiving %zu bytes from rank %d on rank %d: the peer is "
+                 "lost", op->len, p->rank, x->rank);
+        ucp_am_data_release(x->worker, op->rdesc);
+        consumed(x, p);
+        call_done(op, CASK_ERR_PEER, why);
+        free(op);
+        return;
+    }
     ucp_request_param_t prm;
     memset(&prm, 0, sizeof prm);
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     prm.cb.recv_am = recv_done_cb;
     prm.user_data = op;
-    if (mem == XPORT_UCX_MEM_CUDA) {
+    if (op->mem == XPORT_UCX_MEM_CUDA) {
         prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
         prm.memory_type = UCS_MEMORY_TYPE_CUDA;
     }
-    void *r = ucp_am_recv_data_nbx(x->worker, rx->desc, buf, msg->len, &prm);
+    void *r = ucp_am_recv_data_nbx(x->worker, op->rdesc, op->rbuf, op->len, &prm);
     if (r == NULL) {
         consumed(x, p);
         call_done(op, CASK_OK, NULL);
@@ -410,7 +449,7 @@ cask_status xport_ucx_recv_into_mem(xport_ucx_msg *msg, void *buf, xport_ucx_mem
         ucs_status_t s = UCS_PTR_STATUS(r);
         char why[256];
         snprintf(why, sizeof why, "ucp_am_recv_data_nbx of %zu bytes from rank %d on rank %d: %s",
-                 msg->len, p->rank, x->rank, ucs_status_string(s));
+                 op->len, p->rank, x->rank, ucs_status_string(s));
         consumed(x, p);
         call_done(op, ucx_status(s), why);
         free(op);
@@ -418,10 +457,9 @@ cask_status xport_ucx_recv_into_mem(xport_ucx_msg *msg, void *buf, xport_ucx_mem
         op->req = r;
         inflight_add(p, op);
         x->need_progress = 1;
-        if (mem == XPORT_UCX_MEM_CUDA)
+        if (op->mem == XPORT_UCX_MEM_CUDA)
             x->cuda_inflight++;
     }
-    return CASK_OK;
 }
 
 ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t hlen, void *data,
@@ -614,6 +652,12 @@ static void tick(xport_ucx *x, uint64_t now)
             }
         }
         if (p->local && !process_alive(p->pid)) {
+            /* what it sent before it exited is here already (a goodbye, after which
+             * its exit is no failure): read all of it first */
+            ucx_progress_drain(x);
+            now = ucx_now_ns();   /* the others' last_recv_ns may be later than now was */
+            if (atomic_load(&p->state) != PEER_ALIVE)
+                continue;
             char why[200];
             snprintf(why, sizeof why, "rank %d: process %d of rank %d on this host has "
                      "exited", x->rank, (int)p->pid, r);
@@ -668,8 +712,7 @@ void *ucx_progress_main(void *arg)
         work += ucx_drain_submit(x);
         if (bye_now || byes_pending)
             send_byes(x, &byes_pending);
-        while (ucp_worker_progress(x->worker))
-            work++;
+        work += ucx_progress_drain(x);
         if (x->has_ep_errors)
             handle_ep_errors(x);
         uint64_t now = ucx_now_ns();
