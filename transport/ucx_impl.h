@@ -172,8 +172,26 @@ ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t header_length,
                             void *data, size_t length, const ucp_am_recv_param_t *param);
 ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t header_length,
                             void *data, size_t length, const ucp_am_recv_param_t *param);
-void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
 void ucx_cancel_all(xport_ucx *x);
+/* Completes op's user callback with st (why: the message); progress thread. */
+void ucx_call_done(ucx_op *op, cask_status st, const char *why);
+/* Sends control message `type` (CTRL_*) to p; progress thread. */
+void ucx_send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type);
+
+/* ucx_liveness.c: endpoint errors, heartbeats, silence and vanished local processes;
+ * all on the progress thread. */
+/* UCX's endpoint error callback: notes the error for ucx_handle_ep_errors. */
+void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
+/* Acts on the endpoint errors noted: a peer that said goodbye gets its endpoint closed,
+ * any other is dead. */
+void ucx_handle_ep_errors(xport_ucx *x);
+/* p is dead (once): its queued and in-flight operations end with CASK_ERR_PEER and why,
+ * its endpoint is closed, on_peer_failure is called with st. */
+void ucx_mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why);
+/* Heartbeats and credit returns due at `now`; peers silent past the timeout suspected
+ * (on_peer_silent) or dead; local peers whose process exited dead, once what they sent
+ * was read. */
+void ucx_tick(xport_ucx *x, uint64_t now);
 
 /* ucx_defer.c: no UCX call from inside UCX's callbacks. A handler or a completion
  * callback that sends (a credit, a reply, a forward) or starts a rendezvous receive

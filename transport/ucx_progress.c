@@ -1,7 +1,7 @@
 /* transport/ucx_progress.c: the UCX progress thread and all it does: issue sends
  * (respecting each peer's credit window), receive active messages (eager and
- * rendezvous), give credits back, send heartbeats and declare silent or vanished peers
- * dead. Everything here runs on the progress thread, except ucx_wake and
+ * rendezvous), give credits back; heartbeats and peers found dead are in
+ * ucx_liveness.c. Everything here runs on the progress thread, except ucx_wake and
  * ucx_cancel_all (the latter after the thread stopped). See ucx.h. */
 #include "transport/ucx_impl.h"
 
@@ -62,7 +62,7 @@ static void inflight_remove(ucx_peer *p, ucx_op *op)
     op->fprev = op->fnext = NULL;
 }
 
-static void call_done(ucx_op *op, cask_status st, const char *why)
+void ucx_call_done(ucx_op *op, cask_status st, const char *why)
 {
     if (op->done_called)
         return;
@@ -73,8 +73,6 @@ static void call_done(ucx_op *op, cask_status st, const char *why)
 
 /* ---- sending ---- */
 
-static void send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type);
-static void mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why);
 
 static void send_done_cb(void *req, ucs_status_t s, void *user)
 {
@@ -86,12 +84,12 @@ static void send_done_cb(void *req, ucs_status_t s, void *user)
     if (op->mem == XPORT_UCX_MEM_CUDA)
         p->x->cuda_inflight--;
     if (s == UCS_OK) {
-        call_done(op, CASK_OK, NULL);
+        ucx_call_done(op, CASK_OK, NULL);
     } else {
         char why[256];
         snprintf(why, sizeof why, "ucp_am_send_nbx from rank %d to rank %d: %s",
                  p->x->rank, p->rank, ucs_status_string(s));
-        call_done(op, ucx_status(s), why);
+        ucx_call_done(op, ucx_status(s), why);
     }
     free(op);
 }
@@ -108,7 +106,7 @@ void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
         char why[160];
         snprintf(why, sizeof why, "rank %d: %s", x->rank,
                  p->ep ? "the peer is lost" : "the transport is closing");
-        call_done(op, CASK_ERR_PEER, why);
+        ucx_call_done(op, CASK_ERR_PEER, why);
         free(op);
         return;
     }
@@ -139,7 +137,7 @@ void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
         stat_add(&p->bytes_sent, op->len);
     }
     if (r == NULL) {
-        call_done(op, CASK_OK, NULL);
+        ucx_call_done(op, CASK_OK, NULL);
         free(op);
     } else if (UCS_PTR_IS_ERR(r)) {
         ucs_status_t s = UCS_PTR_STATUS(r);
@@ -152,7 +150,7 @@ void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
                  p->rank, ucs_status_string(s));
         if (op->kind == OP_SEND)
             ucx_record_error(x, "%s", why);
-        call_done(op, ucx_status(s), why);
+        ucx_call_done(op, ucx_status(s), why);
         free(op);
     } else {
         op->req = r;
@@ -174,7 +172,7 @@ static void issue(xport_ucx *x, ucx_op *op)
         char why[160];
         snprintf(why, sizeof why, "rank %d: %s", x->rank,
                  state == PEER_DEAD ? "the peer is lost" : "the transport is closing");
-        call_done(op, CASK_ERR_PEER, why);
+        ucx_call_done(op, CASK_ERR_PEER, why);
         free(op);
         return;
     }
@@ -233,7 +231,7 @@ static void bye_done_cb(void *arg, cask_status st, const char *why)
     pthread_mutex_unlock(&p->x->mu);
 }
 
-static void send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type)
+void ucx_send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type)
 {
     if (!p->ep || atomic_load(&p->state) == PEER_DEAD) {
         if (type == CTRL_BYE)
@@ -263,7 +261,7 @@ static void consumed(xport_ucx *x, ucx_peer *p)
     p->to_return++;
     int half = x->credits / 2 > 0 ? x->credits / 2 : 1;
     if (p->to_return >= half && atomic_load(&p->state) != PEER_DEAD)
-        send_ctrl(x, p, CTRL_CREDIT);
+        ucx_send_ctrl(x, p, CTRL_CREDIT);
 }
 
 int ucx_drain_submit(xport_ucx *x)
@@ -356,12 +354,12 @@ static void recv_done_cb(void *req, ucs_status_t s, size_t length, void *user)
         x->cuda_inflight--;
     consumed(x, p);
     if (s == UCS_OK) {
-        call_done(op, CASK_OK, NULL);
+        ucx_call_done(op, CASK_OK, NULL);
     } else {
         char why[256];
         snprintf(why, sizeof why, "ucp_am_recv_data_nbx of %zu bytes from rank %d on rank %d: %s",
                  op->len, p->rank, x->rank, ucs_status_string(s));
-        call_done(op, ucx_status(s), why);
+        ucx_call_done(op, ucx_status(s), why);
     }
     free(op);
 }
@@ -427,7 +425,7 @@ void ucx_recv_post(xport_ucx *x, ucx_op *op)
                  "lost", op->len, p->rank, x->rank);
         ucp_am_data_release(x->worker, op->rdesc);
         consumed(x, p);
-        call_done(op, CASK_ERR_PEER, why);
+        ucx_call_done(op, CASK_ERR_PEER, why);
         free(op);
         return;
     }
@@ -443,7 +441,7 @@ void ucx_recv_post(xport_ucx *x, ucx_op *op)
     void *r = ucp_am_recv_data_nbx(x->worker, op->rdesc, op->rbuf, op->len, &prm);
     if (r == NULL) {
         consumed(x, p);
-        call_done(op, CASK_OK, NULL);
+        ucx_call_done(op, CASK_OK, NULL);
         free(op);
     } else if (UCS_PTR_IS_ERR(r)) {
         ucs_status_t s = UCS_PTR_STATUS(r);
@@ -451,7 +449,7 @@ void ucx_recv_post(xport_ucx *x, ucx_op *op)
         snprintf(why, sizeof why, "ucp_am_recv_data_nbx of %zu bytes from rank %d on rank %d: %s",
                  op->len, p->rank, x->rank, ucs_status_string(s));
         consumed(x, p);
-        call_done(op, ucx_status(s), why);
+        ucx_call_done(op, ucx_status(s), why);
         free(op);
     } else {
         op->req = r;
@@ -498,177 +496,12 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t hlen, void *da
     return UCS_OK;
 }
 
-/* ---- failures ---- */
-
-void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
-{
-    ucx_peer *p = arg;
-    (void)ep;
-    p->ep_error = status;       /* handled outside UCX's callback, by handle_ep_errors */
-    p->x->has_ep_errors = 1;
-}
-
-static void mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why)
-{
-    int alive = PEER_ALIVE;
-    if (!atomic_compare_exchange_strong(&p->state, &alive, PEER_DEAD))
-        return;
-    ucx_record_error(x, "%s", why);
-    pthread_mutex_lock(&x->mu);
-    x->dead++;
-    pthread_cond_broadcast(&x->cv);
-    pthread_mutex_unlock(&x->mu);
-    while (p->q_head) {
-        ucx_op *op = p->q_head;
-        p->q_head = op->next;
-        call_done(op, CASK_ERR_PEER, why);
-        free(op);
-    }
-    p->q_tail = NULL;
-    p->q_len = 0;
-    for (ucx_op *op = p->inflight; op; op = op->fnext)
-        call_done(op, CASK_ERR_PEER, why);   /* UCX completes and frees them later */
-    if (p->ep) {
-        ucp_request_param_t prm;
-        memset(&prm, 0, sizeof prm);
-        prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-        prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
-        void *r = ucp_ep_close_nbx(p->ep, &prm);
-        p->ep = NULL;
-        if (UCS_PTR_IS_PTR(r))
-            p->close_req = r;
-    }
-    if (x->on_peer)
-        x->on_peer(x->on_peer_arg, p->rank, st, why);
-}
-
-static void handle_ep_errors(xport_ucx *x)
-{
-    x->has_ep_errors = 0;
-    for (int r = 0; r < x->size; r++) {
-        ucx_peer *p = &x->peers[r];
-        ucs_status_t s = p->ep_error;
-        if (s == UCS_OK)
-            continue;
-        p->ep_error = UCS_OK;
-        if (atomic_load(&p->state) == PEER_GONE) {
-            /* It said goodbye: its endpoint going away is expected. Close ours. */
-            if (p->ep) {
-                ucp_request_param_t prm;
-                memset(&prm, 0, sizeof prm);
-                prm.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-                prm.flags = UCP_EP_CLOSE_FLAG_FORCE;
-                void *req = ucp_ep_close_nbx(p->ep, &prm);
-                p->ep = NULL;
-                if (UCS_PTR_IS_PTR(req))
-                    p->close_req = req;
-            }
-            continue;
-        }
-        char why[256];
-        snprintf(why, sizeof why, "rank %d: endpoint to rank %d failed: %s (peer error)",
-                 x->rank, r, ucs_status_string(s));
-        mark_dead(x, p, ucx_status(s), why);
-    }
-}
-
-/* Whether process pid (on this host, in our pid namespace) still runs. */
-static int process_alive(pid_t pid)
-{
-    if (pid <= 0)
-        return 1;
-    if (kill(pid, 0) != 0 && errno == ESRCH)
-        return 0;
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return errno == ENOENT ? 0 : 1;
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    char *rp = strrchr(buf, ')');
-    if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X'))
-        return 0;   /* killed, not yet reaped */
-    return 1;
-}
-
 static int sends_in_flight(const ucx_peer *p)
 {
     for (const ucx_op *op = p->inflight; op; op = op->fnext)
         if (op->kind == OP_SEND)
             return 1;
     return 0;
-}
-
-/* Heartbeats, credit returns, liveness; and goodbyes once a peer's sends drained. */
-static void tick(xport_ucx *x, uint64_t now)
-{
-    uint64_t hb = (uint64_t)x->heartbeat_ms * 1000000ull;
-    uint64_t to = (uint64_t)x->timeout_ms * 1000000ull;
-    /* This thread came late (descheduled, stopped, or waiting for the lock): the
-     * silence it measures is partly its own, and the peers' heartbeats may not have
-     * been sent for the same reason (a loaded host). Count it as heard. */
-    uint64_t late = x->next_tick_ns && now > x->next_tick_ns ? now - x->next_tick_ns : 0;
-    if (late > hb)
-        for (int r = 0; r < x->size; r++)
-            x->peers[r].last_recv_ns = x->peers[r].last_recv_ns + late < now
-                                       ? x->peers[r].last_recv_ns + late : now;
-    for (int r = 0; r < x->size; r++) {
-        ucx_peer *p = &x->peers[r];
-        if (atomic_load(&p->state) != PEER_ALIVE || r == x->rank)
-            continue;
-        /* a peer the layer above fenced out (xport_ucx_fence) is lost once silent for
-         * two heartbeats: a frozen one at once, a live one never */
-        if (atomic_load(&p->fence) && now - p->last_recv_ns > 2 * hb) {
-            char why[200];
-            snprintf(why, sizeof why, "rank %d: rank %d, fenced out of the job, silent for "
-                     "%d ms", x->rank, r, (int)((now - p->last_recv_ns) / 1000000ull));
-            mark_dead(x, p, CASK_ERR_PEER, why);
-            continue;
-        }
-        if (to && now - p->last_recv_ns > (x->on_silent ? 2 * to : to)) {
-            char why[200];
-            snprintf(why, sizeof why, "rank %d: nothing heard from rank %d for %d ms "
-                     "(peer timeout, CASK_PEER_TIMEOUT_MS%s)", x->rank, r,
-                     (int)((now - p->last_recv_ns) / 1000000ull),
-                     x->on_silent ? ", twice" : "");
-            p->silent = 0;
-            mark_dead(x, p, CASK_ERR_PEER, why);
-            continue;
-        }
-        if (to && x->on_silent && !p->silent && now - p->last_recv_ns > to) {
-            /* suspected only: the layer above decides (it may hear from it again) */
-            char why[200];
-            snprintf(why, sizeof why, "rank %d: nothing heard from rank %d for %d ms "
-                     "(peer timeout, CASK_PEER_TIMEOUT_MS)", x->rank, r,
-                     (int)((now - p->last_recv_ns) / 1000000ull));
-            p->silent = 1;
-            x->on_silent(x->on_peer_arg, r, CASK_ERR_PEER, why);
-            if (atomic_load(&p->fence)) {   /* the layer above gave it up: now, as */
-                p->silent = 0;               /* without on_silent (no goodbye to it) */
-                mark_dead(x, p, CASK_ERR_PEER, why);
-                continue;
-            }
-        }
-        if (p->local && !process_alive(p->pid)) {
-            /* what it sent before it exited is here already (a goodbye, after which
-             * its exit is no failure): read all of it first */
-            ucx_progress_drain(x);
-            now = ucx_now_ns();   /* the others' last_recv_ns may be later than now was */
-            if (atomic_load(&p->state) != PEER_ALIVE)
-                continue;
-            char why[200];
-            snprintf(why, sizeof why, "rank %d: process %d of rank %d on this host has "
-                     "exited", x->rank, (int)p->pid, r);
-            mark_dead(x, p, CASK_ERR_PEER, why);
-            continue;
-        }
-        if (now - p->last_send_ns >= hb)
-            send_ctrl(x, p, CTRL_HEARTBEAT);
-        else if (p->to_return > 0 && now - p->last_send_ns >= hb / 4)
-            send_ctrl(x, p, CTRL_CREDIT);
-    }
 }
 
 static void send_byes(xport_ucx *x, int *pending)
@@ -682,7 +515,7 @@ static void send_byes(xport_ucx *x, int *pending)
             (*pending)++;
             continue;
         }
-        send_ctrl(x, p, CTRL_BYE);
+        ucx_send_ctrl(x, p, CTRL_BYE);
         p->bye_sent = 1;
     }
 }
@@ -705,7 +538,7 @@ void *ucx_progress_main(void *arg)
         x->need_progress = 0;
         if (atomic_exchange(&x->cmd_hello, 0))
             for (int r = 0; r < x->size; r++)
-                send_ctrl(x, &x->peers[r], CTRL_HELLO);
+                ucx_send_ctrl(x, &x->peers[r], CTRL_HELLO);
         /* Sends handed over before the goodbye was asked for go first: read the
          * request, then drain (whatever was pushed before it is visible now). */
         int bye_now = atomic_exchange(&x->cmd_bye, 0);
@@ -714,10 +547,10 @@ void *ucx_progress_main(void *arg)
             send_byes(x, &byes_pending);
         work += ucx_progress_drain(x);
         if (x->has_ep_errors)
-            handle_ep_errors(x);
+            ucx_handle_ep_errors(x);
         uint64_t now = ucx_now_ns();
         if (now >= x->next_tick_ns) {
-            tick(x, now);
+            ucx_tick(x, now);
             x->next_tick_ns = now + tick_ns;
         }
         if (work) {
@@ -783,7 +616,7 @@ void ucx_cancel_all(xport_ucx *x)
     ucx_op *list = atomic_exchange(&x->submit, NULL);
     while (list) {
         ucx_op *n = list->next;
-        call_done(list, CASK_ERR_CANCELLED, why);
+        ucx_call_done(list, CASK_ERR_CANCELLED, why);
         free(list);
         list = n;
     }
@@ -792,7 +625,7 @@ void ucx_cancel_all(xport_ucx *x)
         while (p->q_head) {
             ucx_op *op = p->q_head;
             p->q_head = op->next;
-            call_done(op, CASK_ERR_CANCELLED, why);
+            ucx_call_done(op, CASK_ERR_CANCELLED, why);
             free(op);
         }
         p->q_tail = NULL;
@@ -800,7 +633,7 @@ void ucx_cancel_all(xport_ucx *x)
         while (p->inflight) {
             ucx_op *op = p->inflight;
             void *req = op->req;
-            call_done(op, CASK_ERR_CANCELLED, why);
+            ucx_call_done(op, CASK_ERR_CANCELLED, why);
             ucp_request_cancel(x->worker, req);
             if (p->inflight == op) {      /* its callback did not run: free it here */
                 inflight_remove(p, op);
