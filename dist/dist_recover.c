@@ -511,16 +511,12 @@ cask_status dist_recover(cask_dist_graph *g)
         }
         if (gone >= 0) {
             /* name the ranks lost too: the one that left usually failed because of them */
-            char lost[160] = "";
-            size_t at = 0;
+            char lost[160];
             pthread_mutex_lock(&dist->mu);
-            for (int q = 0; q < dist->size && at + 8 < sizeof lost; q++)
-                if (dist->excluded[q] && q != gone)
-                    at += (size_t)snprintf(lost + at, sizeof lost - at, "%s%d", at ? ", " : "", q);
+            dist_excluded_list(dist, gone, lost, sizeof lost);
             pthread_mutex_unlock(&dist->mu);
             dist_graph_error(g, "rank %d left graph %u after the loss of rank %s: the "
-                             "survivors cannot finish it without it", gone, g->id,
-                             lost[0] ? lost : "?");
+                             "survivors cannot finish it without it", gone, g->id, lost);
             return CASK_ERR_PEER;
         }
         if ((st = replan(g, 1))) {

@@ -242,14 +242,10 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
                  * it for different views (one had adopted the lost rank's data already):
                  * the graphs differ by who owns what, not by what the program built */
                 st = CASK_ERR_PEER;
-                char lost[160] = "";
-                size_t at = 0;
-                for (int q = 0; q < dist->size && at + 8 < sizeof lost; q++)
-                    if (dist->excluded[q])
-                        at += (size_t)snprintf(lost + at, sizeof lost - at, "%s%d",
-                                               at ? ", " : "", q);
+                char lost[160];
+                dist_excluded_list(dist, -1, lost, sizeof lost);
                 dist_graph_error(g, "rank %s lost while graph %u was planned: rank %d planned "
-                          "it for view %u, rank %d for view %u", lost[0] ? lost : "?",
+                          "it for view %u, rank %d for view %u", lost,
                           g->id, r, g->plan_ep[r], dist->rank, g->plan_epoch);
             } else if (g->plan_hash[r] != g->hash) {
                 st = CASK_ERR_INVALID;
