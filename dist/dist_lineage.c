@@ -175,6 +175,16 @@ cask_status dist_lineage_adopt(cask_dist *dist, char *err, size_t errlen)
     return CASK_OK;
 }
 
+/* Whether the graph gathers gid (a gather reads the datum's final version: the content
+ * the owner holds, if no task of the graph writes it). */
+static int gathered(const cask_dist_graph *g, uint32_t gid)
+{
+    for (size_t k = 0; k < g->ngathers; k++)
+        if (g->gathers[k].gid == gid)
+            return 1;
+    return 0;
+}
+
 cask_status dist_lineage_check_lost(cask_dist_graph *g)
 {
     cask_dist *dist = g->dist;
@@ -182,7 +192,10 @@ cask_status dist_lineage_check_lost(cask_dist_graph *g)
     size_t nbad = 0, off = 0;
     for (uint32_t gid = 0; gid < dist->ndata; gid++) {
         dist_datum *dd = &dist->data[gid];
-        if (!dd->lost || !g->rec->first_reads[gid])
+        /* read before written, or gathered and never written: the lost content is read
+         * (the adopter's handle holds none) */
+        if (!dd->lost ||
+            !(g->rec->first_reads[gid] || (!g->rec->touched[gid] && gathered(g, gid))))
             continue;
         if (nbad++ < 8 && off < sizeof bad - 80)
             off += (size_t)snprintf(bad + off, sizeof bad - off, "%s#%u%s%s%s (rank %d)",
@@ -191,8 +204,8 @@ cask_status dist_lineage_check_lost(cask_dist_graph *g)
     }
     if (!nbad)
         return CASK_OK;
-    dist_graph_error(g, "the graph reads %zu chunk%s of lost ranks that ha%s no reproducible "
-                     "source: %s%s (declare a loader with cask_dist_data_set_loader)", nbad,
+    dist_graph_error(g, "the graph reads or gathers %zu chunk%s of lost ranks that ha%s no "
+                     "reproducible source: %s%s (declare a loader with cask_dist_data_set_loader)", nbad,
                      nbad > 1 ? "s" : "", nbad > 1 ? "ve" : "s", bad, nbad > 8 ? ", ..." : "");
     return CASK_ERR_PEER;
 }

@@ -12,12 +12,17 @@
 # it for the view without rank 1 (its data adopted), rank 2 for the old view: both said
 # "rank N built another graph" (UNEXPLAINED) about 1 replay in 3; now CASK_ERR_PEER
 # naming the lost rank.
+# 618022620 np 4 in:kill:0:0:1:19: rank 0 killed in graph 0 compute 1; its datum 8, which
+# graph 0 gathers to rank 1 but never writes, was adopted by rank 1 into a fresh (zeroed)
+# handle, and compute 2 gathered that: WRONG (word 0 = 0) about 7 replays in 8. Now
+# CASK_ERR_PEER naming the chunk (a gather of a lost datum the graph does not write reads
+# the lost content, like a task's first read).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 n=15
 [ "${1:-}" = -n ] && { n=$2; shift 2; }
 logs=$(mktemp -d "${TMPDIR:-/tmp}/cask-replays.XXXXXX")
-cases=("603143019 4 out:KILL:2:19" "606916636 3 out:KILL:1:41")
+cases=("603143019 4 out:KILL:2:19" "606916636 3 out:KILL:1:41" "618022620 4 in:kill:0:0:1:19")
 for c in "${cases[@]}"; do
   set -- $c "$@"
   seed=$1 np=$2 fault=$3; shift 3
