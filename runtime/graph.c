@@ -292,25 +292,25 @@ void graph_orphan_all(cask_runtime *rt)
 
 /* Appends t to g->tasks and, when built (not added while running), to the roots kept
  * while building: it has no predecessor yet. */
+/* Doubles (from 256) the task pointer array *v of capacity *cap in g's arena: a big
+ * graph's comes from the pool's spares. -1 out of memory (*v untouched). */
+static int grow_list(cask_graph *g, cask_task ***v, size_t *cap)
+{
+    size_t n = *cap ? *cap * 2 : 256;
+    cask_task **a = arena_grow(&g->ar, *v, *cap * sizeof *a, n * sizeof *a);
+    if (!a)
+        return -1;
+    *v = a;
+    *cap = n;
+    return 0;
+}
+
 static __attribute__((noinline)) int grow_lists(cask_graph *g, int building)
 {
-    /* both arrays live in the arena: a big graph's come from the pool's spares */
-    if (g->ntasks == g->tasks_cap) {
-        size_t cap = g->tasks_cap ? g->tasks_cap * 2 : 256;
-        cask_task **n = arena_grow(&g->ar, g->tasks, g->tasks_cap * sizeof *n, cap * sizeof *n);
-        if (!n)
-            return -1;
-        g->tasks = n;
-        g->tasks_cap = cap;
-    }
-    if (building && g->nroots == g->roots_cap) {
-        size_t cap = g->roots_cap ? g->roots_cap * 2 : 256;
-        cask_task **n = arena_grow(&g->ar, g->roots, g->roots_cap * sizeof *n, cap * sizeof *n);
-        if (!n)
-            return -1;
-        g->roots = n;
-        g->roots_cap = cap;
-    }
+    if (g->ntasks == g->tasks_cap && grow_list(g, &g->tasks, &g->tasks_cap))
+        return -1;
+    if (building && g->nroots == g->roots_cap && grow_list(g, &g->roots, &g->roots_cap))
+        return -1;
     return 0;
 }
 
