@@ -110,12 +110,7 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
                         x->rank, ucs_status_string(s));
         goto fail;
     }
-    /* UCX (1.13) leaves peer-failure detection off on its shared-memory transports,
-     * so endpoints in UCP_ERR_HANDLING_MODE_PEER would go through TCP on loopback
-     * even within a node. Turn it on unless the user chose otherwise. */
-    if (!getenv("UCX_MM_ERROR_HANDLING") && !getenv("UCX_POSIX_ERROR_HANDLING") &&
-        !getenv("UCX_SYSV_ERROR_HANDLING"))
-        (void)ucp_config_modify(conf, "MM_ERROR_HANDLING", "y");  /* absent: no harm */
+    ucx_choose_transports(x, conf);
     ucp_params_t p;
     memset(&p, 0, sizeof p);
     p.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED |

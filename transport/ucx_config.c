@@ -12,7 +12,10 @@
  * the interval a rank uses is raised until the ranks of its host send at most
  * CASK_UCX_HEARTBEAT_BUDGET heartbeats a second together (2000, ~4% of one core; 0
  * keeps the interval asked for), but never beyond a third of the peer timeout, so that
- * a live peer is always heard in time. */
+ * a live peer is always heard in time.
+ *
+ * Transports: which UCX may use between the ranks of one host (ucx_choose_transports,
+ * at the end). */
 #include <math.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -81,4 +84,30 @@ void ucx_heartbeat_scale(xport_ucx *x)
     if (x->timeout_ms > 0 && hb > x->timeout_ms / 3)
         hb = x->timeout_ms / 3 > x->heartbeat_ms ? x->timeout_ms / 3 : x->heartbeat_ms;
     x->heartbeat_ms = hb;
+}
+
+/* Ranks on one host talk over TCP on loopback, with CMA (process_vm_readv) for
+ * rendezvous data and UCX's CUDA transports for GPU memory, not through UCX's
+ * shared-memory FIFOs (posix, sysv, xpmem), unless CASK_UCX_SHM=1 or the user set
+ * UCX_TLS. The reason is a rank killed while it writes to a peer's FIFO: the sender
+ * takes the next element by a compare-and-swap on the FIFO's head, writes it, then
+ * sets its owner bit; killed in between, it leaves an element the receiver waits for
+ * forever, and every message another rank of the host sends it afterwards lands behind
+ * that element, unread. The receiver is then deaf to its whole host while every process
+ * is alive, and the survivors of one loss fence each other out (issue 11: seen as
+ * "both survivors fenced" in the chaos soak, tests/dist/stall_replay.sh under load).
+ * A TCP connection of a killed sender only resets, and a message half sent dies with
+ * it. */
+void ucx_choose_transports(xport_ucx *x, ucp_config_t *conf)
+{
+    const char *tls = getenv("UCX_TLS");
+    x->shm = env_int("CASK_UCX_SHM", 0, 0, 1) || (tls && *tls);
+    if (!x->shm)
+        (void)ucp_config_modify(conf, "TLS", "^posix,sysv,xpmem");
+    /* UCX (1.13) leaves peer-failure detection off on its shared-memory transports,
+     * so endpoints in UCP_ERR_HANDLING_MODE_PEER would go through TCP on loopback
+     * even within a node. Turn it on unless the user chose otherwise. */
+    else if (!getenv("UCX_MM_ERROR_HANDLING") && !getenv("UCX_POSIX_ERROR_HANDLING") &&
+             !getenv("UCX_SYSV_ERROR_HANDLING"))
+        (void)ucp_config_modify(conf, "MM_ERROR_HANDLING", "y");  /* absent: no harm */
 }

@@ -109,6 +109,8 @@ struct xport_ucx {
 
     ucp_context_h ctx;
     int cuda_mem;                   /* the context moves UCS_MEMORY_TYPE_CUDA */
+    int shm;                        /* UCX's shared-memory FIFOs may carry messages
+                                     * (CASK_UCX_SHM=1, or UCX_TLS set): ucx_config.c */
     ucp_worker_h worker;
     ucp_address_t *addr;
     size_t addr_len;
@@ -214,6 +216,10 @@ void ucx_read_config(xport_ucx *x, const xport_ucx_config *cfg);
  * CASK_UCX_HEARTBEAT_BUDGET heartbeats a second together (never beyond a third of the
  * peer timeout). Once the peers are known (their `local`), before the progress thread. */
 void ucx_heartbeat_scale(xport_ucx *x);
+/* ucx_config.c: before ucp_init: leaves UCX's shared-memory FIFOs out of conf (ranks
+ * of one host then talk over TCP on loopback and CMA) unless CASK_UCX_SHM=1 or UCX_TLS
+ * is set; sets x->shm. */
+void ucx_choose_transports(xport_ucx *x, ucp_config_t *conf);
 
 /* ucx_info.c: one line per live peer on f, "cask ucx: rank R -> rank P (same host|other
  * host): tcp/eth0 ..." (the transports of its endpoint's lanes), after UCX's own report

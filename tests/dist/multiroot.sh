@@ -14,8 +14,8 @@
 # with the same run numbers.
 #
 # A case passes when the NP-1 others finish with the replay's values, each recovered
-# once, and the victim exited by the kill. UCX over TCP, as recover_app.sh (UCX 1.13 on shared memory can
-# stall a survivor after a peer's SIGKILL).
+# once, and the victim exited by the kill. UCX over TCP, as recover_app.sh (UCX's
+# shared-memory FIFOs can leave a survivor deaf after a peer's SIGKILL).
 set -u
 np=$1 prog=$2 victim=$3
 shift 3

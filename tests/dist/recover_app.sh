@@ -20,11 +20,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cask-recover.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 export CASK_NCPU=1 CASK_TEST_TIMEOUT=${CASK_TEST_TIMEOUT:-60}
-# UCX over TCP (the inter-node path). On shared memory, UCX 1.13's ucp_worker_arm can
-# block in read() on an interface's event fd after a peer was SIGKILLed (seen in about
-# 1 job in 15-60: the survivor's progress thread stalls ~30 s, the others time it out
-# and fence it, and the test sees 2 survivors instead of 3). A transport issue
-# (transport/ucx_progress.c), not fixed here; CASK_RECOVER_UCX_TLS= keeps UCX's choice.
+# UCX over TCP (the inter-node path). With UCX's shared-memory FIFOs (CASK_UCX_SHM=1),
+# a rank SIGKILLed while it wrote into a survivor's FIFO leaves that survivor deaf
+# (transport/ucx_config.c); cask's default leaves them out too. CASK_RECOVER_UCX_TLS=
+# keeps cask's choice.
 export UCX_TLS=${CASK_RECOVER_UCX_TLS-tcp,self}
 [ -n "$UCX_TLS" ] || unset UCX_TLS
 case "$kind" in
