@@ -391,9 +391,10 @@ cask_status dist_left_broken(cask_dist_graph *g);
 int dist_unagreed(const cask_dist *dist);
 /* Whether every rank lost is out of the agreed view (under mu or single threaded). */
 int dist_all_losses_agreed(cask_dist *dist);
-/* The ranks out of the agreed view but `skip` (-1: none), as "1, 5" in buf (truncated
- * to len), or "?" when there is none: for messages (under mu). */
-void dist_excluded_list(const cask_dist *dist, int skip, char *buf, size_t len);
+/* The ranks out of the agreed view (with_lost: and those lost, not agreed yet) but
+ * `skip` (-1: none), as "1, 5" in buf (truncated to len), or "?" when there is none:
+ * for messages (under mu). */
+void dist_excluded_list(const cask_dist *dist, int skip, int with_lost, char *buf, size_t len);
 /* The survivors agree on who is gone: returns when every live rank reports the same
  * set of dead ranks (then dist->excluded and dist->epoch are the new view), or
  * CASK_ERR_PEER when this rank is fenced out (it is in the set, or the view is no

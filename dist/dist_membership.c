@@ -53,12 +53,12 @@ static uint64_t dead_mask(const cask_dist *dist)
     return m;
 }
 
-void dist_excluded_list(const cask_dist *dist, int skip, char *buf, size_t len)
+void dist_excluded_list(const cask_dist *dist, int skip, int with_lost, char *buf, size_t len)
 {
     size_t at = 0;
     buf[0] = 0;
     for (int q = 0; q < dist->size && at + 8 < len; q++)
-        if (dist->excluded[q] && q != skip)
+        if ((dist->excluded[q] || (with_lost && dist->lost[q])) && q != skip)
             at += (size_t)snprintf(buf + at, len - at, "%s%d", at ? ", " : "", q);
     if (!at)
         snprintf(buf, len, "?");

@@ -189,15 +189,18 @@ cask_status dist_recover_begin(cask_dist_graph *g)
         rec->hopeless = 1;
         return st;
     }
+    char lost[160];
     pthread_mutex_lock(&g->dist->mu);
     int unagreed = dist_unagreed(g->dist);
+    if (unagreed)
+        dist_excluded_list(g->dist, -1, 1, lost, sizeof lost);
     pthread_mutex_unlock(&g->dist->mu);
     if (unagreed) {
         /* a loss seen, or a newer view started by others, while this rank was between
          * computes (say after it completed a run that another rank is recovering): the
          * others will not run this plan, so its receives would wait for nothing */
-        dist_graph_error(g, "rank %d: the job's membership changed before this compute",
-                         g->dist->rank);
+        dist_graph_error(g, "rank %d: the job's membership changed before this compute "
+                         "(rank %s lost)", g->dist->rank, lost);
         return CASK_ERR_PEER;
     }
     if (g->plan_epoch != g->dist->epoch) {
@@ -513,7 +516,7 @@ cask_status dist_recover(cask_dist_graph *g)
             /* name the ranks lost too: the one that left usually failed because of them */
             char lost[160];
             pthread_mutex_lock(&dist->mu);
-            dist_excluded_list(dist, gone, lost, sizeof lost);
+            dist_excluded_list(dist, gone, 0, lost, sizeof lost);
             pthread_mutex_unlock(&dist->mu);
             dist_graph_error(g, "rank %d left graph %u after the loss of rank %s: the "
                              "survivors cannot finish it without it", gone, g->id, lost);

@@ -243,7 +243,7 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
                  * the graphs differ by who owns what, not by what the program built */
                 st = CASK_ERR_PEER;
                 char lost[160];
-                dist_excluded_list(dist, -1, lost, sizeof lost);
+                dist_excluded_list(dist, -1, 0, lost, sizeof lost);
                 dist_graph_error(g, "rank %s lost while graph %u was planned: rank %d planned "
                           "it for view %u, rank %d for view %u", lost,
                           g->id, r, g->plan_ep[r], dist->rank, g->plan_epoch);
