@@ -40,6 +40,11 @@ struct ucx_op {
     int kind;
     int done_called;
     void *req;                      /* ucp request while in flight */
+    int in_call;                    /* inside the ucp call that starts it: a completion
+                                     * UCX reports there (UCX 1.13 fails a TCP endpoint
+                                     * inside the send) is left to the caller */
+    int early;                      /* completed inside that call, with early_status */
+    ucs_status_t early_status;
     xport_ucx_done_fn done;
     void *arg;
     const void *data;

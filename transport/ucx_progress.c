@@ -74,15 +74,26 @@ void ucx_call_done(ucx_op *op, cask_status st, const char *why)
 /* ---- sending ---- */
 
 
-static void send_done_cb(void *req, ucs_status_t s, void *user)
+/* A completion UCX reports from inside the call that started the request (a send
+ * whose endpoint fails in the send: UCX 1.13 purges the endpoint's requests there, this
+ * one included, and the call may still return the request's pointer). The request is
+ * released now; the op is left to the caller, which has not linked it anywhere yet:
+ * freed here, it was linked in flight after its free and read at destroy. Returns
+ * whether it was such a completion. */
+static int ended_in_call(ucx_op *op, void *req, ucs_status_t s)
 {
-    ucx_op *op = user;
-    ucx_peer *p = op->owner;
     op->req = NULL;
     ucp_request_free(req);
-    inflight_remove(p, op);
-    if (op->mem == XPORT_UCX_MEM_CUDA)
-        p->x->cuda_inflight--;
+    if (!op->in_call)
+        return 0;
+    op->early = 1;
+    op->early_status = s;
+    return 1;
+}
+
+/* The end of a send: its done called, the op freed. */
+static void send_end(ucx_peer *p, ucx_op *op, ucs_status_t s)
+{
     if (s == UCS_OK) {
         ucx_call_done(op, CASK_OK, NULL);
     } else {
@@ -92,6 +103,18 @@ static void send_done_cb(void *req, ucs_status_t s, void *user)
         ucx_call_done(op, ucx_status(s), why);
     }
     free(op);
+}
+
+static void send_done_cb(void *req, ucs_status_t s, void *user)
+{
+    ucx_op *op = user;
+    ucx_peer *p = op->owner;
+    if (ended_in_call(op, req, s))
+        return;
+    inflight_remove(p, op);
+    if (op->mem == XPORT_UCX_MEM_CUDA)
+        p->x->cuda_inflight--;
+    send_end(p, op, s);
 }
 
 /* Hands op to UCX now (once out of UCX's callbacks: ucx_defer.c). The op's credit (if
@@ -129,14 +152,19 @@ void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
     }
     unsigned am = op->kind == OP_SEND ? UCX_AM_DATA : UCX_AM_CTRL;
     op->owner = p;
+    op->early = 0;
+    op->in_call = 1;
     void *r = ucp_am_send_nbx(p->ep, am, op->hdr.bytes, op->hdr_len, op->data, op->len,
                               &prm);
+    op->in_call = 0;
     p->last_send_ns = ucx_now_ns();
     if (op->kind == OP_SEND) {
         stat_add(&p->msgs_sent, 1);
         stat_add(&p->bytes_sent, op->len);
     }
-    if (r == NULL) {
+    if (op->early) {
+        send_end(p, op, op->early_status);   /* r is the request released already */
+    } else if (r == NULL) {
         ucx_call_done(op, CASK_OK, NULL);
         free(op);
     } else if (UCS_PTR_IS_ERR(r)) {
@@ -341,17 +369,24 @@ ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t hlen, void *da
     return rx.deferred ? UCS_INPROGRESS : UCS_OK;
 }
 
+static void recv_end(xport_ucx *x, ucx_peer *p, ucx_op *op, ucs_status_t s);
+
 static void recv_done_cb(void *req, ucs_status_t s, size_t length, void *user)
 {
     ucx_op *op = user;
     ucx_peer *p = op->owner;
-    xport_ucx *x = p->x;
     (void)length;
-    op->req = NULL;
-    ucp_request_free(req);
+    if (ended_in_call(op, req, s))
+        return;
     inflight_remove(p, op);
     if (op->mem == XPORT_UCX_MEM_CUDA)
-        x->cuda_inflight--;
+        p->x->cuda_inflight--;
+    recv_end(p->x, p, op, s);
+}
+
+/* The end of a rendezvous receive: the message consumed, its done called, the op freed. */
+static void recv_end(xport_ucx *x, ucx_peer *p, ucx_op *op, ucs_status_t s)
+{
     consumed(x, p);
     if (s == UCS_OK) {
         ucx_call_done(op, CASK_OK, NULL);
@@ -438,8 +473,13 @@ void ucx_recv_post(xport_ucx *x, ucx_op *op)
         prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
         prm.memory_type = UCS_MEMORY_TYPE_CUDA;
     }
+    op->early = 0;
+    op->in_call = 1;
     void *r = ucp_am_recv_data_nbx(x->worker, op->rdesc, op->rbuf, op->len, &prm);
-    if (r == NULL) {
+    op->in_call = 0;
+    if (op->early) {
+        recv_end(x, p, op, op->early_status);
+    } else if (r == NULL) {
         consumed(x, p);
         ucx_call_done(op, CASK_OK, NULL);
         free(op);
@@ -630,16 +670,16 @@ void ucx_cancel_all(xport_ucx *x)
         }
         p->q_tail = NULL;
         p->q_len = 0;
+        /* Each op leaves the list now; its request stays UCX's until its callback,
+         * which frees the op (a receive's at the cancel, a send's when its endpoint
+         * closes). Freeing them here, as before, let that later callback use the freed
+         * op. One whose callback never comes is left to the process's end. */
         while (p->inflight) {
             ucx_op *op = p->inflight;
             void *req = op->req;
+            inflight_remove(p, op);
             ucx_call_done(op, CASK_ERR_CANCELLED, why);
-            ucp_request_cancel(x->worker, req);
-            if (p->inflight == op) {      /* its callback did not run: free it here */
-                inflight_remove(p, op);
-                ucp_request_free(req);
-                free(op);
-            }
+            ucp_request_cancel(x->worker, req);   /* may free op */
         }
     }
 }
