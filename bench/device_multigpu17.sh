@@ -82,6 +82,9 @@ while [ "$i" -le "$REPS" ]; do   # round 0: outputs, not counted in the medians
     done
   done
   unset CASK_GPU_PER_RANK CASK_DIST_GPU_XPORT
+  # UCX's shared memory for the messages (CASK_UCX_SHM=1, the default before session 6;
+  # now TCP on loopback between the ranks of a host: transport/ucx_config.c)
+  jac $i ucx_both_shm env CASK_UCX_SHM=1 CASK_DIST_GPU_XPORT=ucx $T 180 $L 2 $J ${o:+$o.ucx_both_shm}
   if [ $i = 0 ]; then
     for f in $R.*_*; do
       cmp -s $R.one "$f" && echo "jacobi grid identical to one process's: ${f#$R.}" ||
@@ -133,6 +136,8 @@ for route in ("ucx", "nccl", "auto"):
         t = secs(f"jac_{route}_{vis}_[1-9]*.txt")
         print(f"jacobi 2x1 {route:4s} {vis:4s}: {t}  ratio {t/one:.3f}" if t and one else
               f"jacobi 2x1 {route} {vis}: no figure")
+t = secs("jac_ucx_both_shm_[1-9]*.txt")
+print(f"jacobi 2x1 ucx  both, CASK_UCX_SHM=1: {t}" + (f"  ratio {t/one:.3f}" if t and one else ""))
 def comp(f):
     try:
         m = re.search(r"compute ([0-9.]+) s", open(f).read())

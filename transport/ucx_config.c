@@ -103,7 +103,7 @@ void ucx_choose_transports(xport_ucx *x, ucp_config_t *conf)
     const char *tls = getenv("UCX_TLS");
     x->shm = env_int("CASK_UCX_SHM", 0, 0, 1) || (tls && *tls);
     if (!x->shm)
-        (void)ucp_config_modify(conf, "TLS", "^posix,sysv,xpmem");
+        (void)ucp_config_modify(conf, "TLS", "^mm");   /* posix, sysv, xpmem */
     /* UCX (1.13) leaves peer-failure detection off on its shared-memory transports,
      * so endpoints in UCP_ERR_HANDLING_MODE_PEER would go through TCP on loopback
      * even within a node. Turn it on unless the user chose otherwise. */
