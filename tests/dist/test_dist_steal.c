@@ -186,7 +186,7 @@ static void run(const char *what, int mode, int balance)
             cask_dist_graph_destroy(g);
             CHECK_OK(cask_dist_finalize(dist), "finalize");
             cask_shutdown(rt);
-            return;
+            goto done;
         }
         if (mode == 2) {
             CHECK(st == CASK_ERR_PEER, "compute returned %s", cask_status_string(st));
@@ -239,6 +239,7 @@ static void run(const char *what, int mode, int balance)
     CHECK_OK(cask_dist_graph_destroy(g), "destroy");
     CHECK_OK(cask_dist_finalize(dist), "finalize");
     CHECK_OK(cask_shutdown(rt), "shutdown");
+done:   /* the buffers outlive the handles registered on them: freed after shutdown */
     free(xs);
     free(ys);
     free(tabs);
