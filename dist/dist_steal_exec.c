@@ -175,7 +175,8 @@ void steal_on_task(struct dist_steal *S, xport_ucx_msg *m, const steal_hdr *h)
         }
     }
     /* layout: the inputs that came, packed as sent; then room for the outputs that
-     * read nothing */
+     * read nothing, and for those that read a kept input (run_taken copies it there:
+     * written in place, the kept copy would no longer be the version it is kept as) */
     size_t off = 0;
     for (int a = 0; !st && a < ts->naccess; a++)
         if (ts->inmask & (1u << a)) {
@@ -184,7 +185,8 @@ void steal_on_task(struct dist_steal *S, xport_ucx_msg *m, const steal_hdr *h)
         }
     ts->inlen = off;
     for (int a = 0; !st && a < ts->naccess; a++)
-        if (!(ts->mode[a] & CASK_READ)) {
+        if (!(ts->mode[a] & CASK_READ) ||
+            ((ts->mode[a] & CASK_WRITE) && !(ts->inmask & (1u << a)))) {
             ts->off[a] = off;
             off += steal_align(ts->size[a]);
         }
@@ -233,6 +235,11 @@ static void run_taken(struct dist_steal *S, tslot *ts)
                          "kept on rank %d and was not", a, ts->gid[a], ts->version[a],
                          S->dist->rank);
                 break;
+            }
+            if (ts->mode[a] & CASK_WRITE) {   /* written: a copy, the kept one stays */
+                ptr[a] = ts->buf + ts->off[a];
+                memcpy(ptr[a], e->buf, ts->size[a]);
+                continue;
             }
             e->refs++;
             pin[a] = e;
