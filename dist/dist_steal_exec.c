@@ -236,19 +236,18 @@ static void run_taken(struct dist_steal *S, tslot *ts)
                          S->dist->rank);
                 break;
             }
-            if (ts->mode[a] & CASK_WRITE) {   /* written: a copy, the kept one stays */
-                ptr[a] = ts->buf + ts->off[a];
-                memcpy(ptr[a], e->buf, ts->size[a]);
-                continue;
-            }
             e->refs++;
             pin[a] = e;
-            ptr[a] = e->buf;
+            /* written: into a copy (made below, out of the lock), the kept one stays */
+            ptr[a] = (ts->mode[a] & CASK_WRITE) ? ts->buf + ts->off[a] : e->buf;
         } else {
             ptr[a] = ts->buf + ts->off[a];
         }
     }
     pthread_mutex_unlock(&S->mu);
+    for (int a = 0; a < ts->naccess && !st; a++)
+        if (pin[a] && ptr[a] != pin[a]->buf)
+            memcpy(ptr[a], pin[a]->buf, ts->size[a]);
     /* inputs that later tasks of this run will not bring again: keep a copy */
     for (int a = 0; a < ts->naccess && !st; a++) {
         uint32_t bit = 1u << a;

@@ -86,8 +86,9 @@ void ucx_heartbeat_scale(xport_ucx *x)
     x->heartbeat_ms = hb;
 }
 
-/* Ranks on one host talk over TCP on loopback, with CMA (process_vm_readv) for
- * rendezvous data and UCX's CUDA transports for GPU memory, not through UCX's
+/* Ranks on one host talk over TCP on loopback (rendezvous data too: CMA has no
+ * peer-failure mode, so UCX leaves it out of PEER endpoints) and UCX's CUDA transports
+ * for GPU memory, not through UCX's
  * shared-memory FIFOs (posix, sysv, xpmem), unless CASK_UCX_SHM=1 or the user set
  * UCX_TLS. The reason is a rank killed while it writes to a peer's FIFO: the sender
  * takes the next element by a compare-and-swap on the FIFO's head, writes it, then

@@ -222,7 +222,7 @@ void ucx_read_config(xport_ucx *x, const xport_ucx_config *cfg);
  * peer timeout). Once the peers are known (their `local`), before the progress thread. */
 void ucx_heartbeat_scale(xport_ucx *x);
 /* ucx_config.c: before ucp_init: leaves UCX's shared-memory FIFOs out of conf (ranks
- * of one host then talk over TCP on loopback and CMA) unless CASK_UCX_SHM=1 or UCX_TLS
+ * of one host then talk over TCP on loopback) unless CASK_UCX_SHM=1 or UCX_TLS
  * is set; sets x->shm. */
 void ucx_choose_transports(xport_ucx *x, ucp_config_t *conf);
 

@@ -162,11 +162,8 @@ void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
         stat_add(&p->msgs_sent, 1);
         stat_add(&p->bytes_sent, op->len);
     }
-    if (op->early) {
-        send_end(p, op, op->early_status);   /* r is the request released already */
-    } else if (r == NULL) {
-        ucx_call_done(op, CASK_OK, NULL);
-        free(op);
+    if (op->early || r == NULL) {   /* early: r is the request, released already */
+        send_end(p, op, op->early ? op->early_status : UCS_OK);
     } else if (UCS_PTR_IS_ERR(r)) {
         ucs_status_t s = UCS_PTR_STATUS(r);
         p->to_return += (int)granted;      /* the grant did not travel */
@@ -477,20 +474,8 @@ void ucx_recv_post(xport_ucx *x, ucx_op *op)
     op->in_call = 1;
     void *r = ucp_am_recv_data_nbx(x->worker, op->rdesc, op->rbuf, op->len, &prm);
     op->in_call = 0;
-    if (op->early) {
-        recv_end(x, p, op, op->early_status);
-    } else if (r == NULL) {
-        consumed(x, p);
-        ucx_call_done(op, CASK_OK, NULL);
-        free(op);
-    } else if (UCS_PTR_IS_ERR(r)) {
-        ucs_status_t s = UCS_PTR_STATUS(r);
-        char why[256];
-        snprintf(why, sizeof why, "ucp_am_recv_data_nbx of %zu bytes from rank %d on rank %d: %s",
-                 op->len, p->rank, x->rank, ucs_status_string(s));
-        consumed(x, p);
-        ucx_call_done(op, ucx_status(s), why);
-        free(op);
+    if (op->early || r == NULL || UCS_PTR_IS_ERR(r)) {
+        recv_end(x, p, op, op->early ? op->early_status : r ? UCS_PTR_STATUS(r) : UCS_OK);
     } else {
         op->req = r;
         inflight_add(p, op);

@@ -16,7 +16,8 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/cask-lanes.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 np=3
 
-# lanes NAME [ENV...]: runs the program, leaves rank r's endpoint lines in $tmp/NAME.r
+# lanes NAME [ENV...]: runs the program with ENV, its output (the endpoint lines of
+# every rank among it) in $tmp/NAME.log
 lanes() {
   name=$1; shift
   if ! env -u UCX_TLS -u CASK_UCX_SHM "$@" CASK_UCX_EP_INFO=1 \
