@@ -4,17 +4,22 @@
 # fusion dist. bcd: build + compute + destroy on one worker (1M tasks), CPU-only build
 # (build-bcd), then 16 workers with the peers (50k tasks); for a before/after in the
 # same call, BCD_BASE=<its source tree or build dir> (a source tree is built CPU-only
-# in it), or BCD_BASE_REF=<git ref> (needs .git) builds that code too.
+# in it), or BCD_BASE_REF=<git ref> (needs .git) builds that code too; BCD_ROUNDS=R
+# alternates base and this tree R times (default 1). A call of bcd alone skips the GPU build.
 #   sh bench/device_run.sh gpu gpubench knn
 # Each step prints its table; full logs go to $OUT/<step>.log.
 set -u
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT"
 B=${BUILD:-build-gpu}
-if [ ! -f "$B/build.ninja" ]; then
-  meson setup "$B" -Dgpu_arch=${GPU_ARCH:-sm_90} > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
+need_main=0
+for step in "$@"; do [ "$step" = bcd ] || need_main=1; done
+if [ $need_main = 1 ]; then
+  if [ ! -f "$B/build.ninja" ]; then
+    meson setup "$B" -Dgpu_arch=${GPU_ARCH:-sm_90} > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
+  fi
+  ninja -C "$B" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
 fi
-ninja -C "$B" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
 nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
 for step in "$@"; do
   echo "=== $step"
@@ -53,10 +58,15 @@ for step in "$@"; do
          fi
          [ -f build-bcd/build.ninja ] || meson setup build-bcd -Dcuda=disabled > "$OUT/bcd_setup.log" 2>&1
          ninja -C build-bcd bench/bench-sched > "$OUT/bcd_build.log" 2>&1 || { echo "build-bcd failed"; continue; }
-         for b in ${base:+"$base"} build-bcd; do
-           echo "--- $b"
-           timeout 300 "$b/bench/bench-sched" --mode bcd --workers 1 --tasks 1000000 --reps 7 > "$OUT/bcd_$(basename "$(dirname "$b")")_$(basename "$b").log" 2>&1
-           echo "rc=$?"; grep -v '^{' "$OUT/bcd_$(basename "$(dirname "$b")")_$(basename "$b").log" | tail -6
+         r=1
+         while [ $r -le "${BCD_ROUNDS:-1}" ]; do
+           for b in ${base:+"$base"} build-bcd; do
+             log="$OUT/bcd_$(basename "$(dirname "$b")")_$(basename "$b")_r$r.log"
+             echo "--- $b, round $r"
+             timeout 300 "$b/bench/bench-sched" --mode bcd --workers 1 --tasks 1000000 --reps 7 > "$log" 2>&1
+             echo "rc=$?"; grep -v '^{' "$log" | tail -16
+           done
+           r=$((r + 1))
          done
          STARPU_SILENT=1 timeout 300 build-bcd/bench/bench-sched --mode bcd --workers 16 --tasks 50000 --reps 3 --peers starpu,openmp > "$OUT/bcd_peers.log" 2>&1
          echo "rc=$?"; grep -v '^{' "$OUT/bcd_peers.log" | tail -16 ;;

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "runtime/graph.h"      /* struct cask_task: the body sees its own arguments */
+#include "runtime/graph.h"
 #include "runtime/log.h"
 #include "runtime/runtime.h"
 #include "runtime/task_ctx.h"
@@ -437,18 +437,17 @@ static cask_status run_here(steal_task *t, cask_task_ctx *ctx)
 {
     struct dist_steal *S = t->S;
     const dist_task *dt = &t->g->tasks[t->index];
-    cask_task *task = ctx->task;
-    void *wa = task->args;
-    size_t ws = task->args_size;
-    task->args = dt->args;          /* only this worker reads it while the task runs */
-    task->args_size = dt->args_size;
+    const void *wa = ctx->args;
+    size_t ws = ctx->args_size;
+    ctx->args = dt->args;
+    ctx->args_size = dt->args_size;
     atomic_fetch_add_explicit(&S->bodies, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&S->started, 1, memory_order_relaxed);
     double t0 = dist_now_s();
     cask_status st = dt->kernel->cpu(ctx);
     double el = dist_now_s() - t0;
-    task->args = wa;
-    task->args_size = ws;
+    ctx->args = wa;
+    ctx->args_size = ws;
     if (!st)
         el += steal_slow_down(S, el);
     atomic_fetch_sub_explicit(&S->bodies, 1, memory_order_relaxed);

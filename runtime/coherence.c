@@ -176,7 +176,7 @@ static cask_status make_valid(cask_runtime *rt, cask_data *d, int node, cask_acc
 
 static void describe_fail(cask_task *t, cask_data *d, const char *what, char *msg, size_t len)
 {
-    snprintf(msg, len, "%s data %s (%zu bytes) for task %s", what, d->name, d->bytes, t->name);
+    snprintf(msg, len, "%s data %s (%zu bytes) for task %s", what, d->name, d->bytes, task_name(t));
 }
 
 cask_status coh_prepare_host(cask_runtime *rt, cask_task *t, worker_counters *ctr, void **bufs,
@@ -301,7 +301,7 @@ void coh_finish_gpu(cask_runtime *rt, cask_task *t, int gpu, worker_counters *ct
                 count_copy(ctr, node, 0, d->bytes);
                 wb[(*nwb)++] = d;
             } else {
-                graph_fail(t->graph, st, "write-back of data %s after task %s failed", d->name, t->name);
+                graph_fail(t->graph, st, "write-back of data %s after task %s failed", d->name, task_name(t));
             }
         }
         pthread_mutex_unlock(&d->lock);

@@ -132,7 +132,7 @@ cask_status cask_future_wait(cask_future *f)
         if (!under_way) {
             pthread_mutex_unlock(&g->lock);
             return log_error(g->rt, CASK_ERR_STATE, "cask_future_wait(%s): its run is not under "
-                             "way (submit the graph first)", f->task ? f->task->name : "-");
+                             "way (submit the graph first)", f->task ? task_name(f->task) : "-");
         }
         pthread_cond_wait(&g->cond, &g->lock);
     }

@@ -13,10 +13,10 @@
 #include "runtime/subflow.h"
 #include "scheduler/sched.h"
 
-_Static_assert(sizeof(struct cask_task) == 160, "a task is 160 bytes (see graph.h)");
-_Static_assert(offsetof(struct cask_task, dyn) == 120, "hot fields first, then dyn");
-_Static_assert(offsetof(struct cask_task, succ1) == offsetof(struct cask_task, succv) + sizeof(void *),
-               "add_edge reads succv[-1] of the inline slot: the succv field");
+_Static_assert(sizeof(struct cask_task) == 96, "a task is 96 bytes (see graph.h)");
+_Static_assert(offsetof(struct cask_task, where) == offsetof(struct cask_task, node.kind) + 1 &&
+               offsetof(struct cask_task, ord) + 4 == offsetof(struct cask_task, pending),
+               "a task's fields in its node's spare bytes, after kind");
 
 static _Atomic uint32_t next_graph_id = 1;  /* ids only: never reused, so a stale id in a
                                               data handle cannot match a new graph */
@@ -62,8 +62,9 @@ static __attribute__((noinline)) void reorder(cask_graph *g, cask_task *before,
         cask_task *t = stack[--n];
         if (t->ord >= g->next_ord)
             g->next_ord = t->ord + 1;
+        cask_task **sv = task_succ(t);
         for (int32_t i = 0; i < t->nsucc; i++) {
-            cask_task *s = t->succv[i];
+            cask_task *s = sv[i];
             if (s->ord > t->ord)
                 continue;
             if (s == before || ++visited > WALK || n == WALK) {
@@ -86,21 +87,19 @@ static __attribute__((noinline)) int grow_succ(arena *a, cask_task *pred)
                                         2 * (size_t)n * sizeof *v);
     if (!v)
         return -1;
-    if (n == 1) {
+    if (n == 1)
         v[0] = pred->succ1;
-        pred->release = NULL;   /* the same field: set at check if it grows big */
-    }
-    pred->succv = v;
+    pred->succv = v;   /* the same field as succ1 */
     return 0;
 }
 
 static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
 {
     int32_t n = pred->nsucc;
-    /* succv starts at the inline slot (succ1); then arrays of 4, 8, 16, ... */
+    /* the first successor inline (succ1); then arrays of 4, 8, 16, ... */
     if (__builtin_expect(n == 1 || (n >= 4 && (n & (n - 1)) == 0), 0) && grow_succ(a, pred))
         return -1;
-    pred->succv[n] = succ;
+    (n ? pred->succv : &pred->succ1)[n] = succ;   /* (n 1: the array just made) */
     pred->nsucc = n + 1;
     return 0;
 }
@@ -158,15 +157,23 @@ static __attribute__((noinline)) int add_edge_slow(cask_graph *g, arena *a, cask
 static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
 {
     int32_t n = before->nsucc;
-    /* with no successor, succv[-1] is the succv field itself (pointing into before),
-     * never a task: no test of n needed */
-    if (before == after || before->succv[n - 1] == after)
+    cask_task **sv = n > 1 ? before->succv : &before->succ1;
+    /* a repeat of the last successor (succ1 is NULL with none) */
+    if (before == after || sv[n > 0 ? n - 1 : 0] == after)
         return 0;
-    if (__builtin_expect(!g || n == 1 || (n >= 4 && (n & (n - 1)) == 0) ||
+    if (__builtin_expect(!g || (n >= 4 && (n & (n - 1)) == 0) ||
                          n + 1 == SCHED_SPLIT_RELEASE || before->ord >= after->ord, 0))
         return add_edge_slow(g, a, before, after);
+    if (n == 1) {   /* a second successor, the most common growth: an array of 4 here */
+        if (__builtin_expect((size_t)(a->end - a->cur) < 4 * sizeof *sv, 0))
+            return add_edge_slow(g, a, before, after);
+        sv = (cask_task **)a->cur;
+        a->cur += 4 * sizeof *sv;
+        sv[0] = before->succ1;
+        before->succv = sv;
+    }
     /* the common case: room in before's successors, nothing to re-place */
-    before->succv[n] = after;
+    sv[n] = after;   /* n 0: succ1 */
     before->nsucc = n + 1;
     count_pred(g, after);
     g->nedges++;
@@ -228,7 +235,6 @@ static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g
      * stores do not wait for them */
     __builtin_prefetch(ar->cur + 8 * sizeof *t, 1);
     __builtin_prefetch(ar->cur + 8 * sizeof *t + 64, 1);
-    __builtin_prefetch(ar->cur + 8 * sizeof *t + 128, 1);
     cask_access *acc = na ? arena_alloc(ar, (size_t)na * sizeof *acc) : NULL;
     if (!t || (na && !acc))
         return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
@@ -237,34 +243,27 @@ static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g
     /* every field written once, no memset of the whole task */
     t->node.next = NULL;
     t->node.kind = SCHED_NODE_TASK;
+    t->where = (uint8_t)where;
+    t->naccess = (uint8_t)na;
+    t->level = (int8_t)sched_prio_level(0);
+    t->ord = 0;
     atomic_init(&t->pending, 0);
     atomic_init(&t->done_run, 0);
     t->indegree = 0;
     t->nsucc = 0;
-    t->succv = &t->succ1;   /* never NULL: add_edge reads succv[nsucc - 1] */
-    t->succ1 = NULL;
+    t->succ1 = NULL;   /* add_edge compares it with the task it adds */
     t->graph = g;
     t->kernel = k;
     t->access = acc;
-    t->naccess = na;
-    t->where = (uint8_t)where;
-    int prio = (mask & CASK_TASK_PRIORITY) ? desc->priority : 0;
-    t->priority = prio;
-    t->level = (int8_t)sched_prio_level(prio);
-    t->device = (int16_t)device;
-    t->id = 0;
-    t->ord = 0;
     t->args = NULL;
-    t->args_size = 0;
-    t->last_worker = -1;
     atomic_init(&t->dyn, 0);
-    atomic_init(&t->join, 0);
-    t->status = CASK_OK;
-    t->parent = NULL;
-    t->sub = NULL;
-    t->errmsg = NULL;
-    t->name = k->name;
-    if (__builtin_expect(mask & (CASK_TASK_ARGS | CASK_TASK_NAME), 0) && graph_task_extras(ar, t, desc))
+    atomic_init(&t->cold, NULL);
+    t->id = 0;
+    t->last_worker = -1;
+    t->device = (int8_t)device;
+    t->flags = 0;
+    if (__builtin_expect(mask & (CASK_TASK_ARGS | CASK_TASK_NAME | CASK_TASK_PRIORITY), 0) &&
+        graph_task_extras(ar, t, desc))
         return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
     *out = t;
     return CASK_OK;
@@ -274,7 +273,7 @@ static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g
  * pass over the tasks): a priority, a task no worker can run. */
 static inline void note_task(cask_graph *g, cask_task *t)
 {
-    g->any_priority |= t->priority != 0;
+    g->any_priority |= task_priority(t) != 0;
     if (__builtin_expect(!(t->where & g->can), 0) && !g->unrunnable)
         g->unrunnable = t;
 }
@@ -338,18 +337,18 @@ static inline cask_status link_static(cask_graph *g, cask_task *t)
     for (int i = 0; i < t->naccess; i++) {
         cask_data *d = acc[i].data;
         if (graph_note_data(g, d))
-            return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
+            return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
         if (d->last_writer && add_edge(g, &g->ar, d->last_writer, t))
-            return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
+            return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
         if (acc[i].mode & CASK_WRITE) {
             for (reader_list *r = d->readers; r; r = r->next)
                 if (add_edge(g, &g->ar, r->task, t))
-                    return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
+                    return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
             d->readers = NULL;
         } else {
             reader_list *r = arena_alloc(&g->ar, sizeof *r);
             if (!r)
-                return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
+                return log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
             r->task = t;
             r->next = d->readers;
             d->readers = r;
@@ -363,18 +362,99 @@ static inline cask_status link_static(cask_graph *g, cask_task *t)
     return CASK_OK;
 }
 
+/* The common task, in few instructions: no buffers, arguments, name, priority or
+ * placement (deps alone may be given), added while building, with room in the arena and
+ * in the lists. NULL when it is not (the general path then makes it, with its checks and
+ * messages). */
+static inline __attribute__((always_inline)) cask_task *add_plain(cask_graph *g,
+                                                                  const cask_task_desc *desc,
+                                                                  int *oom)
+{
+    cask_kernel *k = desc->kernel;
+    arena *ar = &g->ar;
+    uint64_t mask = desc->field_mask;
+    if (__builtin_expect((mask & ~(uint64_t)CASK_TASK_DEPS) || desc->naccess || !k ||
+                         !(k->where_any & g->can) || (size_t)(ar->end - ar->cur) < sizeof(cask_task) ||
+                         g->ntasks == g->tasks_cap || g->nroots == g->roots_cap, 0))
+        return NULL;
+    int nd = 0;
+    if (mask & CASK_TASK_DEPS) {
+        nd = desc->ndeps;
+        if (nd < 0 || (nd && !desc->deps))
+            return NULL;
+        for (int i = 0; i < nd; i++) {
+            const cask_task *d = desc->deps[i];
+            if (__builtin_expect(!d || d->graph != g || task_sub(d), 0))
+                return NULL;
+        }
+    }
+    cask_task *t = (cask_task *)ar->cur;
+    ar->cur += sizeof *t;   /* a multiple of 16, as arena_alloc keeps */
+    __builtin_prefetch(ar->cur + 8 * sizeof *t, 1);
+    __builtin_prefetch(ar->cur + 8 * sizeof *t + 64, 1);
+    uint32_t id = (uint32_t)g->ntasks;
+    t->node.next = NULL;
+    t->node.kind = SCHED_NODE_TASK;
+    t->where = (uint8_t)k->where_any;
+    t->naccess = 0;
+    t->level = (int8_t)sched_prio_level(0);
+    t->ord = g->next_ord++;
+    atomic_init(&t->pending, 0);
+    atomic_init(&t->done_run, 0);
+    t->indegree = 0;
+    t->nsucc = 0;
+    t->succ1 = NULL;
+    t->graph = g;
+    t->kernel = k;
+    t->access = NULL;
+    t->args = NULL;
+    atomic_init(&t->dyn, 0);
+    atomic_init(&t->cold, NULL);
+    t->id = id;
+    t->last_worker = -1;
+    t->device = -1;
+    t->flags = 0;
+    g->tasks[id] = t;
+    g->ntasks = id + 1;
+    g->roots[g->nroots++] = t;
+    g->roots_valid = 0;
+    for (int i = 0; i < nd; i++)
+        if (__builtin_expect(add_edge(g, ar, desc->deps[i], t), 0))
+            *oom = 1;
+    return t;
+}
+
+static cask_status add_task_general(cask_graph *g, const cask_task_desc *desc, cask_task **out);
+
 cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_task **out)
 {
     if (!g || !desc)
         return CASK_ERR_INVALID;
     if (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING)
         return graph_add_running(g, desc, out);
+    int oom = 0;
+    cask_task *t = add_plain(g, desc, &oom);
+    if (__builtin_expect(t != NULL, 1)) {
+        if (__builtin_expect(oom, 0))
+            return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
+        if (out)
+            *out = t;
+        return CASK_OK;
+    }
+    return add_task_general(g, desc, out);
+}
+
+/* cask_graph_add_task's every other case. */
+static __attribute__((noinline)) cask_status add_task_general(cask_graph *g,
+                                                              const cask_task_desc *desc,
+                                                              cask_task **out)
+{
     uint64_t mask = desc->field_mask;
     cask_status st;
     if (mask & CASK_TASK_DEPS) {   /* checked before anything is added; messages apart */
         int bad = desc->ndeps < 0 || (desc->ndeps && !desc->deps);
         for (int i = 0; !bad && i < desc->ndeps; i++)
-            bad = !desc->deps[i] || desc->deps[i]->graph != g || desc->deps[i]->sub;
+            bad = !desc->deps[i] || desc->deps[i]->graph != g || task_sub(desc->deps[i]);
         if (__builtin_expect(bad, 0))
             return graph_check_deps(g, NULL, desc, "cask_graph_add_task");
     }
@@ -382,14 +462,14 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
     if ((st = make_task(g, &g->ar, desc, "cask_graph_add_task", &t)))
         return st;
     if (append_task(g, t, 1))
-        return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
+        return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
     note_task(g, t);
     if (t->naccess && (st = link_static(g, t)))
         return st;
     if (mask & CASK_TASK_DEPS)
         for (int i = 0; i < desc->ndeps; i++)
             if (add_edge(g, &g->ar, desc->deps[i], t))
-                return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
+                return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
     if (out)
         *out = t;
     return CASK_OK;
@@ -408,11 +488,11 @@ static __attribute__((noinline)) cask_status depend_other(cask_task *after, cask
     cask_graph *g = after->graph;
     if (after->graph != before->graph)
         return CASK_ERR_INVALID;
-    if (after->sub || before->sub)   /* children of a subflow, before they are launched */
+    if (task_sub(after) || task_sub(before))   /* children of a subflow, before they are launched */
         return subflow_depend(after, before);
     return log_error(g->rt, CASK_ERR_STATE, "cask_task_depend(%s after %s): graph is "
                      "running (tasks added while it runs take their order from access "
-                     "modes)", after->name, before->name);
+                     "modes)", task_name(after), task_name(before));
 }
 
 cask_status cask_task_depend(cask_task *after, cask_task *before)
@@ -420,7 +500,7 @@ cask_status cask_task_depend(cask_task *after, cask_task *before)
     if (!after || !before || after == before)
         return CASK_ERR_INVALID;
     cask_graph *g = after->graph;
-    if (__builtin_expect(after->graph != before->graph || after->sub || before->sub ||
+    if (__builtin_expect(after->graph != before->graph || task_sub(after) || task_sub(before) ||
                          atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING, 0))
         return depend_other(after, before);
     if (add_edge(g, &g->ar, before, after))
@@ -430,7 +510,7 @@ cask_status cask_task_depend(cask_task *after, cask_task *before)
 
 void graph_describe_task(const cask_task *t, char *buf, size_t len)
 {
-    int n = snprintf(buf, len, "task %s (kernel %s", t->name, t->kernel->name);
+    int n = snprintf(buf, len, "task %s (kernel %s", task_name(t), t->kernel->name);
     static const char *mode[] = {"?", "R", "W", "RW"};
     for (int i = 0; i < t->naccess && n > 0 && (size_t)n < len; i++)
         n += snprintf(buf + n, len - n, "%s%s [%s]", i ? ", " : "; data ",

@@ -18,49 +18,98 @@ typedef struct task_link {
 struct subflow;
 struct cask_future;
 
+/* What few tasks need, made on demand (task_cold_get) and never freed before the graph:
+ * a name other than the kernel's, a priority, a subflow child's links, a joined parent's
+ * count, a failure, a big fan-out's release ranges. Keeping these out of the task keeps
+ * a task at 96 bytes: a graph of a million tasks writes 96 MB while it is built, and on
+ * a big graph that traffic is most of the build's time. */
+typedef struct task_cold {
+    const char *name;             /* NULL: the kernel's */
+    struct subflow *sub;          /* a child not yet launched: its subflow */
+    struct cask_task *parent;     /* joined child: the task that spawned it */
+    char *errmsg;                 /* why it failed (arena), NULL if it did not */
+    struct sched_range *release;  /* nsucc >= SCHED_SPLIT_RELEASE: one range node per
+                                     worker (at check), else NULL */
+    int32_t status;               /* cask_status in run status_run (futures) */
+    uint32_t status_run;
+    int32_t priority;             /* as given (level is its clamped bucket) */
+    /* subflows (subflow.c): 1 + joined children not finished while it has some, else 0 */
+    _Atomic int32_t join;
+} task_cold;
+
+/* flags */
+enum { TASK_SKIPPED = 1 };        /* its last completion was a skip (graph failed first) */
+
 struct cask_task {
-    /* hot: what running and finishing a task touch, in its first 120 bytes; 160 bytes
-     * in all (a graph of a million tasks writes 160 MB while it is built: every byte
-     * here costs build time) */
-    sched_node node;              /* must stay first: tasks sit in inboxes */
+    /* 96 bytes, all of them what building, running and finishing a task touch */
+    union {
+        sched_node node;          /* must stay first: tasks sit in inboxes */
+        struct {                  /* the node's spare bytes */
+            void *node_next_;
+            uint8_t node_kind_;
+            uint8_t where;        /* CASK_WHERE_* allowed, resolved at add */
+            uint8_t naccess;      /* at most CASK_MAX_BUFFERS */
+            int8_t level;         /* priority level index 0..SCHED_PRIO_LEVELS-1 */
+            uint32_t ord;         /* topological order: every edge goes to a higher ord */
+        };
+    };
     _Atomic int32_t pending;      /* predecessors not yet finished in this run */
     _Atomic uint32_t done_run;    /* the run (graph->run) in which it last finished */
     int32_t indegree;
     int32_t nsucc;
-    struct cask_task **succv;     /* successors, in the order added (by ascending priority
-                                     after a check of a graph with priorities): &succ1
-                                     for one, else an arena array grown by doubling */
-    union {
-        struct cask_task *succ1;      /* nsucc 1: the successor */
-        struct sched_range *release;  /* nsucc >= SCHED_SPLIT_RELEASE: one range node per
-                                         worker (at check), else NULL */
+    union {                       /* successors, in the order added (by ascending priority
+                                     after a check of a graph with priorities): */
+        struct cask_task *succ1;  /* nsucc <= 1: the successor (or NULL) */
+        struct cask_task **succv; /* nsucc >= 2: an arena array of 4, 8, 16, ... */
     };
     struct cask_graph *graph;
     cask_kernel *kernel;
     cask_access *access;
-    int naccess;
-    int8_t level;                 /* priority level index 0..SCHED_PRIO_LEVELS-1 */
-    uint8_t where;                /* CASK_WHERE_* allowed, resolved at add */
-    int16_t device;               /* preferred GPU, -1 none */
-    uint32_t id;
-    /* subflows (subflow.c): 1 + joined children not finished while it has some, else 0 */
-    _Atomic int32_t join;
-    struct cask_task *parent;     /* joined child: the task that spawned it */
-    void *args;
-    uint32_t args_size;
-    int last_worker;              /* where it ran last (traces, tests) */
-    int priority;                 /* as given (level is its clamped bucket) */
-    uint32_t ord;                 /* topological order: every edge goes to a higher ord */
-    /* cold */
+    void *args;                   /* arena copy, its size in the 16 bytes before it */
     /* dynamic graphs (graph_dynamic.c): successors added while it may be running, and
      * futures waiting for it, as a list of dyn_node; or DYN_CLOSED(run) once finished */
     _Atomic uintptr_t dyn;
-    int32_t status;               /* cask_status in run status_run (futures) */
-    uint32_t status_run;
-    const char *name;
-    struct subflow *sub;          /* a child not yet launched: its subflow */
-    char *errmsg;                 /* why it failed (arena), NULL if it did not */
+    _Atomic(task_cold *) cold;    /* NULL, or made once by its one writer (see task_cold_get) */
+    uint32_t id;
+    int16_t last_worker;          /* where it ran last (traces, tests, asynchronous ends) */
+    int8_t device;                /* preferred GPU, -1 none */
+    uint8_t flags;                /* TASK_* */
 };
+
+/* t's cold record, or NULL (an acquire load: the record is published complete). */
+static inline task_cold *task_cold_of(const cask_task *t)
+{
+    return atomic_load_explicit(&((cask_task *)t)->cold, memory_order_acquire);
+}
+/* t's cold record, made (zeroed) from arena a if it has none yet. Only one thread may make
+ * a task's record: its builder (graph not running), the worker running it, or a holder of
+ * the graph's lock for a task that is not running. NULL out of memory. */
+task_cold *task_cold_get(arena *a, cask_task *t);
+
+static inline const char *task_name(const cask_task *t)
+{
+    task_cold *c = task_cold_of(t);
+    return c && c->name ? c->name : t->kernel->name;
+}
+static inline int task_priority(const cask_task *t)
+{
+    task_cold *c = task_cold_of(t);
+    return c ? c->priority : 0;
+}
+static inline struct subflow *task_sub(const cask_task *t)
+{
+    task_cold *c = task_cold_of(t);
+    return c ? c->sub : NULL;
+}
+static inline size_t task_args_size(const cask_task *t)
+{
+    return t->args ? (size_t)((const uint64_t *)t->args)[-2] : 0;
+}
+/* t's successors: t->nsucc of them. */
+static inline struct cask_task **task_succ(cask_task *t)
+{
+    return t->nsucc > 1 ? t->succv : &t->succ1;
+}
 
 enum { GRAPH_IDLE = 0, GRAPH_RUNNING = 1 };
 #define GRAPH_POOL_LIMIT ((size_t)512 << 20)   /* arena bytes a runtime keeps for reuse */

@@ -10,16 +10,18 @@
 static int cmp_succ_prio(const void *a, const void *b)
 {
     const cask_task *x = *(cask_task *const *)a, *y = *(cask_task *const *)b;
-    if (x->priority != y->priority)
-        return x->priority < y->priority ? -1 : 1;
+    int px = task_priority(x), py = task_priority(y);
+    if (px != py)
+        return px < py ? -1 : 1;
     return x->id > y->id ? -1 : (x->id < y->id);
 }
 
 static int cmp_root_prio(const void *a, const void *b)
 {
     const cask_task *x = *(cask_task *const *)a, *y = *(cask_task *const *)b;
-    if (x->priority != y->priority)
-        return x->priority > y->priority ? -1 : 1;
+    int px = task_priority(x), py = task_priority(y);
+    if (px != py)
+        return px > py ? -1 : 1;
     return x->id < y->id ? -1 : (x->id > y->id);
 }
 
@@ -32,9 +34,11 @@ int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio)
     size_t k = (size_t)t->nsucc;
     if (by_prio && k > 1)
         qsort(t->succv, k, sizeof *t->succv, cmp_succ_prio);
-    if (k >= SCHED_SPLIT_RELEASE && nw > 1 && !t->release) {   /* (succ1 is NULL then) */
-        t->release = arena_calloc(a, (size_t)nw * sizeof *t->release);
-        if (!t->release)
+    if (k >= SCHED_SPLIT_RELEASE && nw > 1) {
+        task_cold *c = task_cold_get(a, t);
+        if (!c)
+            return -1;
+        if (!c->release && !(c->release = arena_calloc(a, (size_t)nw * sizeof *c->release)))
             return -1;
     }
     return 0;
@@ -61,9 +65,10 @@ static cask_status find_cycle(cask_graph *g)
     }
     while (head < tail) {
         cask_task *t = queue[head++];
+        cask_task **sv = task_succ(t);
         for (int32_t j = 0; j < t->nsucc; j++)
-            if (--deg[t->succv[j]->id] == 0)
-                queue[tail++] = t->succv[j];
+            if (--deg[sv[j]->id] == 0)
+                queue[tail++] = sv[j];
     }
     cask_status st = CASK_OK;
     if (tail < n) {
@@ -72,8 +77,8 @@ static cask_status find_cycle(cask_graph *g)
             if (deg[i] > 0)
                 c = g->tasks[i];
         graph_fail(g, CASK_ERR_CYCLE, "dependency cycle through task %s (%zu tasks in cycles)",
-                   c->name, n - tail);
-        st = log_error(rt, CASK_ERR_CYCLE, "dependency cycle through task %s", c->name);
+                   task_name(c), n - tail);
+        st = log_error(rt, CASK_ERR_CYCLE, "dependency cycle through task %s", task_name(c));
     }
     free(deg);
     free(queue);

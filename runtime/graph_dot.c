@@ -25,14 +25,14 @@ cask_status cask_graph_dot(const cask_graph *g, FILE *out, int with_data)
     for (size_t i = 0; i < g->ntasks; i++) {
         const cask_task *t = g->tasks[i];
         fprintf(out, "  t%zu [label=\"", i);
-        put_escaped(out, t->name);
+        put_escaped(out, task_name(t));
         fprintf(out, "\", fillcolor=\"%s\", tooltip=\"", palette[t->kernel->id % 10]);
         put_escaped(out, t->kernel->name);
         fprintf(out, "\"];\n");
     }
     for (size_t i = 0; i < g->ntasks; i++)
         for (int32_t j = 0; j < g->tasks[i]->nsucc; j++)
-            fprintf(out, "  t%zu -> t%u;\n", i, g->tasks[i]->succv[j]->id);
+            fprintf(out, "  t%zu -> t%u;\n", i, task_succ(g->tasks[i])[j]->id);
     for (const task_link *l = g->late; l; l = l->next)   /* added while it ran */
         fprintf(out, "  t%u -> t%u;\n", l->pred->id, l->succ->id);
     if (with_data) {

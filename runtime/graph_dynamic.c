@@ -63,14 +63,19 @@ int graph_dyn_link(cask_graph *g, uint32_t run, cask_task *pred, dyn_node *n)
 
 cask_status graph_task_status(const cask_task *t, uint32_t run, const char **msg)
 {
-    if (t->status_run != run || t->status == CASK_OK) {
-        if (msg)
-            *msg = NULL;
-        return CASK_OK;
-    }
+    task_cold *c = task_cold_of(t);
     if (msg)
-        *msg = t->errmsg;
-    return (cask_status)t->status;
+        *msg = NULL;
+    if (c && c->status_run == run && c->status != CASK_OK) {
+        if (msg)
+            *msg = c->errmsg;
+        return (cask_status)c->status;
+    }
+    /* skipped in that run: the graph failed before it could run */
+    if ((t->flags & TASK_SKIPPED) && atomic_load_explicit(&((cask_task *)t)->done_run,
+                                                          memory_order_acquire) == run)
+        return CASK_ERR_CANCELLED;
+    return CASK_OK;
 }
 
 void graph_dyn_complete(worker *self, cask_task *t)
@@ -101,10 +106,11 @@ void graph_task_failed(cask_task *t, cask_status st, const char *msg)
 {
     cask_graph *g = t->graph;
     pthread_mutex_lock(&g->lock);
-    if (t->status_run != g->run || t->status == CASK_OK) {
-        t->status = st;
-        t->status_run = g->run;
-        t->errmsg = msg ? arena_strdup(&g->ar, msg) : NULL;
+    task_cold *c = task_cold_get(&g->ar, t);   /* (out of memory: the graph's error stays) */
+    if (c && (c->status_run != g->run || c->status == CASK_OK)) {
+        c->status = st;
+        c->status_run = g->run;
+        c->errmsg = msg ? arena_strdup(&g->ar, msg) : NULL;
     }
     pthread_mutex_unlock(&g->lock);
 }
@@ -186,11 +192,11 @@ cask_status graph_add_running(cask_graph *g, const cask_task_desc *desc, cask_ta
     /* it would wait for a worker that does not exist */
     if (!st && !((task_can_cpu(t) && rt->ncpu > 0) || (task_can_gpu(t) && rt->ngpu > 0)))
         st = log_error(rt, CASK_ERR_UNSUPPORTED, "cask_graph_add_task(%s): no worker can "
-                       "run it (%d CPU workers, %d GPUs)", t->name, rt->ncpu, rt->ngpu);
+                       "run it (%d CPU workers, %d GPUs)", task_name(t), rt->ncpu, rt->ngpu);
     for (int i = 0; !st && i < t->naccess; i++)
-        st = take_data(g, t->access[i].data, t->name);
+        st = take_data(g, t->access[i].data, task_name(t));
     if (!st && graph_append_running(g, t))
-        st = log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", t->name);
+        st = log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
     if (!st)
         graph_note_task(g, t);
     if (st) {
@@ -237,11 +243,11 @@ cask_status graph_add_running(cask_graph *g, const cask_task_desc *desc, cask_ta
         /* out of memory half-way: the task still runs (after what it was linked to) and
          * the graph fails, so that no later task uses a result it did not wait for */
         graph_fail(g, CASK_ERR_NOMEM, "cask_graph_add_task(%s): out of memory while "
-                   "linking it to its predecessors", t->name);
+                   "linking it to its predecessors", task_name(t));
     }
     if (out)
         *out = t;
     if (atomic_fetch_sub_explicit(&t->pending, 1, memory_order_acq_rel) == 1)
         sched_ready(rt->sched, NULL, t);
-    return st ? log_error(rt, st, "cask_graph_add_task(%s)", t->name) : CASK_OK;
+    return st ? log_error(rt, st, "cask_graph_add_task(%s)", task_name(t)) : CASK_OK;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/subflow.h"
+#include "runtime/graph_dynamic.h"
 #include "runtime/task_ctx.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
@@ -56,13 +57,13 @@ cask_status cask_task_spawn(cask_task_ctx *ctx, const cask_task_desc *desc, uint
     cask_runtime *rt = g->rt;
     if (ctx->device >= 0)
         return log_error(rt, CASK_ERR_UNSUPPORTED, "cask_task_spawn from task %s: only CPU "
-                         "implementations may spawn tasks", parent->name);
+                         "implementations may spawn tasks", task_name(parent));
     if (flags & ~(uint32_t)CASK_SPAWN_DETACHED)
         return log_error(rt, CASK_ERR_INVALID, "cask_task_spawn from task %s: unknown flags %#x",
-                         parent->name, flags);
+                         task_name(parent), flags);
     subflow *sf = subflow_get(ctx);
     if (!sf)
-        return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", parent->name);
+        return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", task_name(parent));
     cask_task *t;
     cask_status st;
     if ((desc->field_mask & CASK_TASK_DEPS) && (st = graph_check_deps(g, sf, desc, "cask_task_spawn")))
@@ -74,36 +75,39 @@ cask_status cask_task_spawn(cask_task_ctx *ctx, const cask_task_desc *desc, uint
         if (d->listed_in != g->id)   /* handles the graph does not hold for this run */
             return log_error(rt, CASK_ERR_INVALID, "cask_task_spawn(%s) from task %s: data %s is "
                              "not used by the graph's tasks (children may use the parent's "
-                             "data and data other tasks of the graph use)", t->name,
-                             parent->name, d->name);
+                             "data and data other tasks of the graph use)", task_name(t),
+                             task_name(parent), d->name);
     }
     if (sf->nkids == sf->kids_cap) {
         size_t cap = sf->kids_cap ? sf->kids_cap * 2 : 8;
         cask_task **n = realloc(sf->kids, cap * sizeof *n);
         if (!n)
-            return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", parent->name);
+            return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", task_name(parent));
         sf->kids = n;
         sf->kids_cap = cap;
     }
+    task_cold *c = task_cold_get(&sf->ar, t);
+    if (!c)
+        return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", task_name(parent));
     t->id = (uint32_t)sf->nkids;
-    t->sub = sf;
-    t->parent = (flags & CASK_SPAWN_DETACHED) ? NULL : parent;
+    c->sub = sf;
+    c->parent = (flags & CASK_SPAWN_DETACHED) ? NULL : parent;
     /* sequential task flow among the siblings */
     for (int i = 0; i < t->naccess; i++) {
         subflow_data *e = find_data(sf, t->access[i].data);
         if (!e)
-            return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", parent->name);
+            return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", task_name(parent));
         if (e->last_writer && graph_add_edge(NULL, &sf->ar, e->last_writer, t))
-            return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", parent->name);
+            return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", task_name(parent));
         if (t->access[i].mode & CASK_WRITE) {
             for (reader_list *r = e->readers; r; r = r->next)
                 if (graph_add_edge(NULL, &sf->ar, r->task, t))
-                    return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", parent->name);
+                    return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", task_name(parent));
             e->readers = NULL;
         } else {
             reader_list *r = arena_alloc(&sf->ar, sizeof *r);
             if (!r)
-                return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", parent->name);
+                return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", task_name(parent));
             r->task = t;
             r->next = e->readers;
             e->readers = r;
@@ -118,7 +122,7 @@ cask_status cask_task_spawn(cask_task_ctx *ctx, const cask_task_desc *desc, uint
     if (desc->field_mask & CASK_TASK_DEPS)   /* siblings of this subflow (checked above) */
         for (int i = 0; i < desc->ndeps; i++)
             if (graph_add_edge(NULL, &sf->ar, desc->deps[i], t))
-                return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", parent->name);
+                return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", task_name(parent));
     sf->kids[sf->nkids++] = t;
     if (out)
         *out = t;
@@ -136,11 +140,12 @@ void *cask_task_scratch(cask_task_ctx *ctx, size_t size)
 cask_status subflow_depend(cask_task *after, cask_task *before)
 {
     cask_graph *g = after->graph;
-    if (!after->sub || after->sub != before->sub)
+    struct subflow *sf = task_sub(after);
+    if (!sf || sf != task_sub(before))
         return log_error(g->rt, CASK_ERR_INVALID, "cask_task_depend(%s after %s): a child of a "
                          "subflow may only depend on a sibling spawned by the same kernel "
-                         "call, before that call returns", after->name, before->name);
-    if (graph_add_edge(NULL, &after->sub->ar, before, after))
+                         "call, before that call returns", task_name(after), task_name(before));
+    if (graph_add_edge(NULL, &sf->ar, before, after))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_task_depend");
     return CASK_OK;
 }
@@ -167,24 +172,27 @@ void subflow_end(worker *self, cask_task_ctx *ctx, cask_status st)
             st = CASK_ERR_NOMEM;
         if (st)
             break;
-        t->sub = NULL;
-        njoined += t->parent != NULL;
+        task_cold *c = task_cold_of(t);   /* made at spawn */
+        c->sub = NULL;
+        njoined += c->parent != NULL;
         if (t->indegree == 0)   /* kids[] now lists the roots first, in spawn order */
             sf->kids[nroots++] = t;
-        /* status_run: a child runs in this run only */
-        t->status_run = 0;
     }
+    /* the parent's count of joined children, made here while the arena is ours */
+    task_cold *pc = NULL;
+    if (!st && njoined && !(pc = task_cold_get(&sf->ar, parent)))
+        st = CASK_ERR_NOMEM;
     pthread_mutex_lock(&g->lock);
     arena_adopt(&g->ar, &sf->ar);   /* children live until the graph is destroyed */
     pthread_mutex_unlock(&g->lock);
     if (st) {
         if (st == CASK_ERR_NOMEM)
-            graph_fail(g, st, "task %s: out of memory launching its %zu children", parent->name, n);
+            graph_fail(g, st, "task %s: out of memory launching its %zu children", task_name(parent), n);
         subflow_free(sf);
         return;
     }
     if (njoined)   /* before any child can finish */
-        atomic_store_explicit(&parent->join, (int32_t)(1 + njoined), memory_order_relaxed);
+        atomic_store_explicit(&pc->join, (int32_t)(1 + njoined), memory_order_relaxed);
     if (n)   /* the parent still counts, so the graph cannot end in between */
         atomic_fetch_add_explicit(&g->remaining, (int64_t)n, memory_order_relaxed);
     for (size_t i = 0; i < nroots; i++)
@@ -196,17 +204,17 @@ void subflow_child_done(sched *s, worker *self, cask_task *child, cask_task *par
 {
     cask_graph *g = parent->graph;
     const char *msg = NULL;
-    cask_status st = child->status_run == g->run ? (cask_status)child->status : CASK_OK;
+    cask_status st = graph_task_status(child, g->run, &msg);
+    task_cold *pc = task_cold_of(parent);   /* made with its join count (subflow_end) */
     if (st && st != CASK_ERR_CANCELLED) {
-        msg = child->errmsg;
         pthread_mutex_lock(&g->lock);
-        if (parent->status_run != g->run || parent->status == CASK_OK) {
-            parent->status = st;
-            parent->status_run = g->run;
-            parent->errmsg = (char *)msg;   /* lives in the graph's arena */
+        if (pc->status_run != g->run || pc->status == CASK_OK) {
+            pc->status = st;
+            pc->status_run = g->run;
+            pc->errmsg = (char *)msg;   /* lives in the graph's arena */
         }
         pthread_mutex_unlock(&g->lock);
     }
-    if (atomic_fetch_sub_explicit(&parent->join, 1, memory_order_acq_rel) == 1)
+    if (atomic_fetch_sub_explicit(&pc->join, 1, memory_order_acq_rel) == 1)
         sched_complete(s, self, parent, 1);
 }

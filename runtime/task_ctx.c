@@ -21,8 +21,8 @@ size_t cask_task_buffer_size(const cask_task_ctx *ctx, int i)
 const void *cask_task_args(const cask_task_ctx *ctx, size_t *size)
 {
     if (size)
-        *size = ctx->task->args_size;
-    return ctx->task->args;
+        *size = ctx->args_size;
+    return ctx->args;
 }
 
 int cask_task_device(const cask_task_ctx *ctx)
@@ -42,7 +42,7 @@ int cask_task_worker(const cask_task_ctx *ctx)
 
 const char *cask_task_name(const cask_task_ctx *ctx)
 {
-    return ctx->task->name;
+    return task_name(ctx->task);
 }
 
 cask_status cask_task_fail(cask_task_ctx *ctx, const char *fmt, ...)

@@ -14,6 +14,9 @@ struct cask_task_ctx {
     int has_msg;
     int async;           /* cask_task_async_begin was called: ends later */
     struct subflow *sub; /* children spawned so far (cask_task_spawn), or NULL */
+    const void *args;    /* what cask_task_args gives: the task's copy, or (dist_steal.c)
+                            the arguments of the body run in its place */
+    size_t args_size;
     char msg[512];
 };
 

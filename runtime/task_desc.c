@@ -64,20 +64,39 @@ cask_status graph_task_placement(cask_graph *g, const cask_task_desc *desc, cons
     return CASK_OK;
 }
 
+task_cold *task_cold_get(arena *a, cask_task *t)
+{
+    task_cold *c = atomic_load_explicit(&t->cold, memory_order_relaxed);
+    if (c)
+        return c;
+    c = arena_alloc(a, sizeof *c);
+    if (!c)
+        return NULL;
+    memset(c, 0, sizeof *c);
+    atomic_store_explicit(&t->cold, c, memory_order_release);
+    return c;
+}
+
 int graph_task_extras(arena *ar, cask_task *t, const cask_task_desc *desc)
 {
     uint64_t mask = desc->field_mask;
     if ((mask & CASK_TASK_ARGS) && desc->args_size) {
-        t->args = arena_alloc(ar, desc->args_size);
-        if (!t->args)
+        /* the size in the 16 bytes before the copy (task_args_size) */
+        uint64_t *b = arena_alloc(ar, 16 + desc->args_size);
+        if (!b)
             return -1;
-        memcpy(t->args, desc->args, desc->args_size);
-        t->args_size = (uint32_t)desc->args_size;
+        b[0] = desc->args_size;
+        memcpy(b + 2, desc->args, desc->args_size);
+        t->args = b + 2;
     }
-    if ((mask & CASK_TASK_NAME) && desc->name) {
-        t->name = arena_strdup(ar, desc->name);
-        if (!t->name)
+    int named = (mask & CASK_TASK_NAME) && desc->name;
+    int prio = (mask & CASK_TASK_PRIORITY) ? desc->priority : 0;
+    if (named || prio) {
+        task_cold *c = task_cold_get(ar, t);
+        if (!c || (named && !(c->name = arena_strdup(ar, desc->name))))
             return -1;
+        c->priority = prio;
+        t->level = (int8_t)sched_prio_level(prio);
     }
     return 0;
 }
@@ -91,7 +110,7 @@ cask_status graph_check_deps(cask_graph *g, const struct subflow *sf, const cask
                          desc->ndeps > 0 ? " and no array" : "");
     for (int i = 0; i < desc->ndeps; i++) {
         const cask_task *d = desc->deps[i];
-        if (!d || d->graph != g || d->sub != sf)
+        if (!d || d->graph != g || task_sub(d) != sf)
             return log_error(g->rt, CASK_ERR_INVALID, "%s(%s): deps[%d] is %s", call, name, i,
                              !d ? "NULL" : d->graph != g ? "a task of another graph"
                              : sf ? "not a child of the same subflow"

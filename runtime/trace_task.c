@@ -91,7 +91,7 @@ uint64_t trace_task(trace_state *ts, int track, const cask_task *t, uint64_t t0,
     a.nchunks = t->naccess < TRACE_MAX_CHUNK_ARGS ? t->naccess : TRACE_MAX_CHUNK_ARGS;
     for (int i = 0; i < a.nchunks; i++)
         a.chunks[i] = t->access[i].data->id;
-    trace_complete(ts->tr, track, t->name, t0, t1, &a);
+    trace_complete(ts->tr, track, task_name(t), t0, t1, &a);
     if (t->indegree > 0)
         trace_flow(ts->tr, track, flow_id(t), t0, TRACE_FLOW_FINISH);
     return t1;

@@ -106,8 +106,9 @@ static void flush_dec(sched *s, worker *self)
 
 static void release_range(sched *s, worker *self, cask_task *t, size_t begin, size_t end)
 {
+    cask_task **sv = task_succ(t);
     for (size_t i = begin; i < end; i++) {
-        cask_task *succ = t->succv[i];
+        cask_task *succ = sv[i];
         if (self && succ->indegree >= SCHED_BIG_FANIN) {
             if (self->dec_task != succ) {
                 if (self->dec_task)
@@ -328,19 +329,19 @@ void sched_count_done(worker *self, cask_graph *g, int64_t n, int64_t ran)
 void sched_complete(sched *s, worker *self, cask_task *t, int ran)
 {
     /* a task with joined children finishes when the last of them has (subflow.c) */
-    if (atomic_load_explicit(&t->join, memory_order_relaxed) &&
-        atomic_fetch_sub_explicit(&t->join, 1, memory_order_acq_rel) != 1)
+    task_cold *c = task_cold_of(t);
+    if (__builtin_expect(c != NULL, 0) && atomic_load_explicit(&c->join, memory_order_relaxed) &&
+        atomic_fetch_sub_explicit(&c->join, 1, memory_order_acq_rel) != 1)
         return;
     cask_graph *g = t->graph;
-    if (!ran) {   /* skipped: the graph failed before it could run */
-        t->status = CASK_ERR_CANCELLED;
-        t->status_run = g->run;
-    }
+    /* skipped: the graph failed before it could run (graph_task_status) */
+    if (__builtin_expect(!ran || (t->flags & TASK_SKIPPED), 0))
+        t->flags = ran ? t->flags & ~TASK_SKIPPED : t->flags | TASK_SKIPPED;
     /* only this task's predecessors touch its count, and they are done: reset it for
      * the next run of the graph */
     atomic_store_explicit(&t->pending, t->indegree, memory_order_relaxed);
     size_t n = (size_t)t->nsucc;
-    if (n >= SCHED_SPLIT_RELEASE && t->release && self && s->ncpu > 1) {
+    if (n >= SCHED_SPLIT_RELEASE && c && c->release && self && s->ncpu > 1) {
         /* a big fan-out: other CPU workers release shares of the successors */
         int parts = s->ncpu;
         size_t per = (n + (size_t)parts - 1) / (size_t)parts;
@@ -349,7 +350,7 @@ void sched_complete(sched *s, worker *self, cask_task *t, int ran)
             int wi = (self->kind == WORKER_CPU ? self->id + 1 + i : i) % s->ncpu;
             if (wi == self->id)
                 continue;
-            sched_range *r = &t->release[wi];
+            sched_range *r = &c->release[wi];
             r->node.kind = SCHED_NODE_RELEASE;
             r->graph = g;
             r->parent = t;
@@ -363,7 +364,7 @@ void sched_complete(sched *s, worker *self, cask_task *t, int ran)
     }
     release_range(s, self, t, 0, n);
     graph_task_done(self, t);
-    cask_task *parent = t->parent;
+    cask_task *parent = c ? c->parent : NULL;
     sched_count_done(self, g, 1, ran != 0);
     if (parent)   /* still counted, so g is alive */
         subflow_child_done(s, self, t, parent);

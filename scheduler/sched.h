@@ -28,7 +28,8 @@ static inline int sched_prio_level(int p)
 /* Something that can sit in a worker's inbox: a task, or a range of a graph's roots. */
 typedef struct sched_node {
     struct sched_node *next;
-    uint32_t kind;
+    uint8_t kind;                /* SCHED_NODE_*; the 7 bytes after it are the owner's
+                                    (a task keeps fields there: runtime/graph.h) */
 } sched_node;
 enum { SCHED_NODE_TASK = 0, SCHED_NODE_RANGE = 1, SCHED_NODE_RELEASE = 2 };
 

@@ -31,6 +31,8 @@ static void run_task(worker *w, cask_task *t)
         ctx.has_msg = 0;
         ctx.async = 0;
         ctx.sub = NULL;
+        ctx.args = t->args;
+        ctx.args_size = task_args_size(t);
         uint64_t t0 = WORKER_TRACE(w) ? sched_now_ns() : 0;
         uint64_t d0 = w->live && dash_viewed(w->live) ? dash_now_ns() : 0;
         cask_status st = coh_prepare_host(g->rt, t, &w->ctr, ctx.buf, ctx.size, ctx.msg,

@@ -239,6 +239,8 @@ static int start_task(worker *w, cask_task *t, int retry)
     ctx.has_msg = 0;
     ctx.async = 0;
     ctx.sub = NULL;
+    ctx.args = t->args;
+    ctx.args_size = task_args_size(t);
     int si = gw->next_stream;
     gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
