@@ -418,9 +418,39 @@ static inline __attribute__((always_inline)) cask_task *add_plain(cask_graph *g,
     g->ntasks = id + 1;
     g->roots[g->nroots++] = t;
     g->roots_valid = 0;
-    for (int i = 0; i < nd; i++)
-        if (__builtin_expect(add_edge(g, ar, desc->deps[i], t), 0))
-            *oom = 1;
+    /* its edges: t is the newest task (every dep's ord is below its own) and the last
+     * root, so only the deps' successor lists change per edge; t's counts once */
+    int32_t added = 0;
+    for (int i = 0; i < nd; i++) {
+        cask_task *p = desc->deps[i];
+        int32_t n = p->nsucc;
+        cask_task **sv = n > 1 ? p->succv : &p->succ1;
+        if (sv[n > 0 ? n - 1 : 0] == t)
+            continue;   /* named twice */
+        if (__builtin_expect((n >= 4 && (n & (n - 1)) == 0) || n + 1 == SCHED_SPLIT_RELEASE ||
+                             (n == 1 && (size_t)(ar->end - ar->cur) < 4 * sizeof *sv), 0)) {
+            if (push_succ(ar, p, t) || (p->nsucc == SCHED_SPLIT_RELEASE && graph_note_big(g, p))) {
+                *oom = 1;
+                break;
+            }
+        } else {
+            if (n == 1) {   /* a second successor: an array of 4 */
+                sv = (cask_task **)ar->cur;
+                ar->cur += 4 * sizeof *sv;
+                sv[0] = p->succ1;
+                p->succv = sv;
+            }
+            sv[n] = t;
+            p->nsucc = n + 1;
+        }
+        added++;
+    }
+    if (added) {
+        t->indegree = added;
+        atomic_store_explicit(&t->pending, added, memory_order_relaxed);
+        g->nroots--;
+        g->nedges += (size_t)added;
+    }
     return t;
 }
 

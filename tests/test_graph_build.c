@@ -10,6 +10,7 @@
 #include <string.h>
 #include "test_helpers.h"
 #include "runtime/arena.h"
+#include "runtime/task_ctx.h"   /* a plain task's id (it has no arguments to carry one) */
 
 #define MAXN 50000
 
@@ -362,6 +363,75 @@ Test(graph_build, deps_the_same_dag_by_cask_task_depend_respects_every_edge, .ti
 Test(graph_build, deps_a_random_dag_named_at_add_on_one_worker, .timeout = 60)
 {
     random_dag(1, 1);
+}
+
+/* Plain tasks (deps alone: cask_graph_add_task's short path), which carry no argument:
+ * the id is the task's place in the graph. */
+static cask_status count_plain(cask_task_ctx *ctx)
+{
+    int id = (int)ctx->task->id;
+    atomic_fetch_add(&runs[id], 1);
+    atomic_store(&when[id], atomic_fetch_add(&seq, 1));
+    return CASK_OK;
+}
+
+/* The random DAG built by plain tasks naming their deps, with repeats in the lists (one
+ * edge each) and task 0 named by every third task, so that its successors pass 512 (a
+ * big fan-out, released in shares): runs twice in an order that respects every edge. */
+static void plain_dag(int workers)
+{
+    static dag d;
+    make_dag(&d, 7);
+    for (int i = 3; i < N; i += 3) {   /* task 0 as a predecessor, unless it is one */
+        int has = 0;
+        for (int j = 0; j < d.n[i]; j++)
+            has |= d.pred[i][j] == 0;
+        if (!has && d.n[i] < 3)
+            d.pred[i][d.n[i]++] = 0;
+    }
+    cask_runtime *rt = start_runtime(workers, 0);
+    cask_kernel *k = kernel(rt, "plain", count_plain);
+    cask_graph *g = graph(rt);
+    static cask_task *t[N];
+    int hub = 0;
+    for (int i = 0; i < N; i++) {
+        cask_task *in[6];
+        int n = 0;
+        for (int j = 0; j < d.n[i]; j++)
+            in[n++] = t[d.pred[i][j]];
+        if (n && i % 7 == 0)   /* a repeat, after another */
+            in[n++] = in[0];
+        if (n > 1 && i % 11 == 0) {   /* a repeat, right after itself */
+            in[n] = in[n - 1];
+            n++;
+        }
+        for (int j = 0; j < d.n[i]; j++)
+            hub += d.pred[i][j] == 0;
+        cask_task_desc td = { .field_mask = n ? CASK_TASK_DEPS : 0, .kernel = k, .deps = in,
+                              .ndeps = n };
+        cr_assert_eq(cask_graph_add_task(g, &td, &t[i]), CASK_OK, "%s", rt_error(rt));
+        cr_assert_eq((int)t[i]->id, i);
+    }
+    cr_assert_gt(hub, 512, "task 0 has %d successors", hub);
+    cr_assert_eq(t[0]->nsucc, hub, "repeats are one edge");
+    for (int r = 1; r <= 2; r++) {
+        reset_counts();
+        compute_ok(g);
+        assert_order(&d, 1);
+    }
+    cask_graph_destroy(g);
+    cask_shutdown(rt);
+    leak_check();
+}
+
+Test(graph_build, deps_plain_tasks_with_repeats_and_a_big_fanout_respect_every_edge, .timeout = 60)
+{
+    plain_dag(4);
+}
+
+Test(graph_build, deps_plain_tasks_on_one_worker, .timeout = 60)
+{
+    plain_dag(1);
 }
 
 /* The edges as the graph prints them: "tA -> tB" lines. */
