@@ -162,8 +162,17 @@ static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *
     if (before == after || sv[n > 0 ? n - 1 : 0] == after)
         return 0;
     if (__builtin_expect(!g || (n >= 4 && (n & (n - 1)) == 0) ||
-                         n + 1 == SCHED_SPLIT_RELEASE || before->ord >= after->ord, 0))
+                         n + 1 == SCHED_SPLIT_RELEASE, 0))
         return add_edge_slow(g, a, before, after);
+    if (__builtin_expect(before->ord >= after->ord, 0)) {
+        /* against the order: after, with no successor yet (a fan-in's sink added before
+         * its predecessors), just moves past before; else reorder's walk */
+        if (after->nsucc)
+            return add_edge_slow(g, a, before, after);
+        after->ord = before->ord + 1;
+        if (after->ord >= g->next_ord)
+            g->next_ord = after->ord + 1;
+    }
     if (n == 1) {   /* a second successor, the most common growth: an array of 4 here */
         if (__builtin_expect((size_t)(a->end - a->cur) < 4 * sizeof *sv, 0))
             return add_edge_slow(g, a, before, after);
@@ -445,7 +454,7 @@ static inline __attribute__((always_inline)) cask_task *add_plain(cask_graph *g,
         }
         added++;
     }
-    if (added) {
+    if (added) {   /* no longer a root */
         t->indegree = added;
         atomic_store_explicit(&t->pending, added, memory_order_relaxed);
         g->nroots--;
