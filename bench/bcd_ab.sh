@@ -1,0 +1,25 @@
+#!/bin/sh
+# bench/bcd_ab.sh: build + destroy of two builds of bench-sched, alternated on one pinned
+# core (the GPU machine's rounds spread by 20-30%: only alternation and medians of many
+# rounds separate a change from the noise). One JSON line per measurement, tagged with
+# the binary and the round, into OUT/bcd_pinned.jsonl; bench/bcd_ab.py tabulates them.
+#   sh bench/bcd_ab.sh BASE_BUILD NEW_BUILD [ROUNDS] [CORE]
+# e.g. on the GPU machine, with the code before the change in .bcdbase (carried):
+#   meson setup .bcdbase/build-bcd .bcdbase -Dcuda=disabled && ninja -C .bcdbase/build-bcd bench/bench-sched
+#   meson setup build-bcd -Dcuda=disabled && ninja -C build-bcd bench/bench-sched
+#   sh bench/bcd_ab.sh .bcdbase/build-bcd build-bcd 9 5 && python3 bench/bcd_ab.py $OUT/bcd_pinned.jsonl
+set -u
+base=$1 new=$2 rounds=${3:-9} core=${4:-5}
+OUT=${OUT:-device-logs}
+mkdir -p "$OUT"
+r=1
+while [ "$r" -le "$rounds" ]; do
+  for c in independent fanout chains random; do
+    for b in "$base" "$new"; do
+      taskset -c "$core" "$b/bench/bench-sched" --mode bcd --workers 1 --tasks 1000000 --reps 5 \
+        --cases "$c" --json-only 2>/dev/null |
+        sed "s|^{|{\"bin\":\"$b\",\"round\":$r,|" >> "$OUT/bcd_pinned.jsonl"
+    done
+  done
+  r=$((r + 1))
+done
