@@ -212,6 +212,36 @@ int graph_note_data(cask_graph *g, cask_data *d)
     return 0;
 }
 
+/* Every field of a new task written once (no memset of the whole task); priority 0 (a
+ * priority, a name, arguments come after, from graph_task_extras). */
+static inline __attribute__((always_inline)) void init_task(cask_task *t, cask_graph *g,
+                                                            cask_kernel *k, uint32_t where,
+                                                            int na, cask_access *acc,
+                                                            int device, uint32_t ord, uint32_t id)
+{
+    t->node.next = NULL;
+    t->node.kind = SCHED_NODE_TASK;
+    t->where = (uint8_t)where;
+    t->naccess = (uint8_t)na;
+    t->level = (int8_t)sched_prio_level(0);
+    t->ord = ord;
+    atomic_init(&t->pending, 0);
+    atomic_init(&t->done_run, 0);
+    t->indegree = 0;
+    t->nsucc = 0;
+    t->succ1 = NULL;   /* add_edge compares it with the task it adds */
+    t->graph = g;
+    t->kernel = k;
+    t->access = acc;
+    t->args = NULL;
+    atomic_init(&t->dyn, 0);
+    atomic_init(&t->cold, NULL);
+    t->id = id;
+    t->last_worker = -1;
+    t->device = (int8_t)device;
+    t->flags = 0;
+}
+
 static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
                                       const char *call, cask_task **out)
 {
@@ -249,28 +279,7 @@ static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g
         return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
     if (na)
         memcpy(acc, desc->access, (size_t)na * sizeof *acc);
-    /* every field written once, no memset of the whole task */
-    t->node.next = NULL;
-    t->node.kind = SCHED_NODE_TASK;
-    t->where = (uint8_t)where;
-    t->naccess = (uint8_t)na;
-    t->level = (int8_t)sched_prio_level(0);
-    t->ord = 0;
-    atomic_init(&t->pending, 0);
-    atomic_init(&t->done_run, 0);
-    t->indegree = 0;
-    t->nsucc = 0;
-    t->succ1 = NULL;   /* add_edge compares it with the task it adds */
-    t->graph = g;
-    t->kernel = k;
-    t->access = acc;
-    t->args = NULL;
-    atomic_init(&t->dyn, 0);
-    atomic_init(&t->cold, NULL);
-    t->id = 0;
-    t->last_worker = -1;
-    t->device = (int8_t)device;
-    t->flags = 0;
+    init_task(t, g, k, where, na, acc, device, 0, 0);
     if (__builtin_expect(mask & (CASK_TASK_ARGS | CASK_TASK_NAME | CASK_TASK_PRIORITY), 0) &&
         graph_task_extras(ar, t, desc))
         return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
@@ -402,27 +411,7 @@ static inline __attribute__((always_inline)) cask_task *add_plain(cask_graph *g,
     __builtin_prefetch(ar->cur + 8 * sizeof *t, 1);
     __builtin_prefetch(ar->cur + 8 * sizeof *t + 64, 1);
     uint32_t id = (uint32_t)g->ntasks;
-    t->node.next = NULL;
-    t->node.kind = SCHED_NODE_TASK;
-    t->where = (uint8_t)k->where_any;
-    t->naccess = 0;
-    t->level = (int8_t)sched_prio_level(0);
-    t->ord = g->next_ord++;
-    atomic_init(&t->pending, 0);
-    atomic_init(&t->done_run, 0);
-    t->indegree = 0;
-    t->nsucc = 0;
-    t->succ1 = NULL;
-    t->graph = g;
-    t->kernel = k;
-    t->access = NULL;
-    t->args = NULL;
-    atomic_init(&t->dyn, 0);
-    atomic_init(&t->cold, NULL);
-    t->id = id;
-    t->last_worker = -1;
-    t->device = -1;
-    t->flags = 0;
+    init_task(t, g, k, k->where_any, 0, NULL, -1, g->next_ord++, id);
     g->tasks[id] = t;
     g->ntasks = id + 1;
     g->roots[g->nroots++] = t;

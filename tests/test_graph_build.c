@@ -320,6 +320,19 @@ static void assert_order(const dag *d, int times)
     }
 }
 
+/* Computes g twice, each run in an order that respects d's edges; then ends g and rt. */
+static void run_twice_in_order(cask_runtime *rt, cask_graph *g, const dag *d)
+{
+    for (int r = 1; r <= 2; r++) {
+        reset_counts();
+        compute_ok(g);
+        assert_order(d, 1);
+    }
+    cask_graph_destroy(g);
+    cask_shutdown(rt);
+    leak_check();
+}
+
 static void random_dag(int by_deps, int workers)
 {
     static dag d;
@@ -340,14 +353,7 @@ static void random_dag(int by_deps, int workers)
                 cr_assert_eq(cask_task_depend(t[i], in[j]), CASK_OK);
         }
     }
-    for (int r = 1; r <= 2; r++) {
-        reset_counts();
-        compute_ok(g);
-        assert_order(&d, 1);
-    }
-    cask_graph_destroy(g);
-    cask_shutdown(rt);
-    leak_check();
+    run_twice_in_order(rt, g, &d);
 }
 
 Test(graph_build, deps_a_random_dag_named_at_add_respects_every_edge, .timeout = 60)
@@ -414,14 +420,7 @@ static void plain_dag(int workers)
     }
     cr_assert_gt(hub, 512, "task 0 has %d successors", hub);
     cr_assert_eq(t[0]->nsucc, hub, "repeats are one edge");
-    for (int r = 1; r <= 2; r++) {
-        reset_counts();
-        compute_ok(g);
-        assert_order(&d, 1);
-    }
-    cask_graph_destroy(g);
-    cask_shutdown(rt);
-    leak_check();
+    run_twice_in_order(rt, g, &d);
 }
 
 Test(graph_build, deps_plain_tasks_with_repeats_and_a_big_fanout_respect_every_edge, .timeout = 60)
