@@ -28,8 +28,10 @@ static inline int sched_prio_level(int p)
 /* Something that can sit in a worker's inbox: a task, or a range of a graph's roots. */
 typedef struct sched_node {
     struct sched_node *next;
-    uint8_t kind;                /* SCHED_NODE_*; the 7 bytes after it are the owner's
-                                    (a task keeps fields there: runtime/graph.h) */
+    uint8_t kind;                /* SCHED_NODE_* */
+    uint8_t owner[7];            /* the owner's (a task keeps fields there: runtime/graph.h);
+                                    named, not padding, so that no store to the node may
+                                    treat them as its own */
 } sched_node;
 enum { SCHED_NODE_TASK = 0, SCHED_NODE_RANGE = 1, SCHED_NODE_RELEASE = 2 };
 
