@@ -93,6 +93,35 @@ static __attribute__((noinline)) int grow_succ(arena *a, cask_task *pred)
     return 0;
 }
 
+/* Whether succ is already pred's last successor (a repeated edge; succ1 is NULL with
+ * none). */
+static inline int succ_is_last(cask_task *pred, const cask_task *succ)
+{
+    int32_t n = pred->nsucc;
+    return (n > 1 ? pred->succv[n - 1] : pred->succ1) == succ;
+}
+
+/* Appends succ to pred's successors where that needs no call: room in the list, or a
+ * second successor (its array of 4 taken from a here). 0, or -1 when push_succ must do it
+ * (a list of 4, 8, ... full, the fan-out reaching SCHED_SPLIT_RELEASE, a full block). */
+static inline int push_succ_quick(arena *a, cask_task *pred, cask_task *succ)
+{
+    int32_t n = pred->nsucc;
+    cask_task **sv = n > 1 ? pred->succv : &pred->succ1;
+    if (__builtin_expect((n >= 4 && (n & (n - 1)) == 0) || n + 1 == SCHED_SPLIT_RELEASE ||
+                         (n == 1 && (size_t)(a->end - a->cur) < 4 * sizeof *sv), 0))
+        return -1;
+    if (n == 1) {   /* a second successor, the most common growth */
+        sv = (cask_task **)a->cur;
+        a->cur += 4 * sizeof *sv;
+        sv[0] = pred->succ1;
+        pred->succv = sv;
+    }
+    sv[n] = succ;   /* n 0: succ1 */
+    pred->nsucc = n + 1;
+    return 0;
+}
+
 static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
 {
     int32_t n = pred->nsucc;
@@ -156,13 +185,9 @@ static __attribute__((noinline)) int add_edge_slow(cask_graph *g, arena *a, cask
  * last edge is dropped. 0, or -1 out of memory. */
 static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
 {
-    int32_t n = before->nsucc;
-    cask_task **sv = n > 1 ? before->succv : &before->succ1;
-    /* a repeat of the last successor (succ1 is NULL with none) */
-    if (before == after || sv[n > 0 ? n - 1 : 0] == after)
+    if (before == after || succ_is_last(before, after))
         return 0;
-    if (__builtin_expect(!g || (n >= 4 && (n & (n - 1)) == 0) ||
-                         n + 1 == SCHED_SPLIT_RELEASE, 0))
+    if (__builtin_expect(!g, 0))
         return add_edge_slow(g, a, before, after);
     if (__builtin_expect(before->ord >= after->ord, 0)) {
         /* against the order: after, with no successor yet (a fan-in's sink added before
@@ -173,17 +198,9 @@ static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *
         if (after->ord >= g->next_ord)
             g->next_ord = after->ord + 1;
     }
-    if (n == 1) {   /* a second successor, the most common growth: an array of 4 here */
-        if (__builtin_expect((size_t)(a->end - a->cur) < 4 * sizeof *sv, 0))
-            return add_edge_slow(g, a, before, after);
-        sv = (cask_task **)a->cur;
-        a->cur += 4 * sizeof *sv;
-        sv[0] = before->succ1;
-        before->succv = sv;
-    }
-    /* the common case: room in before's successors, nothing to re-place */
-    sv[n] = after;   /* n 0: succ1 */
-    before->nsucc = n + 1;
+    /* the common case: room in before's successors, nothing (more) to re-place */
+    if (__builtin_expect(push_succ_quick(a, before, after), 0))
+        return add_edge_slow(g, a, before, after);
     count_pred(g, after);
     g->nedges++;
     g->roots_valid = 0;
@@ -421,25 +438,12 @@ static inline __attribute__((always_inline)) cask_task *add_plain(cask_graph *g,
     int32_t added = 0;
     for (int i = 0; i < nd; i++) {
         cask_task *p = desc->deps[i];
-        int32_t n = p->nsucc;
-        cask_task **sv = n > 1 ? p->succv : &p->succ1;
-        if (sv[n > 0 ? n - 1 : 0] == t)
+        if (succ_is_last(p, t))
             continue;   /* named twice */
-        if (__builtin_expect((n >= 4 && (n & (n - 1)) == 0) || n + 1 == SCHED_SPLIT_RELEASE ||
-                             (n == 1 && (size_t)(ar->end - ar->cur) < 4 * sizeof *sv), 0)) {
-            if (push_succ(ar, p, t) || (p->nsucc == SCHED_SPLIT_RELEASE && graph_note_big(g, p))) {
-                *oom = 1;
-                break;
-            }
-        } else {
-            if (n == 1) {   /* a second successor: an array of 4 */
-                sv = (cask_task **)ar->cur;
-                ar->cur += 4 * sizeof *sv;
-                sv[0] = p->succ1;
-                p->succv = sv;
-            }
-            sv[n] = t;
-            p->nsucc = n + 1;
+        if (__builtin_expect(push_succ_quick(ar, p, t), 0) &&
+            (push_succ(ar, p, t) || (p->nsucc == SCHED_SPLIT_RELEASE && graph_note_big(g, p)))) {
+            *oom = 1;
+            break;
         }
         added++;
     }
