@@ -64,7 +64,8 @@ void bench_bcd(const options *o, const dag *d);
 
 /* The floor (sched_floor.c): median seconds to build shape s with no API, as records of
  * bytes (160 or 96) written in place with cask's successor arrays. */
-double bench_floor(enum shape s, const options *o, const dag *d, int bytes, long *ntasks);
+double bench_floor(enum shape s, const options *o, const dag *d, int bytes, long *ntasks,
+                   char *pmu_out, size_t pmu_len);
 
 /* Peers on the same shapes and body; each returns the median seconds of create + submit
  * + run of the whole shape, or a negative value when not built in. */

@@ -16,6 +16,7 @@
 
 #include "sched_bench.h"
 #include "common/timing.h"
+#include "common/pmu.h"
 
 #define CHECK(call)                                                                       \
     do {                                                                                  \
@@ -29,6 +30,7 @@
 typedef struct phases {
     double build, compute, destroy, total;
     double cpu_build, cpu_submit, cpu_destroy;   /* the calling thread's CPU time */
+    char pmu[320];        /* BENCH_PMU=1: counters per task of build + destroy, as JSON */
 } phases;
 
 /* CPU seconds of the calling thread: what building costs, whatever else runs on the
@@ -59,16 +61,26 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
         fprintf(stderr, "bench-sched: out of memory\n");
         exit(1);
     }
+    pmu pm;
+    int counting = pmu_open(&pm) == 0;
     for (int r = -1; r < o->reps; r++) {   /* r = -1: warm-up */
+        if (r >= 0)
+            pmu_start(&pm);
         double c0 = thread_cpu_s(), t0 = bench_now_s();
         cask_graph *g = bench_build_graph(rt, k, s, o, d, ntasks);
         double c1 = thread_cpu_s(), t1 = bench_now_s();
+        if (r >= 0)
+            pmu_stop(&pm);
         CHECK(cask_graph_submit(g));
         double c2 = thread_cpu_s();
         CHECK(cask_graph_wait(g));
         double c3 = thread_cpu_s(), t2 = bench_now_s();
+        if (r >= 0)
+            pmu_start(&pm);
         CHECK(cask_graph_destroy(g));
         double c4 = thread_cpu_s(), t3 = bench_now_s();
+        if (r >= 0)
+            pmu_stop(&pm);
         if (r < 0)
             continue;
         int R = o->reps;
@@ -83,17 +95,21 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
     int R = o->reps;
     phases p = { bench_median(v, R), bench_median(v + R, R), bench_median(v + 2 * R, R),
                  bench_median(v + 3 * R, R), bench_median(v + 4 * R, R),
-                 bench_median(v + 5 * R, R), bench_median(v + 6 * R, R) };
+                 bench_median(v + 5 * R, R), bench_median(v + 6 * R, R), "" };
     free(v);
+    p.pmu[0] = 0;
+    if (counting)
+        pmu_json(&pm, (double)*ntasks * o->reps, p.pmu, sizeof p.pmu);
+    pmu_close(&pm);
     CHECK(cask_shutdown(rt));
     return p;
 }
 
 static void row(const char *shape, int workers, const char *impl, long n, double total,
-                const phases *p, double reused, long work_ns)
+                const phases *p, double reused, long work_ns, const char *pmu_floor)
 {
     double ns = 1e9 / (double)n;
-    char extra[320];
+    char extra[720];
     if (p) {
         snprintf(extra, sizeof extra,
                  ",\"mode\":\"bcd\",\"build_ns\":%.4g,\"compute_ns\":%.4g,\"destroy_ns\":%.4g,"
@@ -103,13 +119,14 @@ static void row(const char *shape, int workers, const char *impl, long n, double
                  p->build * ns, p->compute * ns, p->destroy * ns, (p->build + p->destroy) * ns,
                  reused * ns, (total - reused) * ns, p->cpu_build * ns, p->cpu_submit * ns,
                  p->cpu_destroy * ns, (p->cpu_build + p->cpu_submit + p->cpu_destroy) * ns);
+        strncat(extra, p->pmu, sizeof extra - strlen(extra) - 1);
         bench_table_add("%-12s %7d  %-10s %9ld %9.1f %8.1f %8.1f %8.1f %9.1f %9.1f %9.1f %9.1f\n",
                         shape, workers, impl, n, total * ns, p->build * ns, p->compute * ns,
                         p->destroy * ns, (p->build + p->destroy) * ns, reused * ns,
                         (total - reused) * ns,
                         (p->cpu_build + p->cpu_submit + p->cpu_destroy) * ns);
     } else {
-        snprintf(extra, sizeof extra, ",\"mode\":\"bcd\"");
+        snprintf(extra, sizeof extra, ",\"mode\":\"bcd\"%s", pmu_floor ? pmu_floor : "");
         bench_table_add("%-12s %7d  %-10s %9ld %9.1f\n", shape, workers, impl, n, total * ns);
     }
     bench_emit(shape, workers, impl, n, total, 0, work_ns, extra, 0);
@@ -135,26 +152,27 @@ void bench_bcd(const options *o, const dag *d)
             if (both || o->deps == 0) {
                 od.deps = 0;
                 phases p = time_bcd((enum shape)s, workers, &od, d, &n);
-                row(shape_names[s], workers, "cask", n, p.total, &p, reused, o->work_ns);
+                row(shape_names[s], workers, "cask", n, p.total, &p, reused, o->work_ns, NULL);
             }
             if ((both && s != INDEPENDENT) || o->deps == 1) {
                 od.deps = 1;
                 phases p = time_bcd((enum shape)s, workers, &od, d, &n);
-                row(shape_names[s], workers, "cask-deps", n, p.total, &p, reused, o->work_ns);
+                row(shape_names[s], workers, "cask-deps", n, p.total, &p, reused, o->work_ns, NULL);
             }
             if (w == 0)   /* one thread, whatever the workers: the machine's floor */
                 for (int b = 0; b < 2; b++) {
                     long fn = 0;
                     int bytes = b ? 96 : 160;
-                    double t = bench_floor((enum shape)s, o, d, bytes, &fn);
+                    char fp[320];
+                    double t = bench_floor((enum shape)s, o, d, bytes, &fn, fp, sizeof fp);
                     row(shape_names[s], workers, b ? "floor-96" : "floor-160", fn, t, NULL, 0,
-                        o->work_ns);
+                        o->work_ns, fp);
                 }
             if (o->peers & PEER_STARPU) {
                 long pn = 0;
                 double t = peer_starpu((enum shape)s, workers, o, d, &pn);
                 if (t >= 0)
-                    row(shape_names[s], workers, "starpu", pn, t, NULL, 0, o->work_ns);
+                    row(shape_names[s], workers, "starpu", pn, t, NULL, 0, o->work_ns, NULL);
                 else if (s == 0 && w == 0)
                     bench_table_add("(StarPU asked for but not built in)\n");
             }
@@ -162,7 +180,7 @@ void bench_bcd(const options *o, const dag *d)
                 long pn = 0;
                 double t = peer_openmp((enum shape)s, workers, o, d, &pn);
                 if (t >= 0)
-                    row(shape_names[s], workers, "openmp", pn, t, NULL, 0, o->work_ns);
+                    row(shape_names[s], workers, "openmp", pn, t, NULL, 0, o->work_ns, NULL);
                 else if (s == 0 && w == 0)
                     bench_table_add("(OpenMP asked for but not built in)\n");
             }

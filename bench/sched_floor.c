@@ -12,6 +12,7 @@
 
 #include "sched_bench.h"
 #include "common/timing.h"
+#include "common/pmu.h"
 
 typedef struct frec {
     struct frec *next;
@@ -120,7 +121,8 @@ static inline __attribute__((always_inline)) void build(fmem *m, size_t bytes, e
     }
 }
 
-double bench_floor(enum shape s, const options *o, const dag *d, int bytes, long *ntasks)
+double bench_floor(enum shape s, const options *o, const dag *d, int bytes, long *ntasks,
+                   char *pmu_out, size_t pmu_len)
 {
     long n = s == RANDOM ? d->n : o->tasks + 2;
     /* records, and successor arrays: at most 3 * 8 bytes per edge (doubling), 2 per task
@@ -136,16 +138,26 @@ double bench_floor(enum shape s, const options *o, const dag *d, int bytes, long
     }
     memset(m.base, 0, size);   /* touched once, as the pool's blocks are after a first graph */
     m.end = m.base + size;
+    pmu pm;
+    int counting = pmu_open(&pm) == 0;
     for (int r = -1; r < o->reps; r++) {   /* r = -1: warm-up */
         m.cur = m.base;
+        if (r >= 0)
+            pmu_start(&pm);
         double t0 = bench_now_s();
         if (bytes == 160)
             build(&m, 160, s, o, d, t, ntasks);
         else
             build(&m, 96, s, o, d, t, ntasks);
-        if (r >= 0)
+        if (r >= 0) {
             v[r] = bench_now_s() - t0;
+            pmu_stop(&pm);
+        }
     }
+    pmu_out[0] = 0;
+    if (counting)
+        pmu_json(&pm, (double)*ntasks * o->reps, pmu_out, pmu_len);
+    pmu_close(&pm);
     double med = bench_median(v, o->reps);
     free(v);
     free(t);
