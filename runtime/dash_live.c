@@ -93,7 +93,7 @@ void dash_graph_start(cask_runtime *rt, cask_graph *g)
     }
     int walk = !e.nkernels && dash_viewed(l);
     for (size_t i = 0; walk && i < g->ntasks; i++) {
-        uint32_t k = g->tasks[i]->kernel->id, j = 0;
+        uint32_t k = graph_task(g, i)->kernel->id, j = 0;
         while (j < e.nkernels && e.kernel_id[j] != k)
             j++;
         if (j == e.nkernels) {

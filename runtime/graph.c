@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "runtime/graph.h"
+#include "runtime/graph_succ.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
 #include "runtime/subflow.h"
@@ -77,89 +78,28 @@ static __attribute__((noinline)) void reorder(cask_graph *g, cask_task *before,
     }
 }
 
-/* pred's successors are full (one inline, or an array of 4, 8, 16, ...): the next
- * array, out of line. */
-static __attribute__((noinline)) int grow_succ(arena *a, cask_task *pred)
-{
-    int32_t n = pred->nsucc;
-    cask_task **v = n == 1 ? arena_alloc(a, 4 * sizeof *v)
-                           : arena_grow(a, pred->succv, (size_t)n * sizeof *v,
-                                        2 * (size_t)n * sizeof *v);
-    if (!v)
-        return -1;
-    if (n == 1)
-        v[0] = pred->succ1;
-    pred->succv = v;   /* the same field as succ1 */
-    return 0;
-}
-
-/* Whether succ is already pred's last successor (a repeated edge; succ1 is NULL with
- * none). */
-static inline int succ_is_last(cask_task *pred, const cask_task *succ)
-{
-    int32_t n = pred->nsucc;
-    return (n > 1 ? pred->succv[n - 1] : pred->succ1) == succ;
-}
-
-/* Appends succ to pred's successors where that needs no call: room in the list, or a
- * second successor (its array of 4 taken from a here). 0, or -1 when push_succ must do it
- * (a list of 4, 8, ... full, the fan-out reaching SCHED_SPLIT_RELEASE, a full block). */
-static inline int push_succ_quick(arena *a, cask_task *pred, cask_task *succ)
-{
-    int32_t n = pred->nsucc;
-    cask_task **sv = n > 1 ? pred->succv : &pred->succ1;
-    if (__builtin_expect((n >= 4 && (n & (n - 1)) == 0) || n + 1 == SCHED_SPLIT_RELEASE ||
-                         (n == 1 && (size_t)(a->end - a->cur) < 4 * sizeof *sv), 0))
-        return -1;
-    if (n == 1) {   /* a second successor, the most common growth */
-        sv = (cask_task **)a->cur;
-        a->cur += 4 * sizeof *sv;
-        sv[0] = pred->succ1;
-        pred->succv = sv;
-    }
-    sv[n] = succ;   /* n 0: succ1 */
-    pred->nsucc = n + 1;
-    return 0;
-}
-
-static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
-{
-    int32_t n = pred->nsucc;
-    /* the first successor inline (succ1); then arrays of 4, 8, 16, ... */
-    if (__builtin_expect(n == 1 || (n >= 4 && (n & (n - 1)) == 0), 0) && grow_succ(a, pred))
-        return -1;
-    (n ? pred->succv : &pred->succ1)[n] = succ;   /* (n 1: the array just made) */
-    pred->nsucc = n + 1;
-    return 0;
-}
-
-/* A task whose fan-out just reached SCHED_SPLIT_RELEASE: the check gives it release
- * ranges. */
-int graph_note_big(cask_graph *g, cask_task *t)
-{
-    task_link *l = arena_alloc(&g->ar, sizeof *l);
-    if (!l)
-        return -1;
-    l->pred = t;
-    l->succ = NULL;
-    l->next = g->bigs;
-    g->bigs = l;
-    return 0;
-}
-
 /* after has one more predecessor: its counts, and the roots kept while building. */
 static inline void count_pred(cask_graph *g, cask_task *after)
 {
-    if (after->indegree++ == 0 && g) {
-        /* no longer a root: usually the task just added (its edges come right after it) */
-        if (g->nroots && g->roots[g->nroots - 1] == after)
-            g->nroots--;
-        else
-            g->roots_stale = 1;
-    }
+    int32_t d = after->indegree;
+    after->indegree = d + 1;
     /* the count a run starts from: kept equal to indegree while building, so that the
      * first run needs no pass over the tasks */
-    atomic_store_explicit(&after->pending, after->indegree, memory_order_relaxed);
+    atomic_store_explicit(&after->pending, d + 1, memory_order_relaxed);
+    if (g) {
+        /* no longer a root: usually the task just added, the last root kept (its edges
+         * come right after it), taken off whenever it is the last (if it had a
+         * predecessor already, it was no root either); else the roots are filtered at
+         * check. Without a branch on which edge of after this is. */
+        size_t nr = g->nroots;
+        if (__builtin_expect(nr == 0, 0)) {
+            g->roots_stale |= d == 0;
+        } else {
+            size_t top = g->roots[nr - 1] == after;
+            g->nroots = nr - top;
+            g->roots_stale |= !top & (d == 0);
+        }
+    }
 }
 
 /* add_edge's every case (a subflow's edge, a successor array to grow, a big fan-out, an
@@ -167,28 +107,25 @@ static inline void count_pred(cask_graph *g, cask_task *after)
 static __attribute__((noinline)) int add_edge_slow(cask_graph *g, arena *a, cask_task *before,
                                                    cask_task *after)
 {
-    if (push_succ(a, before, after))
+    if (succ_push_slow(g, a, before, after))
         return -1;
     count_pred(g, after);
     if (g) {
         g->nedges++;
         g->roots_valid = 0;
-        if (before->nsucc == SCHED_SPLIT_RELEASE && graph_note_big(g, before))
-            return -1;
         if (before->ord >= after->ord)
             reorder(g, before, after);
     }
     return 0;
 }
 
-/* An edge before -> after (g NULL: between children of a subflow); a repeat of before's
- * last edge is dropped. 0, or -1 out of memory. */
-static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
+/* An edge before -> after, two tasks of g (not the same); a repeat of before's last edge
+ * is dropped. 0, or -1 out of memory. */
+static inline __attribute__((always_inline)) int add_edge_ne(cask_graph *g, arena *a,
+                                                             cask_task *before, cask_task *after)
 {
-    if (before == after || succ_is_last(before, after))
+    if (succ_is_last(before, after))
         return 0;
-    if (__builtin_expect(!g, 0))
-        return add_edge_slow(g, a, before, after);
     if (__builtin_expect(before->ord >= after->ord, 0)) {
         /* against the order: after, with no successor yet (a fan-in's sink added before
          * its predecessors), just moves past before; else reorder's walk */
@@ -205,6 +142,13 @@ static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *
     g->nedges++;
     g->roots_valid = 0;
     return 0;
+}
+
+/* The same, where before and after may be one task (no edge then). */
+static inline __attribute__((always_inline)) int add_edge(cask_graph *g, arena *a,
+                                                          cask_task *before, cask_task *after)
+{
+    return before == after ? 0 : add_edge_ne(g, a, before, after);
 }
 
 int graph_note_data(cask_graph *g, cask_data *d)
@@ -234,7 +178,8 @@ int graph_note_data(cask_graph *g, cask_data *d)
 static inline __attribute__((always_inline)) void init_task(cask_task *t, cask_graph *g,
                                                             cask_kernel *k, uint32_t where,
                                                             int na, cask_access *acc,
-                                                            int device, uint32_t ord, uint32_t id)
+                                                            int device, uint32_t ord, uint32_t id,
+                                                            int32_t npred)
 {
     t->node.next = NULL;
     t->node.kind = SCHED_NODE_TASK;
@@ -242,9 +187,9 @@ static inline __attribute__((always_inline)) void init_task(cask_task *t, cask_g
     t->naccess = (uint8_t)na;
     t->level = (int8_t)sched_prio_level(0);
     t->ord = ord;
-    atomic_init(&t->pending, 0);
+    atomic_init(&t->pending, npred);
     atomic_init(&t->done_run, 0);
-    t->indegree = 0;
+    t->indegree = npred;
     t->nsucc = 0;
     t->succ1 = NULL;   /* add_edge compares it with the task it adds */
     t->graph = g;
@@ -259,8 +204,9 @@ static inline __attribute__((always_inline)) void init_task(cask_task *t, cask_g
     t->flags = 0;
 }
 
+/* Validates desc and makes its task at mem (NULL: from arena ar), not linked anywhere. */
 static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
-                                      const char *call, cask_task **out)
+                                      const char *call, cask_task *mem, cask_task **out)
 {
     cask_kernel *k = desc->kernel;
     int na = desc->naccess;
@@ -285,18 +231,18 @@ static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g
             return st;
     }
 
-    cask_task *t = arena_alloc(ar, sizeof *t);
+    cask_task *t = mem ? mem : arena_alloc(ar, sizeof *t);
     /* tasks are written to memory that is not in cache (a big graph's blocks were last
      * used by the graph before): ask for the lines of the next tasks now, so that their
      * stores do not wait for them */
-    __builtin_prefetch(ar->cur + 8 * sizeof *t, 1);
-    __builtin_prefetch(ar->cur + 8 * sizeof *t + 64, 1);
+    __builtin_prefetch(t + 8, 1);
+    __builtin_prefetch((char *)(t + 8) + 64, 1);
     cask_access *acc = na ? arena_alloc(ar, (size_t)na * sizeof *acc) : NULL;
     if (!t || (na && !acc))
         return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
     if (na)
         memcpy(acc, desc->access, (size_t)na * sizeof *acc);
-    init_task(t, g, k, where, na, acc, device, 0, 0);
+    init_task(t, g, k, where, na, acc, device, 0, 0, 0);
     if (__builtin_expect(mask & (CASK_TASK_ARGS | CASK_TASK_NAME | CASK_TASK_PRIORITY), 0) &&
         graph_task_extras(ar, t, desc))
         return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
@@ -324,44 +270,55 @@ void graph_orphan_all(cask_runtime *rt)
     pthread_mutex_unlock(&rt->lock);
 }
 
-/* Appends t to g->tasks and, when built (not added while running), to the roots kept
- * while building: it has no predecessor yet. */
-/* Doubles (from 256) the task pointer array *v of capacity *cap in g's arena: a big
- * graph's comes from the pool's spares. -1 out of memory (*v untouched). */
-static int grow_list(cask_graph *g, cask_task ***v, size_t *cap)
+/* Doubles (from 256) the pointer array *v of capacity *cap in g's arena: a big graph's
+ * comes from the pool's spares. -1 out of memory (*v untouched). */
+static int grow_list(cask_graph *g, void *v, size_t *cap)
 {
     size_t n = *cap ? *cap * 2 : 256;
-    cask_task **a = arena_grow(&g->ar, *v, *cap * sizeof *a, n * sizeof *a);
+    void **a = arena_grow(&g->ar, *(void **)v, *cap * sizeof *a, n * sizeof *a);
     if (!a)
         return -1;
-    *v = a;
+    *(void **)v = a;
     *cap = n;
     return 0;
 }
 
-static __attribute__((noinline)) int grow_lists(cask_graph *g, int building)
+int graph_new_slab(cask_graph *g)
 {
-    if (g->ntasks == g->tasks_cap && grow_list(g, &g->tasks, &g->tasks_cap))
+    if (g->nslabs == g->slabs_cap && grow_list(g, &g->slabs, &g->slabs_cap))
+        return -1;
+    cask_task *s = arena_alloc(&g->ar, TASK_SLAB * sizeof *s);
+    if (!s)
+        return -1;
+    g->slabs[g->nslabs++] = s;
+    g->tcur = s;
+    g->tend = s + TASK_SLAB;
+    return 0;
+}
+
+/* Room for g's next task: a place at g->tcur and, when built (not added while running),
+ * one in the roots kept while building. -1 out of memory. */
+static __attribute__((noinline)) int task_room(cask_graph *g, int building)
+{
+    if (g->tcur == g->tend && graph_new_slab(g))
         return -1;
     if (building && g->nroots == g->roots_cap && grow_list(g, &g->roots, &g->roots_cap))
         return -1;
     return 0;
 }
 
-static inline int append_task(cask_graph *g, cask_task *t, int building)
+/* Counts t, made at g->tcur, as g's newest task and, when built (not added while
+ * running), as one of the roots kept while building: it has no predecessor yet. */
+static inline void append_task(cask_graph *g, cask_task *t, int building)
 {
-    if (__builtin_expect(g->ntasks == g->tasks_cap || (building && g->nroots == g->roots_cap), 0) &&
-        grow_lists(g, building))
-        return -1;
-    t->id = (uint32_t)g->ntasks;
+    g->tcur = t + 1;
+    t->id = (uint32_t)g->ntasks++;
     t->ord = g->next_ord++;
-    g->tasks[g->ntasks++] = t;
     if (building)
         g->roots[g->nroots++] = t;
     else
         g->roots_rescan = 1;   /* the workers read roots while it runs: found at check */
     g->roots_valid = 0;
-    return 0;
 }
 
 static inline cask_status link_static(cask_graph *g, cask_task *t)
@@ -397,83 +354,88 @@ static inline cask_status link_static(cask_graph *g, cask_task *t)
     return CASK_OK;
 }
 
-/* The common task, in few instructions: no buffers, arguments, name, priority or
- * placement (deps alone may be given), added while building, with room in the arena and
- * in the lists. NULL when it is not (the general path then makes it, with its checks and
- * messages). */
-static inline __attribute__((always_inline)) cask_task *add_plain(cask_graph *g,
-                                                                  const cask_task_desc *desc,
-                                                                  int *oom)
+static cask_status add_task_general(cask_graph *g, const cask_task_desc *desc, cask_task **out);
+
+/* g's newest task t (at g->tcur), with npred predecessors: counted, and a root while it
+ * has none. */
+static inline __attribute__((always_inline)) void append_plain(cask_graph *g, cask_task *t,
+                                                               cask_kernel *k, int32_t npred)
 {
-    cask_kernel *k = desc->kernel;
-    arena *ar = &g->ar;
-    uint64_t mask = desc->field_mask;
-    if (__builtin_expect((mask & ~(uint64_t)CASK_TASK_DEPS) || desc->naccess || !k ||
-                         !(k->where_any & g->can) || (size_t)(ar->end - ar->cur) < sizeof(cask_task) ||
-                         g->ntasks == g->tasks_cap || g->nroots == g->roots_cap, 0))
-        return NULL;
-    int nd = 0;
-    if (mask & CASK_TASK_DEPS) {
-        nd = desc->ndeps;
-        if (nd < 0 || (nd && !desc->deps))
-            return NULL;
-        for (int i = 0; i < nd; i++) {
-            const cask_task *d = desc->deps[i];
-            if (__builtin_expect(!d || d->graph != g || task_sub(d), 0))
-                return NULL;
-        }
-    }
-    cask_task *t = (cask_task *)ar->cur;
-    ar->cur += sizeof *t;   /* a multiple of 16, as arena_alloc keeps */
-    __builtin_prefetch(ar->cur + 8 * sizeof *t, 1);
-    __builtin_prefetch(ar->cur + 8 * sizeof *t + 64, 1);
     uint32_t id = (uint32_t)g->ntasks;
-    init_task(t, g, k, k->where_any, 0, NULL, -1, g->next_ord++, id);
-    g->tasks[id] = t;
+    init_task(t, g, k, k->where_any, 0, NULL, -1, g->next_ord++, id, npred);
+    g->tcur = t + 1;
     g->ntasks = id + 1;
-    g->roots[g->nroots++] = t;
+    g->roots[g->nroots] = t;
+    g->nroots += npred == 0;
     g->roots_valid = 0;
-    /* its edges: t is the newest task (every dep's ord is below its own) and the last
-     * root, so only the deps' successor lists change per edge; t's counts once */
+}
+
+/* A plain task that names its deps (CASK_TASK_DEPS), at t = g->tcur: its edges, each dep
+ * checked on the way. t, not written yet, is the newest task (every dep's ord is below
+ * its own), so only the deps' successor lists change per edge, and t's counts are
+ * written once. A dep that is not a plain task of g: the edges made go, and the general
+ * path tells what is wrong. */
+static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
+                                                            const cask_task_desc *desc,
+                                                            cask_task **out, cask_task *t)
+{
+    int nd = desc->ndeps;
+    cask_task *const *deps = desc->deps;
+    if (__builtin_expect((nd < 0) | ((nd != 0) & !deps), 0))
+        return add_task_general(g, desc, out);
+    __builtin_prefetch(t + 8, 1);
+    __builtin_prefetch((char *)(t + 8) + 64, 1);
+    arena *ar = &g->ar;
     int32_t added = 0;
+    int oom = 0;
     for (int i = 0; i < nd; i++) {
-        cask_task *p = desc->deps[i];
+        cask_task *p = deps[i];
+        if (__builtin_expect(!p || p->graph != g || task_sub(p), 0)) {
+            while (i-- > 0)
+                succ_unpush(deps[i], t);
+            return add_task_general(g, desc, out);
+        }
         if (succ_is_last(p, t))
             continue;   /* named twice */
-        if (__builtin_expect(push_succ_quick(ar, p, t), 0) &&
-            (push_succ(ar, p, t) || (p->nsucc == SCHED_SPLIT_RELEASE && graph_note_big(g, p)))) {
-            *oom = 1;
+        if (__builtin_expect(push_succ_quick(ar, p, t), 0) && succ_push_slow(g, ar, p, t)) {
+            oom = 1;
             break;
         }
         added++;
     }
-    if (added) {   /* no longer a root */
-        t->indegree = added;
-        atomic_store_explicit(&t->pending, added, memory_order_relaxed);
-        g->nroots--;
-        g->nedges += (size_t)added;
-    }
-    return t;
+    append_plain(g, t, desc->kernel, added);
+    g->nedges += (size_t)added;
+    if (__builtin_expect(oom, 0))
+        return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
+    if (out)
+        *out = t;
+    return CASK_OK;
 }
 
-static cask_status add_task_general(cask_graph *g, const cask_task_desc *desc, cask_task **out);
-
+/* The common task in few instructions, and without a frame: no buffers, arguments,
+ * name, priority or placement, added while building, with room in the slab and the
+ * roots (deps alone may be named: add_plain_deps). Every other case: add_task_general,
+ * with its checks and messages. */
 cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_task **out)
 {
-    if (!g || !desc)
+    if (__builtin_expect(!g || !desc, 0))
         return CASK_ERR_INVALID;
     if (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING)
         return graph_add_running(g, desc, out);
-    int oom = 0;
-    cask_task *t = add_plain(g, desc, &oom);
-    if (__builtin_expect(t != NULL, 1)) {
-        if (__builtin_expect(oom, 0))
-            return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
-        if (out)
-            *out = t;
-        return CASK_OK;
-    }
-    return add_task_general(g, desc, out);
+    cask_kernel *k = desc->kernel;
+    uint64_t mask = desc->field_mask;
+    cask_task *t = g->tcur;
+    if (__builtin_expect((mask & ~(uint64_t)CASK_TASK_DEPS) || desc->naccess || !k ||
+                         !(k->where_any & g->can) || t == g->tend || g->nroots == g->roots_cap, 0))
+        return add_task_general(g, desc, out);
+    if (mask & CASK_TASK_DEPS)
+        return add_plain_deps(g, desc, out, t);
+    __builtin_prefetch(t + 8, 1);
+    __builtin_prefetch((char *)(t + 8) + 64, 1);
+    append_plain(g, t, k, 0);
+    if (out)
+        *out = t;
+    return CASK_OK;
 }
 
 /* cask_graph_add_task's every other case. */
@@ -491,10 +453,12 @@ static __attribute__((noinline)) cask_status add_task_general(cask_graph *g,
             return graph_check_deps(g, NULL, desc, "cask_graph_add_task");
     }
     cask_task *t = NULL;
-    if ((st = make_task(g, &g->ar, desc, "cask_graph_add_task", &t)))
+    if (task_room(g, 1))
+        return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)",
+                         desc->kernel ? desc->kernel->name : "?");
+    if ((st = make_task(g, &g->ar, desc, "cask_graph_add_task", g->tcur, &t)))
         return st;
-    if (append_task(g, t, 1))
-        return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
+    append_task(g, t, 1);
     note_task(g, t);
     if (t->naccess && (st = link_static(g, t)))
         return st;
@@ -507,35 +471,42 @@ static __attribute__((noinline)) cask_status add_task_general(cask_graph *g,
     return CASK_OK;
 }
 
-/* Appends t, added while g runs, to g's task list (g->lock held). */
-int graph_append_running(cask_graph *g, cask_task *t)
+/* Notes t, made by graph_make_task while g runs, as added (g->lock held). */
+void graph_append_running(cask_graph *g, cask_task *t)
 {
-    return append_task(g, t, 0);
+    append_task(g, t, 0);
 }
 
-/* cask_task_depend's other cases: tasks of two graphs, children of a subflow, a running
- * graph. */
+/* cask_task_depend's other cases: one task twice, tasks of two graphs, children of a
+ * subflow, a running graph, and tasks with a cold record that are none of these. */
 static __attribute__((noinline)) cask_status depend_other(cask_task *after, cask_task *before)
 {
     cask_graph *g = after->graph;
-    if (after->graph != before->graph)
+    if (after == before || after->graph != before->graph)
         return CASK_ERR_INVALID;
     if (task_sub(after) || task_sub(before))   /* children of a subflow, before they are launched */
         return subflow_depend(after, before);
-    return log_error(g->rt, CASK_ERR_STATE, "cask_task_depend(%s after %s): graph is "
-                     "running (tasks added while it runs take their order from access "
-                     "modes)", task_name(after), task_name(before));
+    if (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING)
+        return log_error(g->rt, CASK_ERR_STATE, "cask_task_depend(%s after %s): graph is "
+                         "running (tasks added while it runs take their order from access "
+                         "modes)", task_name(after), task_name(before));
+    if (add_edge_ne(g, &g->ar, before, after))
+        return log_error(g->rt, CASK_ERR_NOMEM, "cask_task_depend");
+    return CASK_OK;
 }
 
 cask_status cask_task_depend(cask_task *after, cask_task *before)
 {
-    if (!after || !before || after == before)
+    if (__builtin_expect(!after || !before, 0))
         return CASK_ERR_INVALID;
     cask_graph *g = after->graph;
-    if (__builtin_expect(after->graph != before->graph || task_sub(after) || task_sub(before) ||
-                         atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING, 0))
+    /* one test for the rare cases: a task with a cold record (a name, a priority, a
+     * subflow child) goes the long way */
+    uintptr_t cold = (uintptr_t)task_cold_of(after) | (uintptr_t)task_cold_of(before);
+    if (__builtin_expect((after == before) | (g != before->graph) | (cold != 0) |
+                         (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING), 0))
         return depend_other(after, before);
-    if (add_edge(g, &g->ar, before, after))
+    if (add_edge_ne(g, &g->ar, before, after))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_task_depend");
     return CASK_OK;
 }
@@ -606,20 +577,24 @@ cask_status cask_graph_destroy(cask_graph *g)
 
 /* ---- the same, for the other parts of the runtime ---- */
 
-int graph_push_succ(arena *a, cask_task *pred, cask_task *succ)
-{
-    return push_succ(a, pred, succ);
-}
-
 int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after)
 {
-    return add_edge(g, a, before, after);
+    if (g)
+        return add_edge(g, a, before, after);
+    if (before == after || succ_is_last(before, after))
+        return 0;
+    return add_edge_slow(NULL, a, before, after);
 }
 
 cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc,
                             const char *call, cask_task **out)
 {
-    return make_task(g, ar, desc, call, out);
+    if (ar)
+        return make_task(g, ar, desc, call, NULL, out);
+    if (task_room(g, 0))
+        return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call,
+                         desc->kernel ? desc->kernel->name : "?");
+    return make_task(g, &g->ar, desc, call, g->tcur, out);
 }
 
 void graph_note_task(cask_graph *g, cask_task *t)

@@ -114,11 +114,19 @@ static inline struct cask_task **task_succ(cask_task *t)
 enum { GRAPH_IDLE = 0, GRAPH_RUNNING = 1 };
 #define GRAPH_POOL_LIMIT ((size_t)512 << 20)   /* arena bytes a runtime keeps for reuse */
 
+/* A graph's tasks sit in slabs of TASK_SLAB, in the order added (task i is slab i /
+ * TASK_SLAB, place i % TASK_SLAB): no list of task pointers to write and grow while
+ * building, and one check of room per task. A slab is an arena allocation of 48 KiB. */
+#define TASK_SLAB_SHIFT 9
+#define TASK_SLAB ((size_t)1 << TASK_SLAB_SHIFT)
+
 struct cask_graph {
     cask_runtime *rt;
     arena ar;
-    cask_task **tasks;
-    size_t ntasks, tasks_cap, nedges;
+    cask_task *tcur, *tend;       /* room in the newest slab */
+    cask_task **slabs;            /* nslabs of them (arena) */
+    size_t nslabs, slabs_cap;
+    size_t ntasks, nedges;
     cask_task **roots;            /* kept while building: tasks added without a
                                      predecessor (see roots_stale); exact after a check */
     size_t nroots, roots_cap;
@@ -132,7 +140,7 @@ struct cask_graph {
     uint32_t can;                 /* CASK_WHERE_* the runtime has workers for */
     task_link *late;              /* edges added while running, newest first: not in the
                                      successor arrays (a running task's must not change) */
-    task_link *bigs;              /* tasks whose fan-out reached SCHED_SPLIT_RELEASE */
+    task_link *bigs;              /* tasks whose fan-out passed SCHED_SPLIT_RELEASE / 2 */
     cask_task *unrunnable;        /* first task no worker of the runtime can run */
     struct cask_data **datas;     /* distinct handles used */
     size_t ndatas, datas_cap;
@@ -164,6 +172,21 @@ struct cask_graph {
     void *fail_hook_arg;
 };
 
+/* g's task i (i < g->ntasks). */
+static inline cask_task *graph_task(const cask_graph *g, size_t i)
+{
+    return &g->slabs[i >> TASK_SLAB_SHIFT][i & (TASK_SLAB - 1)];
+}
+/* How many of g's tasks sit in slab s (s < g->nslabs). */
+static inline size_t graph_slab_len(const cask_graph *g, size_t s)
+{
+    size_t left = g->ntasks - s * TASK_SLAB;
+    return left < TASK_SLAB ? left : TASK_SLAB;
+}
+/* A new slab for g's next tasks (g->tcur, g->tend): 0, or -1 out of memory. Called by
+ * g's one builder (or with g->lock held while it runs). */
+int graph_new_slab(cask_graph *g);
+
 /* Records the graph's first failure (later ones are ignored); thread safe. */
 void graph_fail(cask_graph *g, cask_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -180,13 +203,16 @@ cask_status graph_check(cask_graph *g);
 /* Readies t's successors for a run: sorted by priority (by_prio), release ranges in a
  * for a big fan-out on nw workers. -1 out of memory. */
 int graph_compact_task(arena *a, cask_task *t, int nw, int by_prio);
-/* Appends succ to pred's successor array (arena a); -1 out of memory. */
-int graph_push_succ(arena *a, cask_task *pred, cask_task *succ);
-/* Notes what the check needs of a task added to g->tasks (priority, can it run). */
+/* Appends succ to the successor array of pred, a task of g (arena g->ar), noting a big
+ * fan-out; -1 out of memory. */
+int graph_push_succ(cask_graph *g, cask_task *pred, cask_task *succ);
+/* Notes what the check needs of a task added to g (priority, can it run). */
 void graph_note_task(cask_graph *g, cask_task *t);
-/* Appends t, added while g runs, to g's task list (g->lock held); -1 out of memory. */
-int graph_append_running(cask_graph *g, cask_task *t);
-/* Validates desc and makes a task in arena a (not linked anywhere); ERR with a message. */
+/* Notes t, made by graph_make_task while g runs, as added (g->lock held). */
+void graph_append_running(cask_graph *g, cask_task *t);
+/* Validates desc and makes a task: a task of g itself (a NULL: the next place of its
+ * slabs, numbered, with no edge yet), or one not linked anywhere in arena a (a subflow's
+ * child); ERR with a message. */
 cask_status graph_make_task(cask_graph *g, arena *a, const cask_task_desc *desc,
                             const char *call, cask_task **out);
 /* ---- a task's description, beside the hot path of make_task (task_desc.c) ---- */
@@ -207,7 +233,7 @@ cask_status graph_check_deps(cask_graph *g, const struct subflow *sf, const cask
                              const char *call);
 /* Sequential-task-flow edges of t from the handles' build state (static build). */
 cask_status graph_link_static(cask_graph *g, cask_task *t);
-/* Notes that t's fan-out reached SCHED_SPLIT_RELEASE (g->bigs); -1 out of memory. */
+/* Notes that t's fan-out passed SCHED_SPLIT_RELEASE / 2 (g->bigs); -1 out of memory. */
 int graph_note_big(cask_graph *g, cask_task *t);
 /* Adds an edge of the static graph (0, or -1 out of memory); g NULL: a subflow's. */
 int graph_add_edge(cask_graph *g, arena *a, cask_task *before, cask_task *after);

@@ -59,9 +59,9 @@ static cask_status find_cycle(cask_graph *g)
     }
     size_t head = 0, tail = 0;
     for (size_t i = 0; i < n; i++) {
-        deg[i] = g->tasks[i]->indegree;
+        deg[i] = graph_task(g, i)->indegree;
         if (deg[i] == 0)
-            queue[tail++] = g->tasks[i];
+            queue[tail++] = graph_task(g, i);
     }
     while (head < tail) {
         cask_task *t = queue[head++];
@@ -75,7 +75,7 @@ static cask_status find_cycle(cask_graph *g)
         const cask_task *c = NULL;
         for (size_t i = 0; i < n && !c; i++)
             if (deg[i] > 0)
-                c = g->tasks[i];
+                c = graph_task(g, i);
         graph_fail(g, CASK_ERR_CYCLE, "dependency cycle through task %s (%zu tasks in cycles)",
                    task_name(c), n - tail);
         st = log_error(rt, CASK_ERR_CYCLE, "dependency cycle through task %s", task_name(c));
@@ -97,9 +97,7 @@ static int merge_late(cask_graph *g)
     }
     g->late = NULL;
     for (task_link *l = rev; l; l = l->next) {
-        if (graph_push_succ(&g->ar, l->pred, l->succ))
-            return -1;
-        if (l->pred->nsucc == SCHED_SPLIT_RELEASE && graph_note_big(g, l->pred))
+        if (graph_push_succ(g, l->pred, l->succ))
             return -1;
     }
     return 0;
@@ -118,9 +116,7 @@ static int full_pass(cask_graph *g, int nw, int by_prio)
         g->roots_cap = n;
     }
     for (size_t i = 0; i < n; i++) {
-        cask_task *t = g->tasks[i];
-        if (i + 16 < n)
-            __builtin_prefetch(g->tasks[i + 16]);
+        cask_task *t = graph_task(g, i);
         if (t->indegree == 0)
             g->roots[nroots++] = t;
         if (by_prio && graph_compact_task(&g->ar, t, nw, 1))
@@ -162,10 +158,10 @@ cask_status graph_check(cask_graph *g)
                 g->roots[k++] = g->roots[i];
         g->nroots = k;
     }
+    /* (kept from check to check: a task noted at half the split may reach it later) */
     for (task_link *l = g->bigs; l; l = l->next)
         if (graph_compact_task(&g->ar, l->pred, nw, 0))
             return log_error(rt, CASK_ERR_NOMEM, "graph check");
-    g->bigs = NULL;
     if (any)
         qsort(g->roots, g->nroots, sizeof *g->roots, cmp_root_prio);
     g->roots_stale = 0;

@@ -23,7 +23,7 @@ cask_status cask_graph_dot(const cask_graph *g, FILE *out, int with_data)
         return CASK_ERR_INVALID;
     fprintf(out, "digraph cask {\n  rankdir=TB;\n  node [style=filled, shape=ellipse];\n");
     for (size_t i = 0; i < g->ntasks; i++) {
-        const cask_task *t = g->tasks[i];
+        const cask_task *t = graph_task(g, i);
         fprintf(out, "  t%zu [label=\"", i);
         put_escaped(out, task_name(t));
         fprintf(out, "\", fillcolor=\"%s\", tooltip=\"", palette[t->kernel->id % 10]);
@@ -31,8 +31,8 @@ cask_status cask_graph_dot(const cask_graph *g, FILE *out, int with_data)
         fprintf(out, "\"];\n");
     }
     for (size_t i = 0; i < g->ntasks; i++)
-        for (int32_t j = 0; j < g->tasks[i]->nsucc; j++)
-            fprintf(out, "  t%zu -> t%u;\n", i, task_succ(g->tasks[i])[j]->id);
+        for (int32_t j = 0; j < graph_task(g, i)->nsucc; j++)
+            fprintf(out, "  t%zu -> t%u;\n", i, task_succ(graph_task(g, i))[j]->id);
     for (const task_link *l = g->late; l; l = l->next)   /* added while it ran */
         fprintf(out, "  t%u -> t%u;\n", l->pred->id, l->succ->id);
     if (with_data) {
@@ -42,7 +42,7 @@ cask_status cask_graph_dot(const cask_graph *g, FILE *out, int with_data)
             fprintf(out, "\"];\n");
         }
         for (size_t i = 0; i < g->ntasks; i++) {
-            const cask_task *t = g->tasks[i];
+            const cask_task *t = graph_task(g, i);
             for (int a = 0; a < t->naccess; a++) {
                 unsigned did = t->access[a].data->id;
                 if (t->access[a].mode & CASK_READ)

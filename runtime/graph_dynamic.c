@@ -188,17 +188,17 @@ cask_status graph_add_running(cask_graph *g, const cask_task_desc *desc, cask_ta
         }
     } while (!atomic_compare_exchange_weak(&g->remaining, &r, r + 1));
     cask_task *t = NULL;
-    cask_status st = graph_make_task(g, &g->ar, desc, "cask_graph_add_task", &t);
+    cask_status st = graph_make_task(g, NULL, desc, "cask_graph_add_task", &t);
     /* it would wait for a worker that does not exist */
     if (!st && !((task_can_cpu(t) && rt->ncpu > 0) || (task_can_gpu(t) && rt->ngpu > 0)))
         st = log_error(rt, CASK_ERR_UNSUPPORTED, "cask_graph_add_task(%s): no worker can "
                        "run it (%d CPU workers, %d GPUs)", task_name(t), rt->ncpu, rt->ngpu);
     for (int i = 0; !st && i < t->naccess; i++)
         st = take_data(g, t->access[i].data, task_name(t));
-    if (!st && graph_append_running(g, t))
-        st = log_error(rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
-    if (!st)
+    if (!st) {   /* (a task that fails here is not counted: its place is taken again) */
+        graph_append_running(g, t);
         graph_note_task(g, t);
+    }
     if (st) {
         pthread_mutex_unlock(&g->lock);
         sched_count_done(NULL, g, 1, 0);   /* give back the count taken above */

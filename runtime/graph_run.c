@@ -105,8 +105,11 @@ cask_status cask_graph_submit(cask_graph *g)
     pthread_mutex_unlock(&rt->lock);
 
     if (g->dirty) {
-        for (size_t i = 0; i < g->ntasks; i++)
-            atomic_store_explicit(&g->tasks[i]->pending, g->tasks[i]->indegree, memory_order_relaxed);
+        for (size_t s = 0; s < g->nslabs; s++) {
+            cask_task *t = g->slabs[s];
+            for (size_t i = 0, n = graph_slab_len(g, s); i < n; i++)
+                atomic_store_explicit(&t[i].pending, t[i].indegree, memory_order_relaxed);
+        }
         g->dirty = 0;   /* each task resets its own count when it finishes */
     }
     if (!g->ranges) {

@@ -280,3 +280,47 @@ Test(dynamic, adding_after_wait_ended_is_a_new_build, .timeout = 60)
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
     leak_check();
 }
+
+/* A task refused while the graph runs (its data is held by the user) is not part of the
+ * graph: the next task added takes its place, and neither this run nor the next runs
+ * anything but the tasks added. */
+static _Atomic int bumps;
+static cask_status bump_task(cask_task_ctx *ctx)
+{
+    (void)ctx;
+    atomic_fetch_add(&bumps, 1);
+    return CASK_OK;
+}
+
+Test(dynamic, a_task_refused_while_running_leaves_no_trace, .timeout = 60)
+{
+    cask_runtime *rt = start_runtime(2, 0);
+    cask_graph *g = graph(rt);
+    cask_kernel *bump = kernel(rt, "bump", bump_task);
+    int y = 0;
+    cask_data *held;
+    cr_assert_eq(cask_data_register(rt, &y, sizeof y, &held), CASK_OK);
+    void *host;
+    cr_assert_eq(cask_data_acquire(held, CASK_READ, &host), CASK_OK);
+    atomic_store(&bumps, 0);
+    cr_assert_eq(cask_graph_submit(g), CASK_OK);
+    cask_access wa = { held, CASK_WRITE };
+    cask_task_desc refused = { .kernel = bump, .access = &wa, .naccess = 1 };
+    cask_task_desc ok = { .kernel = bump };
+    cr_assert_eq(cask_graph_add_task(g, &ok, NULL), CASK_OK);
+    cr_assert_eq(cask_graph_add_task(g, &refused, NULL), CASK_ERR_BUSY);
+    cr_assert_eq(cask_graph_add_task(g, &ok, NULL), CASK_OK);
+    cr_assert_eq(cask_graph_add_task(g, &refused, NULL), CASK_ERR_BUSY);
+    cr_assert_eq(cask_graph_wait(g), CASK_OK);
+    cask_graph_info info;
+    cr_assert_eq(cask_graph_query(g, &info), CASK_OK);
+    cr_assert_eq(info.ntasks, 2, "%zu tasks", (size_t)info.ntasks);
+    cr_assert_eq(atomic_load(&bumps), 2);
+    compute_ok(g);   /* the tasks added while it ran are the graph now */
+    cr_assert_eq(atomic_load(&bumps), 4, "the second run ran %d tasks", atomic_load(&bumps) - 2);
+    cr_assert_eq(cask_data_release(held), CASK_OK);
+    cr_assert_eq(cask_graph_destroy(g), CASK_OK);
+    cr_assert_eq(cask_data_destroy(held), CASK_OK);
+    cr_assert_eq(cask_shutdown(rt), CASK_OK);
+    leak_check();
+}

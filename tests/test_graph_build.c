@@ -508,6 +508,54 @@ Test(graph_build, deps_bad_lists_are_refused_and_add_nothing)
     leak_check();
 }
 
+/* A plain task (deps alone) whose list turns bad after good deps: the edges it had made
+ * from those deps go again (a dep holding one successor, named twice, gets its inline
+ * slot back), and the next task takes its place. */
+Test(graph_build, deps_a_plain_list_bad_after_good_deps_takes_back_its_edges)
+{
+    cask_runtime *rt = start_runtime(2, 0);
+    cask_kernel *k = kernel(rt, "plain", count_plain);
+    cask_graph *g = graph(rt), *other = graph(rt);
+    cask_task_desc plain = { .kernel = k };
+    cask_task *a, *b, *c, *s, *foreign, *t = NULL;
+    cr_assert_eq(cask_graph_add_task(g, &plain, &a), CASK_OK);
+    cr_assert_eq(cask_graph_add_task(g, &plain, &b), CASK_OK);
+    cr_assert_eq(cask_graph_add_task(g, &plain, &c), CASK_OK);
+    cr_assert_eq(cask_graph_add_task(other, &plain, &foreign), CASK_OK);
+    cask_task *first[] = { a };
+    cask_task_desc after = { .field_mask = CASK_TASK_DEPS, .kernel = k, .deps = first, .ndeps = 1 };
+    cr_assert_eq(cask_graph_add_task(g, &after, &s), CASK_OK);   /* a -> s */
+    cask_task *bad[][6] = { { a, b, b, a, c, foreign }, { b, a, NULL } };
+    int nbad[] = { 6, 3 };
+    for (int i = 0; i < 2; i++) {
+        after.deps = bad[i];
+        after.ndeps = nbad[i];
+        cr_assert_eq(cask_graph_add_task(g, &after, &t), CASK_ERR_INVALID, "list %d", i);
+        cr_assert_null(t);
+        cr_assert_eq(a->nsucc, 1, "list %d: a has %d successors", i, a->nsucc);
+        cr_assert_eq(a->succ1, s);
+        cr_assert_eq(b->nsucc + c->nsucc, 0, "list %d", i);
+        cr_assert_eq(count_edges(g, " -> "), 1, "list %d", i);
+    }
+    cask_task *good[] = { c, a };
+    after.deps = good;
+    after.ndeps = 2;
+    cr_assert_eq(cask_graph_add_task(g, &after, &t), CASK_OK);
+    cr_assert_eq((int)t->id, 4, "the refused tasks took no place");
+    cr_assert_eq(a->nsucc, 2);
+    cr_assert_eq(count_edges(g, " -> "), 3);
+    reset_counts();
+    compute_ok(g);
+    cr_assert_eq(atomic_load(&seq), 5, "%d tasks ran", atomic_load(&seq));
+    cr_assert_lt(atomic_load(&when[0]), atomic_load(&when[3]));
+    cr_assert_lt(atomic_load(&when[0]), atomic_load(&when[4]));
+    cr_assert_lt(atomic_load(&when[2]), atomic_load(&when[4]));
+    cask_graph_destroy(other);
+    cask_graph_destroy(g);
+    cask_shutdown(rt);
+    leak_check();
+}
+
 Test(graph_build, deps_a_running_graph_refuses_them, .timeout = 60)
 {
     cask_runtime *rt = start_runtime(2, 0);
