@@ -26,9 +26,11 @@ cask_status cask_graph_create(cask_runtime *rt, cask_graph **out)
 {
     if (!rt || !out)
         return CASK_ERR_INVALID;
-    cask_graph *g = calloc(1, sizeof *g);
+    /* aligned: its hot fields share one line with nothing else (graph.h) */
+    cask_graph *g = aligned_alloc(64, (sizeof *g + 63) & ~(size_t)63);
     if (!g)
         return log_error(rt, CASK_ERR_NOMEM, "cask_graph_create");
+    memset(g, 0, sizeof *g);
     g->rt = rt;
     g->can = (rt->ncpu > 0 ? CASK_WHERE_CPU : 0) | (rt->ngpu > 0 ? CASK_WHERE_GPU : 0);
     arena_init(&g->ar, &rt->graph_pool);

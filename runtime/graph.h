@@ -144,10 +144,10 @@ struct cask_graph {
     cask_task *unrunnable;        /* first task no worker of the runtime can run */
     struct cask_data **datas;     /* distinct handles used */
     size_t ndatas, datas_cap;
-    sched_range *ranges;          /* one per worker, reused each run */
-
+    /* from here to open: what every task's run and completion reads, and the counts its
+     * worker's batches write, on one line of their own (the graph is allocated aligned) */
+    _Alignas(64) sched_range *ranges;   /* one per worker, reused each run */
     _Atomic int64_t remaining;
-    /* read by every task's run and completion: kept on one line */
     _Atomic int failed;
     _Atomic int dynamic;          /* this run: completions publish to dyn lists */
     uint32_t run;                 /* submissions so far (trace flow ids; done_run marks) */
