@@ -16,8 +16,11 @@
 
 _Static_assert(sizeof(struct cask_task) == 96, "a task is 96 bytes (see graph.h)");
 _Static_assert(offsetof(struct cask_task, where) == offsetof(struct cask_task, node.kind) + 1 &&
-               offsetof(struct cask_task, ord) + 4 == offsetof(struct cask_task, pending),
+               offsetof(struct cask_task, indegree) + 4 == offsetof(struct cask_task, pending),
                "a task's fields in its node's spare bytes, after kind");
+_Static_assert(offsetof(struct cask_task, nsucc) % 32 == 0 &&
+               offsetof(struct cask_task, cold) + 8 == offsetof(struct cask_task, nsucc) + 32,
+               "what an edge touches of its predecessor: one aligned 32 bytes (graph.h)");
 
 static _Atomic uint32_t next_graph_id = 1;  /* ids only: never reused, so a stale id in a
                                               data handle cannot match a new graph */
@@ -183,27 +186,28 @@ static inline __attribute__((always_inline)) void init_task(cask_task *t, cask_g
                                                             int device, uint32_t ord, uint32_t id,
                                                             int32_t npred)
 {
+    /* in the order of the fields, so that neighbours are written together */
     t->node.next = NULL;
     t->node.kind = SCHED_NODE_TASK;
     t->where = (uint8_t)where;
     t->naccess = (uint8_t)na;
     t->level = (int8_t)sched_prio_level(0);
-    t->ord = ord;
+    t->indegree = npred;
     atomic_init(&t->pending, npred);
     atomic_init(&t->done_run, 0);
-    t->indegree = npred;
-    t->nsucc = 0;
-    t->succ1 = NULL;   /* add_edge compares it with the task it adds */
-    t->graph = g;
-    t->kernel = k;
-    t->access = acc;
-    t->args = NULL;
-    atomic_init(&t->dyn, 0);
-    atomic_init(&t->cold, NULL);
     t->id = id;
     t->last_worker = -1;
     t->device = (int8_t)device;
     t->flags = 0;
+    t->nsucc = 0;
+    t->ord = ord;
+    t->succ1 = NULL;   /* add_edge compares it with the task it adds */
+    t->graph = g;
+    atomic_init(&t->cold, NULL);
+    t->kernel = k;
+    t->access = acc;
+    t->args = NULL;
+    atomic_init(&t->dyn, 0);
 }
 
 /* Validates desc and makes its task at mem (NULL: from arena ar), not linked anywhere. */

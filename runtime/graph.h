@@ -41,7 +41,10 @@ typedef struct task_cold {
 enum { TASK_SKIPPED = 1 };        /* its last completion was a skip (graph failed first) */
 
 struct cask_task {
-    /* 96 bytes, all of them what building, running and finishing a task touch */
+    /* 96 bytes, all of them what building, running and finishing a task touch. What an
+     * edge reads and writes of its predecessor (nsucc to cold) is one aligned group of 32
+     * bytes, within one cache line wherever the task sits (tasks are 96 bytes apart from
+     * a 16-byte aligned slab): naming a dep touches one line of it. */
     union {
         sched_node node;          /* must stay first: tasks sit in inboxes */
         struct {                  /* the node's spare bytes */
@@ -50,30 +53,30 @@ struct cask_task {
             uint8_t where;        /* CASK_WHERE_* allowed, resolved at add */
             uint8_t naccess;      /* at most CASK_MAX_BUFFERS */
             int8_t level;         /* priority level index 0..SCHED_PRIO_LEVELS-1 */
-            uint32_t ord;         /* topological order: every edge goes to a higher ord */
+            int32_t indegree;
         };
     };
     _Atomic int32_t pending;      /* predecessors not yet finished in this run */
     _Atomic uint32_t done_run;    /* the run (graph->run) in which it last finished */
-    int32_t indegree;
+    uint32_t id;
+    int16_t last_worker;          /* where it ran last (traces, tests, asynchronous ends) */
+    int8_t device;                /* preferred GPU, -1 none */
+    uint8_t flags;                /* TASK_* */
     int32_t nsucc;
+    uint32_t ord;                 /* topological order: every edge goes to a higher ord */
     union {                       /* successors, in the order added (by ascending priority
                                      after a check of a graph with priorities): */
         struct cask_task *succ1;  /* nsucc <= 1: the successor (or NULL) */
         struct cask_task **succv; /* nsucc >= 2: an arena array of 4, 8, 16, ... */
     };
     struct cask_graph *graph;
+    _Atomic(task_cold *) cold;    /* NULL, or made once by its one writer (see task_cold_get) */
     cask_kernel *kernel;
     cask_access *access;
     void *args;                   /* arena copy, its size in the 16 bytes before it */
     /* dynamic graphs (graph_dynamic.c): successors added while it may be running, and
      * futures waiting for it, as a list of dyn_node; or DYN_CLOSED(run) once finished */
     _Atomic uintptr_t dyn;
-    _Atomic(task_cold *) cold;    /* NULL, or made once by its one writer (see task_cold_get) */
-    uint32_t id;
-    int16_t last_worker;          /* where it ran last (traces, tests, asynchronous ends) */
-    int8_t device;                /* preferred GPU, -1 none */
-    uint8_t flags;                /* TASK_* */
 };
 
 /* t's cold record, or NULL (an acquire load: the record is published complete). */
