@@ -401,9 +401,10 @@ static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
                 succ_unpush(deps[i], t);
             return add_task_general(g, desc, out);
         }
-        if (succ_is_last(p, t))
+        int r = succ_add_quick(ar, p, t);
+        if (r > 0)
             continue;   /* named twice */
-        if (__builtin_expect(push_succ_quick(ar, p, t), 0) && succ_push_slow(g, ar, p, t)) {
+        if (__builtin_expect(r < 0, 0) && succ_push_slow(g, ar, p, t)) {
             oom = 1;
             break;
         }

@@ -20,48 +20,69 @@ void succ_unpush(cask_task *pred, const cask_task *succ) __attribute__((noinline
 int succ_push_slow(cask_graph *g, arena *a, cask_task *pred, cask_task *succ)
     __attribute__((noinline));
 
-/* c ? x : y, by masks. The successor paths choose by a task's successor count without a
- * branch: on graphs whose counts vary (a random DAG) such a branch is a mispredict on
- * most edges. */
-static inline uintptr_t succ_pick(int c, uintptr_t x, uintptr_t y)
+/* c ? x : y as a conditional move. The successor paths choose by a task's successor
+ * count without a branch: on graphs whose counts vary (a random DAG) such a branch is a
+ * mispredict on most edges, and compilers turn plain selects on it back into branches. */
+static inline uintptr_t succ_sel(int c, uintptr_t x, uintptr_t y)
 {
+#if defined(__x86_64__)
+    __asm__("test %1, %1\n\tcmovnz %2, %0" : "+r"(y) : "r"(c), "r"(x) : "cc");
+    return y;
+#else
     uintptr_t m = (uintptr_t)0 - (uintptr_t)(c != 0);
     return (x & m) | (y & ~m);
+#endif
 }
 
-/* pred's successors, of which it has n: its array, or its inline slot while n <= 1. */
-static inline cask_task **succ_slots(cask_task *pred, int32_t n)
+/* Where pred's last successor is, of n (its inline slot, NULL, while it has none). */
+static inline cask_task **succ_last_slot(cask_task *pred, int32_t n)
 {
-    return (cask_task **)succ_pick(n > 1, (uintptr_t)pred->succv, (uintptr_t)&pred->succ1);
+    return (cask_task **)succ_sel(n > 1, (uintptr_t)pred->succv + (uintptr_t)(n - 1) * sizeof(cask_task *),
+                                  (uintptr_t)&pred->succ1);
 }
 
-/* Whether succ is already pred's last successor (a repeated edge; succ1 is NULL with
- * none). */
+/* Whether succ is already pred's last successor (a repeated edge). */
 static inline int succ_is_last(cask_task *pred, const cask_task *succ)
 {
-    int32_t n = pred->nsucc;
-    return succ_slots(pred, n)[succ_pick(n > 1, (uintptr_t)(n - 1), 0)] == succ;
+    return *succ_last_slot(pred, pred->nsucc) == succ;
 }
 
 /* Appends succ to pred's successors where that needs no call: room in the list, or a
- * second successor (its array of 4 taken from a here), without a branch on which. 0, or
- * -1 when succ_push_slow must do it (a list of 4, 8, ... full, less than an array of 4
- * left in a's block). */
-static inline int push_succ_quick(arena *a, cask_task *pred, cask_task *succ)
+ * second successor (its array of 4 taken from a here), without a branch on which. n is
+ * pred->nsucc. 0, or -1 when succ_push_slow must do it (a list of 4, 8, ... full, less
+ * than an array of 4 left in a's block). */
+static inline int push_succ_quick_n(arena *a, cask_task *pred, cask_task *succ, int32_t n)
 {
-    int32_t n = pred->nsucc;
+    cask_task **inl = &pred->succ1;
+    /* (read before the store below) */
+    cask_task **sv = (cask_task **)succ_sel(n > 1, (uintptr_t)pred->succv, (uintptr_t)inl);
     if (__builtin_expect(((n >= 4) & ((n & (n - 1)) == 0)) |
                          ((size_t)(a->end - a->cur) < 4 * sizeof(cask_task *)), 0))
         return -1;
     int second = n == 1;   /* a second successor, the most common growth */
     cask_task **fresh = (cask_task **)a->cur;
-    fresh[0] = pred->succ1;   /* (written in a's free room when not taken) */
+    fresh[0] = *inl;       /* (written in a's free room when not taken) */
     a->cur += (size_t)second * 4 * sizeof *fresh;
-    cask_task **sv = (cask_task **)succ_pick(second, (uintptr_t)fresh, (uintptr_t)succ_slots(pred, n));
-    pred->succv = (cask_task **)succ_pick(second, (uintptr_t)fresh, (uintptr_t)pred->succv);
-    sv[n] = succ;   /* n 0: succ1 */
+    sv = (cask_task **)succ_sel(second, (uintptr_t)fresh, (uintptr_t)sv);
+    pred->succv = sv;      /* (n 0: the inline slot, written over just below) */
+    sv[n] = succ;
     pred->nsucc = n + 1;
     return 0;
+}
+
+static inline int push_succ_quick(arena *a, cask_task *pred, cask_task *succ)
+{
+    return push_succ_quick_n(a, pred, succ, pred->nsucc);
+}
+
+/* A repeat check and push_succ_quick in one: 1 if succ is already pred's last successor,
+ * else as push_succ_quick. */
+static inline int succ_add_quick(arena *a, cask_task *pred, cask_task *succ)
+{
+    int32_t n = pred->nsucc;
+    if (*succ_last_slot(pred, n) == succ)
+        return 1;
+    return push_succ_quick_n(a, pred, succ, n);
 }
 
 /* Appends succ to pred's successors, growing the array where it is full; 0, or -1 out of
