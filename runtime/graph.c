@@ -379,8 +379,8 @@ static inline __attribute__((always_inline)) void append_plain(cask_graph *g, ca
 /* A plain task that names its deps (CASK_TASK_DEPS), at t = g->tcur: its edges, each dep
  * checked on the way. t, not written yet, is the newest task (every dep's ord is below
  * its own), so only the deps' successor lists change per edge, and t's counts are
- * written once. A dep that is not a plain task of g: the edges made go, and the general
- * path tells what is wrong. */
+ * written once. A dep that is NULL, of another graph or a subflow's child: the edges made
+ * go again, and the general path tells what is wrong. */
 static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
                                                             const cask_task_desc *desc,
                                                             cask_task **out, cask_task *t)
