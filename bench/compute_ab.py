@@ -21,10 +21,11 @@ print("|---|---:|---:|---:|---:|---:|---:|")
 keys = sorted({(c, w) for (c, w, _, _) in runs})
 for c, w in keys:
     rounds = sorted({r for (cc, ww, r, _) in runs if (cc, ww) == (c, w)})
-    ns = {s: [runs[(c, w, r, s)]["cask"] for r in rounds if "cask" in runs.get((c, w, r, s), {})]
-          for s in ("base", "new")}
+    ns = {s: [runs[(c, w, r, s)]["cask"] for r in rounds
+              if "cask" in runs.get((c, w, r, s), {})] for s in ("base", "new")}
     rel = {s: [runs[(c, w, r, s)]["cask"] / runs[(c, w, r, s)]["pthreads"] for r in rounds
-               if {"cask", "pthreads"} <= set(runs.get((c, w, r, s), {}))] for s in ("base", "new")}
+               if {"cask", "pthreads"} <= set(runs.get((c, w, r, s), {}))]
+           for s in ("base", "new")}
     pair = [runs[(c, w, r, "new")]["cask"] / runs[(c, w, r, "base")]["cask"] for r in rounds
             if "cask" in runs.get((c, w, r, "new"), {}) and "cask" in runs.get((c, w, r, "base"), {})]
     med = lambda v: "%.1f" % st.median(v) if v else "-"

@@ -510,8 +510,8 @@ cask_status cask_task_depend(cask_task *after, cask_task *before)
     /* one test for the rare cases: a task with a cold record (a name, a priority, a
      * subflow child) goes the long way */
     uintptr_t cold = (uintptr_t)task_cold_of(after) | (uintptr_t)task_cold_of(before);
-    if (__builtin_expect((after == before) | (g != before->graph) | (cold != 0) |
-                         (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING), 0))
+    int running = atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING;
+    if (__builtin_expect((after == before) | (g != before->graph) | (cold != 0) | running, 0))
         return depend_other(after, before);
     if (add_edge_ne(g, &g->ar, before, after))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_task_depend");

@@ -37,8 +37,8 @@ static inline uintptr_t succ_sel(int c, uintptr_t x, uintptr_t y)
 /* Where pred's last successor is, of n (its inline slot, NULL, while it has none). */
 static inline cask_task **succ_last_slot(cask_task *pred, int32_t n)
 {
-    return (cask_task **)succ_sel(n > 1, (uintptr_t)pred->succv + (uintptr_t)(n - 1) * sizeof(cask_task *),
-                                  (uintptr_t)&pred->succ1);
+    uintptr_t last = (uintptr_t)pred->succv + (uintptr_t)(n - 1) * sizeof(cask_task *);
+    return (cask_task **)succ_sel(n > 1, last, (uintptr_t)&pred->succ1);
 }
 
 /* Whether succ is already pred's last successor (a repeated edge). */
