@@ -448,6 +448,9 @@ int dist_testkill_drop_done(const cask_dist *dist, int from, uint32_t run);
  * MEMBER naming one: on the transport's progress thread) sleeps MS ms. Not under
  * dist->mu. */
 void dist_testkill_on_lost(cask_dist *dist);
+/* CASK_DIST_TEST_NOTE_LATE=R:MS: on rank R, a failed run waits MS ms before noting what
+ * it delivered (dist_recover.c). Not under dist->mu. */
+void dist_testkill_note_late(const cask_dist *dist);
 
 /* dist_xfer.c: the tasks that move chunks (send, receive, deliver, copy) and the
  * handler of data messages. */

@@ -218,6 +218,17 @@ cask_status dist_recover_begin(cask_dist_graph *g)
 static void note_done(cask_dist_graph *g)
 {
     dist_recovery *rec = g->rec;
+    pthread_mutex_lock(&g->dist->mu);   /* STATE handlers write the record too */
+    if (rec->done_run != g->run) {
+        /* The record holds a later run's: the others went on, completed this run and
+         * said what they delivered in theirs (state_landed). This rank's deliveries of
+         * this run are not that run's: marked there, a gather would pass for delivered
+         * in a run where it was not, and the recovery would not make it again (a stale
+         * destination). What this rank says of this run goes out under this run's
+         * number, which the others drop as earlier than theirs. */
+        pthread_mutex_unlock(&g->dist->mu);
+        return;
+    }
     for (size_t i = 0; i < g->nslots; i++) {
         dist_slot *s = g->slots[i];
         if (s->done_run != g->run)
@@ -238,6 +249,7 @@ static void note_done(cask_dist_graph *g)
         if (c->to || !c->dest)   /* a copy home, or the mark of a result made there */
             rec->done[g->ngathers + c->gid] = 1;
     }
+    pthread_mutex_unlock(&g->dist->mu);
 }
 
 /* ---- STATE and READY ---- */
@@ -458,6 +470,7 @@ cask_status dist_recover(cask_dist_graph *g)
         return CASK_ERR_PEER;
     uint32_t failed_run = g->run;
     char err[768];
+    dist_testkill_note_late(g->dist);
     note_done(g);
     cask_status st;
     for (int attempt = 1;; attempt++) {

@@ -19,6 +19,9 @@
  *                                      lock, as a thread held up in UCX or off the
  *                                      CPU): nothing is read, nothing leaves, no
  *                                      heartbeat; a survivor late right after a loss
+ *   CASK_DIST_TEST_NOTE_LATE=R:MS      when a run of rank R fails, R waits MS ms before
+ *                                      it notes what it delivered (a compute thread held
+ *                                      up): the others' STATE of a later run lands first
  *
  * With a hook set, a probe task precedes each task of the local graph, using the same
  * handles (so it starts when the task could), and counts. */
@@ -41,6 +44,7 @@ typedef struct dist_testkill {
     int drop_rank, drop_from;   /* CASK_DIST_TEST_DROP_DONE, drop_run 0: none */
     uint32_t drop_run;
     int stall_rank, stall_ms;   /* CASK_DIST_TEST_STALL, stall_ms 0: none */
+    int late_rank, late_ms;     /* CASK_DIST_TEST_NOTE_LATE, late_ms 0: none */
     _Atomic int stalled;
     cask_kernel *k_probe;
 } dist_testkill;
@@ -120,8 +124,9 @@ cask_status dist_testkill_init(cask_dist *dist)
     const char *freeze_s = getenv("CASK_DIST_TEST_FREEZE");
     const char *drop_s = getenv("CASK_DIST_TEST_DROP_DONE");
     const char *stall_s = getenv("CASK_DIST_TEST_STALL");
+    const char *late_s = getenv("CASK_DIST_TEST_NOTE_LATE");
     if ((!kill_s || !*kill_s) && (!freeze_s || !*freeze_s) && (!drop_s || !*drop_s) &&
-        (!stall_s || !*stall_s))
+        (!stall_s || !*stall_s) && (!late_s || !*late_s))
         return CASK_OK;
     dist_testkill *tk = calloc(1, sizeof *tk);
     if (!tk)
@@ -134,7 +139,10 @@ cask_status dist_testkill_init(cask_dist *dist)
           drop_s[used] || !run || run > UINT32_MAX)) ||
         (stall_s && *stall_s &&
          (sscanf(stall_s, "%d:%d%n", &tk->stall_rank, &tk->stall_ms, &used) != 2 ||
-          stall_s[used] || tk->stall_ms <= 0))) {
+          stall_s[used] || tk->stall_ms <= 0)) ||
+        (late_s && *late_s &&
+         (sscanf(late_s, "%d:%d%n", &tk->late_rank, &tk->late_ms, &used) != 2 ||
+          late_s[used] || tk->late_ms <= 0))) {
         free(tk);
         return CASK_ERR_INVALID;
     }
@@ -171,6 +179,16 @@ int dist_testkill_drop_done(const cask_dist *dist, int from, uint32_t run)
     fprintf(stderr, "cask test hook: rank %d drops the DONE of run %u from rank %d\n",
             dist->rank, run, from);
     return 1;
+}
+
+void dist_testkill_note_late(const cask_dist *dist)
+{
+    const dist_testkill *tk = dist->testkill;
+    if (!tk || !tk->late_ms || tk->late_rank != dist->rank)
+        return;
+    fprintf(stderr, "cask test hook: rank %d notes what it delivered %d ms late\n",
+            dist->rank, tk->late_ms);
+    usleep((useconds_t)tk->late_ms * 1000);
 }
 
 void dist_testkill_on_lost(cask_dist *dist)
