@@ -396,7 +396,7 @@ static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
     int oom = 0;
     for (int i = 0; i < nd; i++) {
         cask_task *p = deps[i];
-        if (__builtin_expect(!p || p->graph != g || task_sub(p), 0)) {
+        if (__builtin_expect(!graph_dep_ok(g, NULL, p), 0)) {
             while (i-- > 0)
                 succ_unpush(deps[i], t);
             return add_task_general(g, desc, out);
@@ -452,13 +452,9 @@ static __attribute__((noinline)) cask_status add_task_general(cask_graph *g,
 {
     uint64_t mask = desc->field_mask;
     cask_status st;
-    if (mask & CASK_TASK_DEPS) {   /* checked before anything is added; messages apart */
-        int bad = desc->ndeps < 0 || (desc->ndeps && !desc->deps);
-        for (int i = 0; !bad && i < desc->ndeps; i++)
-            bad = !desc->deps[i] || desc->deps[i]->graph != g || task_sub(desc->deps[i]);
-        if (__builtin_expect(bad, 0))
-            return graph_check_deps(g, NULL, desc, "cask_graph_add_task");
-    }
+    /* the deps, checked before anything is added */
+    if ((mask & CASK_TASK_DEPS) && (st = graph_check_deps(g, NULL, desc, "cask_graph_add_task")))
+        return st;
     cask_task *t = NULL;
     if (task_room(g, 1))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)",

@@ -104,6 +104,13 @@ static inline struct subflow *task_sub(const cask_task *t)
     task_cold *c = task_cold_of(t);
     return c ? c->sub : NULL;
 }
+/* Whether d may be named in the deps of a task of g spawned in subflow sf (NULL: built
+ * statically): a task of g, of that subflow (sf NULL: of none). */
+static inline int graph_dep_ok(const struct cask_graph *g, const struct subflow *sf,
+                               const cask_task *d)
+{
+    return d && d->graph == g && task_sub(d) == sf;
+}
 static inline size_t task_args_size(const cask_task *t)
 {
     return t->args ? (size_t)((const uint64_t *)t->args)[-2] : 0;

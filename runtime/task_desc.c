@@ -110,7 +110,7 @@ cask_status graph_check_deps(cask_graph *g, const struct subflow *sf, const cask
                          desc->ndeps > 0 ? " and no array" : "");
     for (int i = 0; i < desc->ndeps; i++) {
         const cask_task *d = desc->deps[i];
-        if (!d || d->graph != g || task_sub(d) != sf)
+        if (!graph_dep_ok(g, sf, d))
             return log_error(g->rt, CASK_ERR_INVALID, "%s(%s): deps[%d] is %s", call, name, i,
                              !d ? "NULL" : d->graph != g ? "a task of another graph"
                              : sf ? "not a child of the same subflow"
