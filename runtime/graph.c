@@ -14,6 +14,15 @@
 #include "runtime/subflow.h"
 #include "scheduler/sched.h"
 
+/* Tasks are written to memory that is not in cache (a big graph's blocks were last used
+ * by the graph before): the lines of the task 8 places on are asked for as each task is
+ * made, so that its stores do not wait for them. */
+#define TASK_PREFETCH(t)                                                                  \
+    do {                                                                                  \
+        __builtin_prefetch((t) + 8, 1);                                                   \
+        __builtin_prefetch((char *)((t) + 8) + 64, 1);                                    \
+    } while (0)
+
 _Static_assert(sizeof(struct cask_task) == 96, "a task is 96 bytes (see graph.h)");
 _Static_assert(offsetof(struct cask_task, where) == offsetof(struct cask_task, node.kind) + 1 &&
                offsetof(struct cask_task, indegree) + 4 == offsetof(struct cask_task, pending),
@@ -129,7 +138,9 @@ static __attribute__((noinline)) int add_edge_slow(cask_graph *g, arena *a, cask
 static inline __attribute__((always_inline)) int add_edge_ne(cask_graph *g, arena *a,
                                                              cask_task *before, cask_task *after)
 {
-    if (succ_is_last(before, after))
+    int32_t n = before->nsucc;
+    cask_task **last, **base = succ_slots(before, n, &last);
+    if (*last == after)
         return 0;
     if (__builtin_expect(before->ord >= after->ord, 0)) {
         /* against the order: after, with no successor yet (a fan-in's sink added before
@@ -141,7 +152,7 @@ static inline __attribute__((always_inline)) int add_edge_ne(cask_graph *g, aren
             g->next_ord = after->ord + 1;
     }
     /* the common case: room in before's successors, nothing (more) to re-place */
-    if (__builtin_expect(push_succ_quick(a, before, after), 0))
+    if (__builtin_expect(push_succ_quick_n(a, before, base, after, n), 0))
         return add_edge_slow(g, a, before, after);
     count_pred(g, after);
     g->nedges++;
@@ -238,11 +249,7 @@ static inline __attribute__((always_inline)) cask_status make_task(cask_graph *g
     }
 
     cask_task *t = mem ? mem : arena_alloc(ar, sizeof *t);
-    /* tasks are written to memory that is not in cache (a big graph's blocks were last
-     * used by the graph before): ask for the lines of the next tasks now, so that their
-     * stores do not wait for them */
-    __builtin_prefetch(t + 8, 1);
-    __builtin_prefetch((char *)(t + 8) + 64, 1);
+    TASK_PREFETCH(t);
     cask_access *acc = na ? arena_alloc(ar, (size_t)na * sizeof *acc) : NULL;
     if (!t || (na && !acc))
         return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call, k->name);
@@ -293,9 +300,12 @@ int graph_new_slab(cask_graph *g)
 {
     if (g->nslabs == g->slabs_cap && grow_list(g, &g->slabs, &g->slabs_cap))
         return -1;
-    cask_task *s = arena_alloc(&g->ar, TASK_SLAB * sizeof *s);
-    if (!s)
+    /* aligned to a line (the arena gives 16 bytes): each task then starts at 0 or 32 in
+     * a line, takes two lines, and its successor group (graph.h) sits in one */
+    char *m = arena_alloc(&g->ar, TASK_SLAB * sizeof(cask_task) + 48);
+    if (!m)
         return -1;
+    cask_task *s = (cask_task *)(((uintptr_t)m + 63) & ~(uintptr_t)63);
     g->slabs[g->nslabs++] = s;
     g->tcur = s;
     g->tend = s + TASK_SLAB;
@@ -376,11 +386,57 @@ static inline __attribute__((always_inline)) void append_plain(cask_graph *g, ca
     g->roots_valid = 0;
 }
 
-/* A plain task that names its deps (CASK_TASK_DEPS), at t = g->tcur: its edges, each dep
- * checked on the way. t, not written yet, is the newest task (every dep's ord is below
- * its own), so only the deps' successor lists change per edge, and t's counts are
- * written once. A dep that is NULL, of another graph or a subflow's child: the edges made
- * go again, and the general path tells what is wrong. */
+/* A plain task naming up to this many deps links them with the arena's free pointer in a
+ * register (plain_deps_link), when its block has an array of 4 free per dep. */
+#define PLAIN_DEPS_ROOM 64
+
+/* The edges of plain task t (not written yet) from its deps, each dep checked on the way,
+ * their count in *nadded: 0, or -1 if a dep is NULL, of another graph or a subflow's child
+ * (the edges made are taken back), or -2 out of memory (the edges made stay). t is the newest task (every dep's ord
+ * is below its own), so only the deps' successor lists change. room: the arena's block
+ * has an array of 4 free per dep, so that the loop keeps the block's free pointer in a
+ * register and needs no call; else every edge takes the general push. */
+static inline __attribute__((always_inline)) int plain_deps_link(cask_graph *g, cask_task *t,
+                                                                 cask_task *const *deps, int nd,
+                                                                 int room, int32_t *nadded)
+{
+    arena *ar = &g->ar;
+    char *cur = ar->cur;
+    int32_t added = 0;
+    for (int i = 0; i < nd; i++) {
+        cask_task *p = deps[i];
+        if (__builtin_expect(!graph_dep_ok(g, NULL, p), 0)) {
+            ar->cur = room ? cur : ar->cur;
+            while (i-- > 0)
+                succ_unpush(deps[i], t);
+            return -1;
+        }
+        int32_t n = p->nsucc;
+        cask_task **last, **base = succ_slots(p, n, &last);
+        if (*last == t)
+            continue;   /* named twice */
+        if (room && __builtin_expect(!succ_full(n), 1)) {
+            cur = succ_push_room(cur, p, base, t, n);
+        } else {
+            if (room)
+                ar->cur = cur;
+            if (push_succ_quick_n(ar, p, base, t, n) && succ_push_slow(g, ar, p, t)) {
+                *nadded = added;
+                return -2;
+            }
+            cur = ar->cur;
+        }
+        added++;
+    }
+    if (room)
+        ar->cur = cur;
+    *nadded = added;
+    return 0;
+}
+
+/* A plain task that names its deps (CASK_TASK_DEPS), at t = g->tcur: its edges
+ * (plain_deps_link), then its counts, written once. A dep that is NULL, of another graph
+ * or a subflow's child: the general path tells what is wrong. */
 static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
                                                             const cask_task_desc *desc,
                                                             cask_task **out, cask_task *t)
@@ -389,30 +445,19 @@ static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
     cask_task *const *deps = desc->deps;
     if (__builtin_expect((nd < 0) | ((nd != 0) & !deps), 0))
         return add_task_general(g, desc, out);
-    __builtin_prefetch(t + 8, 1);
-    __builtin_prefetch((char *)(t + 8) + 64, 1);
-    arena *ar = &g->ar;
-    int32_t added = 0;
-    int oom = 0;
-    for (int i = 0; i < nd; i++) {
-        cask_task *p = deps[i];
-        if (__builtin_expect(!graph_dep_ok(g, NULL, p), 0)) {
-            while (i-- > 0)
-                succ_unpush(deps[i], t);
-            return add_task_general(g, desc, out);
-        }
-        int r = succ_add_quick(ar, p, t);
-        if (r > 0)
-            continue;   /* named twice */
-        if (__builtin_expect(r < 0, 0) && succ_push_slow(g, ar, p, t)) {
-            oom = 1;
-            break;
-        }
-        added++;
-    }
-    append_plain(g, t, desc->kernel, added);
+    TASK_PREFETCH(t);
+    int32_t added;
+    int r;
+    if (__builtin_expect((unsigned)nd <= PLAIN_DEPS_ROOM &&
+                         (size_t)(g->ar.end - g->ar.cur) >= (size_t)nd * SUCC_ROOM, 1))
+        r = plain_deps_link(g, t, deps, nd, 1, &added);
+    else
+        r = plain_deps_link(g, t, deps, nd, 0, &added);
+    if (__builtin_expect(r == -1, 0))
+        return add_task_general(g, desc, out);
+    append_plain(g, t, desc->kernel, added);   /* out of memory: with the edges it got */
     g->nedges += (size_t)added;
-    if (__builtin_expect(oom, 0))
+    if (__builtin_expect(r, 0))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
     if (out)
         *out = t;
@@ -437,8 +482,7 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
         return add_task_general(g, desc, out);
     if (mask & CASK_TASK_DEPS)
         return add_plain_deps(g, desc, out, t);
-    __builtin_prefetch(t + 8, 1);
-    __builtin_prefetch((char *)(t + 8) + 64, 1);
+    TASK_PREFETCH(t);
     append_plain(g, t, k, 0);
     if (out)
         *out = t;

@@ -44,7 +44,7 @@ struct cask_task {
     /* 96 bytes, all of them what building, running and finishing a task touch. What an
      * edge reads and writes of its predecessor (nsucc to cold) is one aligned group of 32
      * bytes, within one cache line wherever the task sits (tasks are 96 bytes apart from
-     * a 16-byte aligned slab): naming a dep touches one line of it. */
+     * a slab aligned to a line, graph_new_slab): naming a dep touches one line of it. */
     union {
         sched_node node;          /* must stay first: tasks sit in inboxes */
         struct {                  /* the node's spare bytes */

@@ -48,8 +48,7 @@ int graph_note_big(cask_graph *g, cask_task *t)
 int succ_push_slow(cask_graph *g, arena *a, cask_task *pred, cask_task *succ)
 {
     /* a block with less than an array of 4 left is left (push_succ_quick needs that room) */
-    if ((size_t)(a->end - a->cur) < 4 * sizeof(cask_task *) &&
-        !arena_alloc_slow(a, 4 * sizeof(cask_task *)))
+    if ((size_t)(a->end - a->cur) < SUCC_ROOM && !arena_alloc_slow(a, SUCC_ROOM))
         return -1;
     if (push_succ(a, pred, succ))
         return -1;

@@ -20,69 +20,83 @@ void succ_unpush(cask_task *pred, const cask_task *succ) __attribute__((noinline
 int succ_push_slow(cask_graph *g, arena *a, cask_task *pred, cask_task *succ)
     __attribute__((noinline));
 
-/* c ? x : y as a conditional move. The successor paths choose by a task's successor
- * count without a branch: on graphs whose counts vary (a random DAG) such a branch is a
- * mispredict on most edges, and compilers turn plain selects on it back into branches. */
-static inline uintptr_t succ_sel(int c, uintptr_t x, uintptr_t y)
-{
-#if defined(__x86_64__)
-    __asm__("test %1, %1\n\tcmovnz %2, %0" : "+r"(y) : "r"(c), "r"(x) : "cc");
-    return y;
-#else
-    uintptr_t m = (uintptr_t)0 - (uintptr_t)(c != 0);
-    return (x & m) | (y & ~m);
-#endif
-}
+/* The bytes of a second successor's array (of 4): push_succ_quick needs them free. */
+#define SUCC_ROOM (4 * sizeof(cask_task *))
 
-/* Where pred's last successor is, of n (its inline slot, NULL, while it has none). */
-static inline cask_task **succ_last_slot(cask_task *pred, int32_t n)
+/* pred's successors, of n = pred->nsucc: the array they sit in (succv when n > 1, else
+ * the inline slot), and in *last the slot of the last one (the inline slot, NULL, when n
+ * is 0). Without a branch on n: on graphs whose counts vary (a random DAG) such a branch
+ * is a mispredict on most edges, and compilers turn selects on it back into branches, so
+ * on x86-64 it is one compare and two conditional moves. */
+static inline cask_task **succ_slots(cask_task *pred, int32_t n, cask_task ***last)
 {
-    uintptr_t last = (uintptr_t)pred->succv + (uintptr_t)(n - 1) * sizeof(cask_task *);
-    return (cask_task **)succ_sel(n > 1, last, (uintptr_t)&pred->succ1);
+    uintptr_t inl = (uintptr_t)&pred->succ1, v = (uintptr_t)pred->succv;
+    uintptr_t lv = v + (uintptr_t)((intptr_t)n - 1) * sizeof(cask_task *);
+#if defined(__x86_64__)
+    uintptr_t b = inl, l = inl;
+    __asm__("cmpl $1, %[n]\n\tcmovg %[v], %[b]\n\tcmovg %[lv], %[l]"
+            : [b] "+r"(b), [l] "+r"(l)
+            : [n] "r"(n), [v] "r"(v), [lv] "r"(lv)
+            : "cc");
+#else
+    uintptr_t m = (uintptr_t)0 - (uintptr_t)(n > 1);
+    uintptr_t b = (v & m) | (inl & ~m), l = (lv & m) | (inl & ~m);
+#endif
+    *last = (cask_task **)l;
+    return (cask_task **)b;
 }
 
 /* Whether succ is already pred's last successor (a repeated edge). */
 static inline int succ_is_last(cask_task *pred, const cask_task *succ)
 {
-    return *succ_last_slot(pred, pred->nsucc) == succ;
+    cask_task **last;
+    succ_slots(pred, pred->nsucc, &last);
+    return *last == succ;
+}
+
+/* Whether pred's successors, n of them, fill their array (4, 8, 16, ...): the next push
+ * needs succ_push_slow. */
+static inline int succ_full(int32_t n)
+{
+    return (n >= 4) & ((n & (n - 1)) == 0);
+}
+
+/* Appends succ to pred's successors, base and n as succ_slots gave them, the list not
+ * full (succ_full), where an array of 4 is free at cur: a second successor takes it,
+ * without a branch on which. The free pointer after it. */
+static inline char *succ_push_room(char *cur, cask_task *pred, cask_task **base,
+                                   cask_task *succ, int32_t n)
+{
+    uintptr_t fresh = (uintptr_t)cur, b = (uintptr_t)base, next = fresh + SUCC_ROOM;
+    ((cask_task **)fresh)[0] = pred->succ1;   /* (in the free room when not taken) */
+#if defined(__x86_64__)
+    __asm__("cmpl $1, %[n]\n\tcmove %[f], %[b]\n\tcmove %[nx], %[c]"
+            : [b] "+r"(b), [c] "+r"(fresh)
+            : [n] "r"(n), [f] "r"(fresh), [nx] "r"(next)
+            : "cc");
+#else
+    uintptr_t m = (uintptr_t)0 - (uintptr_t)(n == 1);
+    b = (fresh & m) | (b & ~m);
+    fresh = (next & m) | (fresh & ~m);
+#endif
+    base = (cask_task **)b;
+    pred->succv = base;   /* (n 0: the inline slot, written over just below) */
+    base[n] = succ;
+    pred->nsucc = n + 1;
+    return (char *)fresh;
 }
 
 /* Appends succ to pred's successors where that needs no call: room in the list, or a
- * second successor (its array of 4 taken from a here), without a branch on which. n is
- * pred->nsucc. 0, or -1 when succ_push_slow must do it (a list of 4, 8, ... full, less
- * than an array of 4 left in a's block). */
-static inline int push_succ_quick_n(arena *a, cask_task *pred, cask_task *succ, int32_t n)
+ * second successor (its array of 4 taken from a). base and n as succ_slots gave them.
+ * 0, or -1 when succ_push_slow must do it (a full list, less than an array of 4 left in
+ * a's block). */
+static inline int push_succ_quick_n(arena *a, cask_task *pred, cask_task **base,
+                                    cask_task *succ, int32_t n)
 {
-    cask_task **inl = &pred->succ1;
-    /* (read before the store below) */
-    cask_task **sv = (cask_task **)succ_sel(n > 1, (uintptr_t)pred->succv, (uintptr_t)inl);
-    if (__builtin_expect(((n >= 4) & ((n & (n - 1)) == 0)) |
-                         ((size_t)(a->end - a->cur) < 4 * sizeof(cask_task *)), 0))
+    if (__builtin_expect(succ_full(n) | ((size_t)(a->end - a->cur) < SUCC_ROOM), 0))
         return -1;
-    int second = n == 1;   /* a second successor, the most common growth */
-    cask_task **fresh = (cask_task **)a->cur;
-    fresh[0] = *inl;       /* (written in a's free room when not taken) */
-    a->cur += (size_t)second * 4 * sizeof *fresh;
-    sv = (cask_task **)succ_sel(second, (uintptr_t)fresh, (uintptr_t)sv);
-    pred->succv = sv;      /* (n 0: the inline slot, written over just below) */
-    sv[n] = succ;
-    pred->nsucc = n + 1;
+    a->cur = succ_push_room(a->cur, pred, base, succ, n);
     return 0;
-}
-
-static inline int push_succ_quick(arena *a, cask_task *pred, cask_task *succ)
-{
-    return push_succ_quick_n(a, pred, succ, pred->nsucc);
-}
-
-/* A repeat check and push_succ_quick in one: 1 if succ is already pred's last successor,
- * else as push_succ_quick. */
-static inline int succ_add_quick(arena *a, cask_task *pred, cask_task *succ)
-{
-    int32_t n = pred->nsucc;
-    if (*succ_last_slot(pred, n) == succ)
-        return 1;
-    return push_succ_quick_n(a, pred, succ, n);
 }
 
 /* Appends succ to pred's successors, growing the array where it is full; 0, or -1 out of
