@@ -272,14 +272,18 @@ void arena_free_all(arena *a)
         room = p->cached < p->limit ? p->limit - p->cached : 0;
         pthread_mutex_unlock(&p->lock);
     }
+    /* the newest block first, as the arena holds them: the next arena takes first the
+     * blocks touched last, those most likely still in cache */
     arena_block *b = a->head;
     while (b) {
         arena_block *n = b->next;
         if (b->size == ARENA_BLOCK && kept + ARENA_BLOCK <= room) {
-            b->next = keep;
-            keep = b;
-            if (!keep_tail)
-                keep_tail = b;
+            b->next = NULL;
+            if (keep_tail)
+                keep_tail->next = b;
+            else
+                keep = b;
+            keep_tail = b;
             kept += ARENA_BLOCK;
         } else {
             free(b);
