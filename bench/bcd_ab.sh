@@ -3,6 +3,8 @@
 # core (the GPU machine's rounds spread by 20-30%: only alternation and medians of many
 # rounds separate a change from the noise). One JSON line per measurement, tagged with
 # the binary and the round, into OUT/bcd_pinned.jsonl; bench/bcd_ab.py tabulates them.
+# Each repetition's build + destroy and the clock after it (BENCH_REP_LOG) go to
+# OUT/bcd_reps.txt; bench/bcd_reps.py tabulates those.
 #   sh bench/bcd_ab.sh BASE_BUILD NEW_BUILD [ROUNDS] [CORE]
 # e.g. on the GPU machine, with the code before the change in .bcdbase (carried):
 #   meson setup .bcdbase/build-bcd .bcdbase -Dcuda=disabled && ninja -C .bcdbase/build-bcd bench/bench-sched
@@ -16,10 +18,12 @@ r=1
 while [ "$r" -le "$rounds" ]; do
   for c in independent fanout chains random; do
     for b in "$base" "$new"; do
-      taskset -c "$core" "$b/bench/bench-sched" --mode bcd --workers 1 --tasks 1000000 --reps 5 \
-        --cases "$c" --json-only 2>/dev/null |
+      BENCH_REP_LOG=1 taskset -c "$core" "$b/bench/bench-sched" --mode bcd --workers 1 \
+        --tasks 1000000 --reps 5 --cases "$c" --json-only 2>"$OUT/bcd_rep.tmp" |
         sed "s|^{|{\"bin\":\"$b\",\"round\":$r,|" >> "$OUT/bcd_pinned.jsonl"
+      grep '^rep ' "$OUT/bcd_rep.tmp" | sed "s|^rep |$b $r |" >> "$OUT/bcd_reps.txt"
     done
   done
   r=$((r + 1))
 done
+rm -f "$OUT/bcd_rep.tmp"

@@ -8,15 +8,21 @@
  * the calling thread's CPU time in build, submit (the first-run check) and destroy ("cpu
  * b+s+d"), which a loaded machine does not stretch. Rows floor-160 and floor-96: the
  * same shapes built with no API, in records of 160 and 96 bytes (sched_floor.c): the
- * least a build costs on this machine; their "total" is that build alone. */
+ * least a build costs on this machine; their "total" is that build alone.
+ * BENCH_REP_LOG=1: one line per repetition on stderr (shape, API, build + destroy ns per
+ * task, the core clock measured after it, the thread's minor faults so far), to tell a
+ * slow repetition of the code from one the host slowed (the GPU machine's cores are
+ * shared with other guests: its repetitions spread by up to 2x at a steady clock). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/resource.h>
 
 #include "sched_bench.h"
 #include "common/timing.h"
 #include "common/pmu.h"
+#include "common/clock.h"
 
 #define CHECK(call)                                                                       \
     do {                                                                                  \
@@ -63,6 +69,8 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
     }
     pmu pm;
     int counting = pmu_open(&pm) == 0;
+    const char *rl = getenv("BENCH_REP_LOG");
+    int rep_log = rl && *rl && strcmp(rl, "0");
     for (int r = -1; r < o->reps; r++) {   /* r = -1: warm-up */
         if (r >= 0)
             pmu_start(&pm);
@@ -91,6 +99,14 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
         v[4 * R + r] = c1 - c0;
         v[5 * R + r] = c2 - c1;
         v[6 * R + r] = c4 - c3;
+        if (rep_log) {   /* after the rep: the clock's few ms are in no phase */
+            struct rusage ru;
+            getrusage(RUSAGE_THREAD, &ru);
+            fprintf(stderr, "rep %s %s %d build_destroy_ns %.2f clock_ghz %.3f minflt %ld\n",
+                    shape_names[s], o->deps ? "deps" : "depend", r,
+                    (t1 - t0 + t3 - t2) * 1e9 / (double)*ntasks, bench_clock_ghz(1000000),
+                    ru.ru_minflt);
+        }
     }
     int R = o->reps;
     phases p = { bench_median(v, R), bench_median(v + R, R), bench_median(v + 2 * R, R),
