@@ -180,6 +180,15 @@ void *arena_alloc_slow(arena *a, size_t size)
     return p;
 }
 
+int arena_reserve_slow(arena *a, size_t size)
+{
+    char *p = arena_alloc_slow(a, size);   /* from a new block: the last allocation */
+    if (!p)
+        return -1;
+    a->cur = p;   /* given back, so the room stays free */
+    return 0;
+}
+
 void *arena_calloc(arena *a, size_t size)
 {
     void *p = arena_alloc(a, size);

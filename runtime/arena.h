@@ -48,6 +48,16 @@ static inline void *arena_alloc(arena *a, size_t size)
     }
     return arena_alloc_slow(a, size);
 }
+/* Makes room for size bytes (at most 64 KiB) in a's current block without taking them:
+ * afterwards a->end - a->cur >= size (a new block if the current one has less). 0, or -1
+ * out of memory. */
+int arena_reserve_slow(arena *a, size_t size);
+static inline int arena_reserve(arena *a, size_t size)
+{
+    if (__builtin_expect((size_t)(a->end - a->cur) >= size, 1))
+        return 0;
+    return arena_reserve_slow(a, size);
+}
 void *arena_calloc(arena *a, size_t size);
 char *arena_strdup(arena *a, const char *s);
 /* Grows an array of old_size bytes at p (from this arena, or NULL) to new_size bytes,

@@ -387,15 +387,17 @@ static inline __attribute__((always_inline)) void append_plain(cask_graph *g, ca
 }
 
 /* A plain task naming up to this many deps links them with the arena's free pointer in a
- * register (plain_deps_link), when its block has an array of 4 free per dep. */
+ * register (plain_deps_link), in a block with an array of 4 free per dep. */
 #define PLAIN_DEPS_ROOM 64
 
 /* The edges of plain task t (not written yet) from its deps, each dep checked on the way,
- * their count in *nadded: 0, or -1 if a dep is NULL, of another graph or a subflow's child
- * (the edges made are taken back), or -2 out of memory (the edges made stay). t is the newest task (every dep's ord
- * is below its own), so only the deps' successor lists change. room: the arena's block
- * has an array of 4 free per dep, so that the loop keeps the block's free pointer in a
- * register and needs no call; else every edge takes the general push. */
+ * their count in *nadded: 0, or -1 if a dep is NULL, of another graph or a subflow's
+ * child (the edges made are taken back), or -2 out of memory (the edges made stay). t is
+ * the newest task (every dep's ord is below its own), so only the deps' successor lists
+ * change. room: the arena's block has an array of 4 free per dep (arena_reserve), so
+ * that the loop keeps the block's free pointer in a register and needs no call; a list
+ * that must grow takes its array from the arena, and the room of the deps after it is
+ * made again. Without room, every edge takes the general push. */
 static inline __attribute__((always_inline)) int plain_deps_link(cask_graph *g, cask_task *t,
                                                                  cask_task *const *deps, int nd,
                                                                  int room, int32_t *nadded)
@@ -420,11 +422,15 @@ static inline __attribute__((always_inline)) int plain_deps_link(cask_graph *g, 
         } else {
             if (room)
                 ar->cur = cur;
-            if (push_succ_quick_n(ar, p, base, t, n) && succ_push_slow(g, ar, p, t)) {
+            int oom = push_succ_quick_n(ar, p, base, t, n) && succ_push_slow(g, ar, p, t);
+            added += !oom;
+            /* the grown list may have taken the room counted for the deps after it */
+            if (oom || (room && arena_reserve(ar, (size_t)(nd - i - 1) * SUCC_ROOM))) {
                 *nadded = added;
                 return -2;
             }
             cur = ar->cur;
+            continue;
         }
         added++;
     }
@@ -449,7 +455,7 @@ static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
     int32_t added;
     int r;
     if (__builtin_expect((unsigned)nd <= PLAIN_DEPS_ROOM &&
-                         (size_t)(g->ar.end - g->ar.cur) >= (size_t)nd * SUCC_ROOM, 1))
+                         !arena_reserve(&g->ar, (size_t)nd * SUCC_ROOM), 1))
         r = plain_deps_link(g, t, deps, nd, 1, &added);
     else
         r = plain_deps_link(g, t, deps, nd, 0, &added);

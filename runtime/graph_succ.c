@@ -43,12 +43,12 @@ int graph_note_big(cask_graph *g, cask_task *t)
 }
 
 /* Every task whose fan-out reaches SCHED_SPLIT_RELEASE comes here when it passes half of
- * it (its array of SCHED_SPLIT_RELEASE / 2 is full then), so that push_succ_quick need
+ * it (its array of SCHED_SPLIT_RELEASE / 2 is full then), so that push_succ_quick_n need
  * not look. */
 int succ_push_slow(cask_graph *g, arena *a, cask_task *pred, cask_task *succ)
 {
-    /* a block with less than an array of 4 left is left (push_succ_quick needs that room) */
-    if ((size_t)(a->end - a->cur) < SUCC_ROOM && !arena_alloc_slow(a, SUCC_ROOM))
+    /* a block with less than an array of 4 left is left (push_succ_quick_n needs that room) */
+    if (arena_reserve(a, SUCC_ROOM))
         return -1;
     if (push_succ(a, pred, succ))
         return -1;

@@ -20,7 +20,7 @@ void succ_unpush(cask_task *pred, const cask_task *succ) __attribute__((noinline
 int succ_push_slow(cask_graph *g, arena *a, cask_task *pred, cask_task *succ)
     __attribute__((noinline));
 
-/* The bytes of a second successor's array (of 4): push_succ_quick needs them free. */
+/* The bytes of a second successor's array (of 4): push_succ_quick_n needs them free. */
 #define SUCC_ROOM (4 * sizeof(cask_task *))
 
 /* pred's successors, of n = pred->nsucc: the array they sit in (succv when n > 1, else
