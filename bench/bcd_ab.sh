@@ -5,7 +5,7 @@
 # the binary and the round, into OUT/bcd_pinned.jsonl; bench/bcd_ab.py tabulates them.
 # Each repetition's build + destroy and the clock after it (BENCH_REP_LOG) go to
 # OUT/bcd_reps.txt; bench/bcd_reps.py tabulates those.
-#   sh bench/bcd_ab.sh BASE_BUILD NEW_BUILD [ROUNDS] [CORE]
+#   [BCD_CASES="random fanout"] sh bench/bcd_ab.sh BASE_BUILD NEW_BUILD [ROUNDS] [CORE]
 # e.g. on the GPU machine, with the code before the change in .bcdbase (carried):
 #   meson setup .bcdbase/build-bcd .bcdbase -Dcuda=disabled && ninja -C .bcdbase/build-bcd bench/bench-sched
 #   meson setup build-bcd -Dcuda=disabled && ninja -C build-bcd bench/bench-sched
@@ -16,7 +16,7 @@ OUT=${OUT:-device-logs}
 mkdir -p "$OUT"
 r=1
 while [ "$r" -le "$rounds" ]; do
-  for c in independent fanout chains random; do
+  for c in ${BCD_CASES:-independent fanout chains random}; do
     for b in "$base" "$new"; do
       BENCH_REP_LOG=1 taskset -c "$core" "$b/bench/bench-sched" --mode bcd --workers 1 \
         --tasks 1000000 --reps 5 --cases "$c" --json-only 2>"$OUT/bcd_rep.tmp" |
