@@ -15,7 +15,7 @@ if [ ! -f "$B/build.ninja" ]; then
 fi
 ninja -C "$B" libcask.so tests/stress_sched bench/bench-sim-gpus > /dev/null || exit 1
 bad=0
-for t in graph sched data async dynamic future subflow graph_build; do
+for t in graph sched data async dynamic future subflow graph_build graph_succ; do
   cc -fsanitize=thread -g -O1 -I"$here" -I"$top/include" -I"$top/tests" -I"$top" "$top/tests/test_$t.c" \
      -o "$B/tsan_$t" -L"$B" -lcask -Wl,-rpath,"$(cd "$B" && pwd)" -lpthread -lm || exit 1
   TSAN_OPTIONS="halt_on_error=0" "$B/tsan_$t" "$t/*" > "$B/tsan_$t.log" 2>&1 || bad=1

@@ -40,6 +40,7 @@ static void shim_fail(const char *file, int line, const char *expr, const char *
 #define cr_assert_str_eq(a, b, ...) cr_assert(strcmp((a), (b)) == 0, __VA_ARGS__)
 #define cr_assert_str_neq(a, b, ...) cr_assert(strcmp((a), (b)) != 0, __VA_ARGS__)
 #define cr_skip_test(...) do { fprintf(stderr, "  skipped\n"); _exit(0); } while (0)
+#define cr_assert_fail(...) cr_assert(0, __VA_ARGS__)
 
 #define Test(s, n, ...) \
     static void s##_##n##_impl(void); \
