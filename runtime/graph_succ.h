@@ -105,7 +105,7 @@ static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
 {
     int32_t n = pred->nsucc;
     /* the first successor inline (succ1); then arrays of 4, 8, 16, ... */
-    if (__builtin_expect(n == 1 || (n >= 4 && (n & (n - 1)) == 0), 0) && succ_grow(a, pred))
+    if (__builtin_expect(n == 1 || succ_full(n), 0) && succ_grow(a, pred))
         return -1;
     (n ? pred->succv : &pred->succ1)[n] = succ;   /* (n 1: the array just made) */
     pred->nsucc = n + 1;
