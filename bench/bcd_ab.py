@@ -16,7 +16,7 @@ shapes = ["independent", "fanout", "chains", "random"]
 print("| shape | API | base | new | new/base (paired) | reused compute new/base |")
 print("|---|---|---:|---:|---:|---:|")
 for c in shapes:
-    for impl in ["cask", "cask-deps", "floor-96", "floor-160"]:
+    for impl in ["cask", "cask-deps", "floor-64", "floor-96", "floor-160"]:
         v = collections.defaultdict(list)
         pair = collections.defaultdict(dict)
         reuse = collections.defaultdict(dict)

@@ -6,8 +6,8 @@
  * build + destroy cost per task is reported two ways: the build and destroy phases alone,
  * and the whole build+compute+destroy minus the reused-graph compute ("overhead"); and as
  * the calling thread's CPU time in build, submit (the first-run check) and destroy ("cpu
- * b+s+d"), which a loaded machine does not stretch. Rows floor-160 and floor-96: the
- * same shapes built with no API, in records of 160 and 96 bytes (sched_floor.c): the
+ * b+s+d"), which a loaded machine does not stretch. Rows floor-160, floor-96 and floor-64:
+ * the same shapes built with no API, in records of 160, 96 and 64 bytes (sched_floor.c): the
  * least a build costs on this machine; their "total" is that build alone.
  * BENCH_REP_LOG=1: one line per repetition on stderr (shape, API, build + destroy ns per
  * task, the core clock measured after it, the thread's minor faults so far), to tell a
@@ -176,13 +176,13 @@ void bench_bcd(const options *o, const dag *d)
                 row(shape_names[s], workers, "cask-deps", n, p.total, &p, reused, o->work_ns, NULL);
             }
             if (w == 0)   /* one thread, whatever the workers: the machine's floor */
-                for (int b = 0; b < 2; b++) {
+                for (int b = 0; b < 3; b++) {
+                    static const int bytes[3] = { 160, 96, 64 };
+                    static const char *names[3] = { "floor-160", "floor-96", "floor-64" };
                     long fn = 0;
-                    int bytes = b ? 96 : 160;
                     char fp[320];
-                    double t = bench_floor((enum shape)s, o, d, bytes, &fn, fp, sizeof fp);
-                    row(shape_names[s], workers, b ? "floor-96" : "floor-160", fn, t, NULL, 0,
-                        o->work_ns, fp);
+                    double t = bench_floor((enum shape)s, o, d, bytes[b], &fn, fp, sizeof fp);
+                    row(shape_names[s], workers, names[b], fn, t, NULL, 0, o->work_ns, fp);
                 }
             if (o->peers & PEER_STARPU) {
                 long pn = 0;

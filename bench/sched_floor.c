@@ -147,8 +147,10 @@ double bench_floor(enum shape s, const options *o, const dag *d, int bytes, long
         double t0 = bench_now_s();
         if (bytes == 160)
             build(&m, 160, s, o, d, t, ntasks);
-        else
+        else if (bytes == 96)
             build(&m, 96, s, o, d, t, ntasks);
+        else
+            build(&m, 64, s, o, d, t, ntasks);
         if (r >= 0) {
             v[r] = bench_now_s() - t0;
             pmu_stop(&pm);
