@@ -133,10 +133,12 @@ static __attribute__((noinline)) int add_edge_slow(cask_graph *g, arena *a, cask
     return 0;
 }
 
-/* An edge before -> after, two tasks of g (not the same); a repeat of before's last edge
- * is dropped. 0, or -1 out of memory. */
-static inline __attribute__((always_inline)) int add_edge_ne(cask_graph *g, arena *a,
-                                                             cask_task *before, cask_task *after)
+/* An edge before -> after, two tasks of g (not the same), where that needs no call: 0
+ * when done (a repeat of before's last edge is dropped), 1 when add_edge_slow must add it
+ * (a list to grow, a block without room, a walk to re-place tasks; after may have moved
+ * past before in the order already). */
+static inline __attribute__((always_inline)) int add_edge_quick(cask_graph *g, arena *a,
+                                                                cask_task *before, cask_task *after)
 {
     int32_t n = before->nsucc;
     cask_task **last, **base = succ_slots(before, n, &last);
@@ -146,18 +148,25 @@ static inline __attribute__((always_inline)) int add_edge_ne(cask_graph *g, aren
         /* against the order: after, with no successor yet (a fan-in's sink added before
          * its predecessors), just moves past before; else reorder's walk */
         if (after->nsucc)
-            return add_edge_slow(g, a, before, after);
+            return 1;
         after->ord = before->ord + 1;
         if (after->ord >= g->next_ord)
             g->next_ord = after->ord + 1;
     }
     /* the common case: room in before's successors, nothing (more) to re-place */
     if (__builtin_expect(push_succ_quick_n(a, before, base, after, n), 0))
-        return add_edge_slow(g, a, before, after);
+        return 1;
     count_pred(g, after);
     g->nedges++;
     g->roots_valid = 0;
     return 0;
+}
+
+/* The same, every case: 0, or -1 out of memory. */
+static inline __attribute__((always_inline)) int add_edge_ne(cask_graph *g, arena *a,
+                                                             cask_task *before, cask_task *after)
+{
+    return add_edge_quick(g, a, before, after) ? add_edge_slow(g, a, before, after) : 0;
 }
 
 /* The same, where before and after may be one task (no edge then). */
@@ -548,6 +557,15 @@ static __attribute__((noinline)) cask_status depend_other(cask_task *after, cask
     return CASK_OK;
 }
 
+/* cask_task_depend's edge that add_edge_quick could not add. */
+static __attribute__((noinline)) cask_status depend_slow(cask_graph *g, cask_task *before,
+                                                         cask_task *after)
+{
+    if (add_edge_slow(g, &g->ar, before, after))
+        return log_error(g->rt, CASK_ERR_NOMEM, "cask_task_depend");
+    return CASK_OK;
+}
+
 cask_status cask_task_depend(cask_task *after, cask_task *before)
 {
     if (__builtin_expect(!after || !before, 0))
@@ -559,8 +577,9 @@ cask_status cask_task_depend(cask_task *after, cask_task *before)
     int running = atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING;
     if (__builtin_expect((after == before) | (g != before->graph) | (cold != 0) | running, 0))
         return depend_other(after, before);
-    if (add_edge_ne(g, &g->ar, before, after))
-        return log_error(g->rt, CASK_ERR_NOMEM, "cask_task_depend");
+    /* the slow cases as a tail call: the common one needs no stack frame */
+    if (__builtin_expect(add_edge_quick(g, &g->ar, before, after), 0))
+        return depend_slow(g, before, after);
     return CASK_OK;
 }
 
