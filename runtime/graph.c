@@ -31,6 +31,8 @@ _Static_assert(offsetof(struct cask_task, nsucc) % 32 == 0 &&
                offsetof(struct cask_task, cold) + 8 == offsetof(struct cask_task, nsucc) + 32,
                "what an edge touches of its predecessor: one aligned 32 bytes (graph.h)");
 
+const cask_task graph_no_pend = { .indegree = 1 };
+
 static _Atomic uint32_t next_graph_id = 1;  /* ids only: never reused, so a stale id in a
                                               data handle cannot match a new graph */
 
@@ -50,6 +52,7 @@ cask_status cask_graph_create(cask_runtime *rt, cask_graph **out)
     pthread_cond_init(&g->cond, NULL);
     g->id = atomic_fetch_add(&next_graph_id, 1);
     g->done = 1;
+    g->pend = GRAPH_NO_PEND;
     pthread_mutex_lock(&rt->lock);
     g->all_next = rt->graphs;
     if (rt->graphs)
@@ -100,20 +103,11 @@ static inline void count_pred(cask_graph *g, cask_task *after)
     /* the count a run starts from: kept equal to indegree while building, so that the
      * first run needs no pass over the tasks */
     atomic_store_explicit(&after->pending, d + 1, memory_order_relaxed);
-    if (g) {
-        /* no longer a root: usually the task just added, the last root kept (its edges
-         * come right after it), taken off whenever it is the last (if it had a
-         * predecessor already, it was no root either); else the roots are filtered at
-         * check. Without a branch on which edge of after this is. */
-        size_t nr = g->nroots;
-        if (__builtin_expect(nr == 0, 0)) {
-            g->roots_stale |= d == 0;
-        } else {
-            size_t top = g->roots[nr - 1] == after;
-            g->nroots = nr - top;
-            g->roots_stale |= !top & (d == 0);
-        }
-    }
+    /* no longer a root: usually the task just added, kept out of the roots (g->pend)
+     * until the next is added; else, at its first predecessor, the roots are filtered at
+     * check. Without a branch on which edge of after this is. */
+    if (g)
+        g->roots_stale |= (d == 0) & (after != g->pend);
 }
 
 /* add_edge's every case (a subflow's edge, a successor array to grow, a big fan-out, an
@@ -321,26 +315,44 @@ int graph_new_slab(cask_graph *g)
     return 0;
 }
 
+/* Whether g's roots lack the room that building keeps: two more, the task kept aside
+ * (g->pend) and the one that takes its place. */
+static inline int roots_short(const cask_graph *g)
+{
+    return g->roots_cap - g->nroots < 2;
+}
+
 /* Room for g's next task: a place at g->tcur and, when built (not added while running),
- * one in the roots kept while building. -1 out of memory. */
+ * the room kept in the roots. -1 out of memory. */
 static __attribute__((noinline)) int task_room(cask_graph *g, int building)
 {
     if (g->tcur == g->tend && graph_new_slab(g))
         return -1;
-    if (building && g->nroots == g->roots_cap && grow_list(g, &g->roots, &g->roots_cap))
+    if (building && roots_short(g) && grow_list(g, &g->roots, &g->roots_cap))
         return -1;
     return 0;
 }
 
+/* t, g's newest task built, is kept aside (g->pend); the one kept before joins the roots
+ * if it still has no predecessor. Without a branch: the slot is written either way (the
+ * room is kept, roots_short). */
+static inline void roots_keep(cask_graph *g, cask_task *t)
+{
+    cask_task *p = g->pend;
+    g->roots[g->nroots] = p;
+    g->nroots += p->indegree == 0;
+    g->pend = t;
+}
+
 /* Counts t, made at g->tcur, as g's newest task and, when built (not added while
- * running), as one of the roots kept while building: it has no predecessor yet. */
+ * running), as a root while it has no predecessor (roots_keep). */
 static inline void append_task(cask_graph *g, cask_task *t, int building)
 {
     g->tcur = t + 1;
     t->id = (uint32_t)g->ntasks++;
     t->ord = g->next_ord++;
     if (building)
-        g->roots[g->nroots++] = t;
+        roots_keep(g, t);
     else
         g->roots_rescan = 1;   /* the workers read roots while it runs: found at check */
     g->roots_valid = 0;
@@ -390,8 +402,7 @@ static inline __attribute__((always_inline)) void append_plain(cask_graph *g, ca
     init_task(t, g, k, k->where_any, 0, NULL, -1, g->next_ord++, id, npred);
     g->tcur = t + 1;
     g->ntasks = id + 1;
-    g->roots[g->nroots] = t;
-    g->nroots += npred == 0;
+    roots_keep(g, t);
     g->roots_valid = 0;
 }
 
@@ -493,7 +504,7 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
     uint64_t mask = desc->field_mask;
     cask_task *t = g->tcur;
     if (__builtin_expect((mask & ~(uint64_t)CASK_TASK_DEPS) || desc->naccess || !k ||
-                         !(k->where_any & g->can) || t == g->tend || g->nroots == g->roots_cap, 0))
+                         !(k->where_any & g->can) || t == g->tend || roots_short(g), 0))
         return add_task_general(g, desc, out);
     if (mask & CASK_TASK_DEPS)
         return add_plain_deps(g, desc, out, t);

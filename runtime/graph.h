@@ -139,7 +139,11 @@ struct cask_graph {
     size_t ntasks, nedges;
     cask_task **roots;            /* kept while building: tasks added without a
                                      predecessor (see roots_stale); exact after a check */
-    size_t nroots, roots_cap;
+    size_t nroots, roots_cap;     /* (building keeps room for two more in roots) */
+    cask_task *pend;              /* the newest task built, kept out of roots until the next
+                                     is added or the check (graph_roots_flush), so that its
+                                     first edge, the usual one, need not take it off; else
+                                     graph_no_pend */
     int roots_valid;
     int roots_stale;              /* a task in roots got a predecessor: filter at check */
     int roots_rescan;             /* roots not kept (tasks added while running): find them */
@@ -181,6 +185,22 @@ struct cask_graph {
     void (*fail_hook)(void *arg); /* called once, at the first failure of a run */
     void *fail_hook_arg;
 };
+
+/* g->pend when no task is kept aside: a task that always has a predecessor. */
+extern const cask_task graph_no_pend;
+#define GRAPH_NO_PEND ((cask_task *)&graph_no_pend)
+
+/* The task kept aside (g->pend) joins the roots if it still has no predecessor; before
+ * anything reads g->roots. */
+static inline void graph_roots_flush(cask_graph *g)
+{
+    cask_task *p = g->pend;
+    if (p != GRAPH_NO_PEND) {
+        g->roots[g->nroots] = p;
+        g->nroots += p->indegree == 0;
+        g->pend = GRAPH_NO_PEND;
+    }
+}
 
 /* g's task i (i < g->ntasks). */
 static inline cask_task *graph_task(const cask_graph *g, size_t i)

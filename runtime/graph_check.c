@@ -132,6 +132,7 @@ cask_status graph_check(cask_graph *g)
 {
     cask_runtime *rt = g->rt;
     int nw = rt->sched->nworkers;
+    graph_roots_flush(g);
     if (g->late && merge_late(g))
         return log_error(rt, CASK_ERR_NOMEM, "graph check");
     if (g->maybe_cyclic) {

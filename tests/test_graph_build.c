@@ -433,6 +433,61 @@ Test(graph_build, deps_plain_tasks_on_one_worker, .timeout = 60)
     plain_dag(1);
 }
 
+/* The newest task built is kept out of the roots until the next is added or the check
+ * (graph.h, pend). Each way that can end leaves exactly the tasks without predecessors
+ * as roots: its first edge while kept (t1), none (t0, t2: the last, kept at the check),
+ * building on after a run (t3, t4), and, in a graph of its own (a filter at the check
+ * would hide a root too many in the first), a first edge after the next task was added
+ * (u0). A root too many runs a task twice or before its predecessor; one too few never
+ * runs it. */
+static void kept_task(int workers)
+{
+    reset_counts();
+    cask_runtime *rt = start_runtime(workers, 0);
+    cask_kernel *k = kernel(rt, "plain", count_plain);
+    cask_graph *g = graph(rt);
+    cask_task_desc td = { .kernel = k };
+    cask_task *t[5];
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(cask_graph_add_task(g, &td, &t[i]), CASK_OK);
+        if (i == 1)
+            cr_assert_eq(cask_task_depend(t[1], t[0]), CASK_OK);
+    }
+    compute_ok(g);
+    assert_runs(3, 1);
+    cr_assert_lt(atomic_load(&when[0]), atomic_load(&when[1]));
+    for (int i = 3; i < 5; i++)
+        cr_assert_eq(cask_graph_add_task(g, &td, &t[i]), CASK_OK);
+    cr_assert_eq(cask_task_depend(t[3], t[2]), CASK_OK);
+    compute_ok(g);
+    assert_runs(3, 2);
+    cr_assert_eq(atomic_load(&runs[3]), 1);
+    cr_assert_eq(atomic_load(&runs[4]), 1);
+    cr_assert_lt(atomic_load(&when[0]), atomic_load(&when[1]));
+    cr_assert_lt(atomic_load(&when[2]), atomic_load(&when[3]));
+    cask_graph_destroy(g);
+
+    reset_counts();
+    g = graph(rt);
+    cask_task *u[3];
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(cask_graph_add_task(g, &td, &u[i]), CASK_OK);
+    cr_assert_eq(cask_task_depend(u[0], u[1]), CASK_OK);
+    compute_ok(g);
+    assert_runs(3, 1);
+    cr_assert_lt(atomic_load(&when[1]), atomic_load(&when[0]));
+    cask_graph_destroy(g);
+    cask_shutdown(rt);
+    leak_check();
+}
+
+Test(graph_build, the_task_kept_out_of_the_roots_joins_them_only_without_predecessors,
+     .timeout = 60)
+{
+    kept_task(1);
+    kept_task(4);
+}
+
 /* The edges as the graph prints them: "tA -> tB" lines. */
 static int count_edges(cask_graph *g, const char *edge)
 {
