@@ -31,7 +31,8 @@ for c in shapes:
         if not v:
             continue
         cell = lambda s: "%.1f (%.1f-%.1f)" % (st.median(v[s]), min(v[s]), max(v[s])) if v[s] else "-"
-        ratio = lambda d: "%.2f" % st.median([p["new"] / p["base"] for p in d.values()
-                                             if "new" in p and "base" in p]) if d else ""
+        def ratio(d):
+            q = [p["new"] / p["base"] for p in d.values() if "new" in p and "base" in p]
+            return "%.2f" % st.median(q) if q else ""
         print("| %s | %s | %s | %s | %s | %s |" % (c, impl, cell("base"), cell("new"),
                                                    ratio(pair), ratio(reuse) if impl == "cask" else ""))

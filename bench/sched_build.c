@@ -102,10 +102,11 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
         if (rep_log) {   /* after the rep: the clock's few ms are in no phase */
             struct rusage ru;
             getrusage(RUSAGE_THREAD, &ru);
-            fprintf(stderr, "rep %s %s %d build_destroy_ns %.2f clock_ghz %.3f minflt %ld\n",
-                    shape_names[s], o->deps ? "deps" : "depend", r,
-                    (t1 - t0 + t3 - t2) * 1e9 / (double)*ntasks, bench_clock_ghz(1000000),
-                    ru.ru_minflt);
+            double ghz = bench_clock_ghz(1000000);
+            fprintf(stderr, "rep %s %s %d build_destroy_ns %.2f clock_ghz %.3f minflt %ld "
+                    "core_ipc %.2f\n", shape_names[s], o->deps ? "deps" : "depend", r,
+                    (t1 - t0 + t3 - t2) * 1e9 / (double)*ntasks, ghz, ru.ru_minflt,
+                    bench_core_ipc(400000, ghz));
         }
     }
     int R = o->reps;
