@@ -409,6 +409,8 @@ static inline __attribute__((always_inline)) void append_plain(cask_graph *g, ca
 /* A plain task naming up to this many deps links them with the arena's free pointer in a
  * register (plain_deps_link), in a block with an array of 4 free per dep. */
 #define PLAIN_DEPS_ROOM 64
+/* A longer list asks for the deps this far ahead of the one it links. */
+#define PLAIN_DEPS_AHEAD 16
 
 /* The edges of plain task t (not written yet) from its deps, each dep checked on the way,
  * their count in *nadded: 0, or -1 if a dep is NULL, of another graph or a subflow's
@@ -427,6 +429,12 @@ static inline __attribute__((always_inline)) int plain_deps_link(cask_graph *g, 
     int32_t added = 0;
     for (int i = 0; i < nd; i++) {
         cask_task *p = deps[i];
+        if (!room) {
+            /* a long list (a fan-in's sink): its deps were built long before, their
+             * lines out of cache; ask for the edge group of one further on */
+            cask_task *q = deps[i + PLAIN_DEPS_AHEAD < nd ? i + PLAIN_DEPS_AHEAD : i];
+            __builtin_prefetch(&q->nsucc, 1);
+        }
         if (__builtin_expect(!graph_dep_ok(g, NULL, p), 0)) {
             ar->cur = room ? cur : ar->cur;
             while (i-- > 0)
