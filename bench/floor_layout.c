@@ -21,26 +21,19 @@
 #endif
 
 #include "common/timing.h"
-
-typedef struct rec {
-    struct rec *next;
-    int32_t pending, indeg, nsucc, where;
-    struct rec **succv;
-    struct rec *succ1;
-    void *graph, *kernel;
-    uint32_t id, ord;
-} rec;   /* 64 bytes: the rest of a bigger record is zeros */
+#include "common/floor_rec.h"
 
 enum { N = 1000000, WINDOW = 100, REPS = 5 };
 enum { SCALAR, VEC };
 
 typedef struct mem {
     char *rec, *succ;   /* records; successor arrays (when apart) */
+    size_t rec_size, succ_size;
 } mem;
 
 static int32_t (*preds)[3];
 static uint8_t *npred;
-static rec **tk;
+static frec **tk;
 
 static uint64_t rng(uint64_t *s)
 {
@@ -51,28 +44,10 @@ static uint64_t rng(uint64_t *s)
     return z ^ (z >> 31);
 }
 
-static inline void edge(char **sc, rec *b, rec *a)
-{
-    int32_t n = b->nsucc;
-    rec **base = n > 1 ? b->succv : &b->succ1;
-    if (n && base[n - 1] == a)
-        return;
-    if (n == 1 || (n >= 4 && !(n & (n - 1)))) {
-        rec **v = (rec **)*sc;
-        *sc += (n == 1 ? 4 : 2 * (size_t)n) * sizeof *v;
-        memcpy(v, base, (size_t)n * sizeof *v);
-        b->succv = v;
-        base = v;
-    }
-    base[n] = a;
-    b->nsucc = n + 1;
-    a->pending = ++a->indeg;
-}
-
 #if VEC_OK
 __attribute__((target("avx512f")))
 #endif
-static inline __attribute__((always_inline)) void put(rec *r, int bytes, int how, uint32_t id,
+static inline __attribute__((always_inline)) void put(frec *r, int bytes, int how, uint32_t id,
                                                       void *g)
 {
 #if VEC_OK
@@ -86,16 +61,7 @@ static inline __attribute__((always_inline)) void put(rec *r, int bytes, int how
     }
 #endif
     (void)how;
-    r->next = NULL;
-    r->pending = r->indeg = r->nsucc = 0;
-    r->where = 1;
-    r->succv = &r->succ1;
-    r->succ1 = NULL;
-    r->graph = g;
-    r->kernel = g;
-    r->id = r->ord = id;
-    for (int i = (int)sizeof(rec); i < bytes; i += 8)
-        *(uint64_t *)((char *)r + i) = 0;
+    frec_init(r, (size_t)bytes, id, g);
 }
 
 #if VEC_OK
@@ -104,18 +70,18 @@ __attribute__((target("avx512f")))
 static inline __attribute__((always_inline)) double build(const mem *m, int bytes, int apart,
                                                           int how, int pf)
 {
-    char *rc = m->rec + (apart ? 0 : 16), *sc = m->succ;
+    fmem rm = { m->rec, m->rec + (apart ? 0 : 16), m->rec + m->rec_size };
+    fmem sm = { m->succ, m->succ, m->succ + m->succ_size };
+    fmem *em = apart ? &sm : &rm;   /* successor arrays: apart, or in the records' stream */
     double t0 = bench_now_s();
     for (long i = 0; i < N; i++) {
-        rec *r = (rec *)rc;
-        rc += bytes;
+        frec *r = fmem_take(&rm, (size_t)bytes);
         if (pf)
-            __builtin_prefetch(rc + 8 * bytes, 1);
+            __builtin_prefetch(rm.cur + 8 * bytes, 1);
         put(r, bytes, how, (uint32_t)i, m->rec);
         tk[i] = r;
-        char **s = apart ? &sc : &rc;
         for (int j = 0; j < npred[i]; j++)
-            edge(s, tk[preds[i][j]], r);
+            frec_edge(em, tk[preds[i][j]], r);
     }
     return (bench_now_s() - t0) * 1e9 / N;
 }
@@ -181,6 +147,8 @@ int main(int argc, char **argv)
     for (int h = 0; h < 2; h++) {
         m[h].rec = region(rsz, h);
         m[h].succ = region(ssz, h);
+        m[h].rec_size = rsz;
+        m[h].succ_size = ssz;
         if (!m[h].rec || !m[h].succ) {
             fprintf(stderr, "bench-floor-layout: out of memory\n");
             return 1;

@@ -13,63 +13,14 @@
 #include "sched_bench.h"
 #include "common/timing.h"
 #include "common/pmu.h"
-
-typedef struct frec {
-    struct frec *next;
-    int32_t pending, indeg, nsucc, where;
-    struct frec **succv;
-    struct frec *succ1;       /* must follow succv: the inline slot */
-    void *graph, *kernel;
-    uint32_t id, ord;
-    uint64_t rest[];          /* the other bytes of a B-byte record, written as cask does */
-} frec;
-
-typedef struct fmem {
-    char *base, *cur, *end;
-} fmem;
-
-static inline void *fmem_take(fmem *m, size_t n)
-{
-    n = (n + 15) & ~(size_t)15;
-    if ((size_t)(m->end - m->cur) < n) {
-        fprintf(stderr, "bench-sched: floor memory too small\n");
-        exit(1);
-    }
-    void *p = m->cur;
-    m->cur += n;
-    return p;
-}
+#include "common/floor_rec.h"
 
 static inline __attribute__((always_inline)) frec *rec_new(fmem *m, size_t bytes, uint32_t id)
 {
     frec *r = fmem_take(m, bytes);
     __builtin_prefetch(m->cur + 8 * bytes, 1);
-    r->next = NULL;
-    r->pending = r->indeg = r->nsucc = 0;
-    r->where = 1;
-    r->succv = &r->succ1;
-    r->succ1 = NULL;
-    r->graph = m;
-    r->kernel = m;
-    r->id = r->ord = id;
-    for (size_t i = 0; i < (bytes - sizeof(frec)) / 8; i++)
-        r->rest[i] = 0;
+    frec_init(r, bytes, id, m);
     return r;
-}
-
-static inline __attribute__((always_inline)) void rec_edge(fmem *m, frec *before, frec *after)
-{
-    int32_t n = before->nsucc;
-    if (before->succv[n - 1] == after)
-        return;
-    if (__builtin_expect(n == 1 || (n >= 4 && (n & (n - 1)) == 0), 0)) {
-        frec **v = fmem_take(m, (n == 1 ? 4 : 2 * (size_t)n) * sizeof *v);
-        memcpy(v, before->succv, (size_t)n * sizeof *v);
-        before->succv = v;
-    }
-    before->succv[n] = after;
-    before->nsucc = n + 1;
-    after->pending = ++after->indeg;
 }
 
 static inline __attribute__((always_inline)) void build(fmem *m, size_t bytes, enum shape s,
@@ -88,8 +39,8 @@ static inline __attribute__((always_inline)) void build(fmem *m, size_t bytes, e
         frec *root = rec_new(m, bytes, id++), *sink = rec_new(m, bytes, id++);
         for (long i = 0; i < T; i++) {
             frec *x = rec_new(m, bytes, id++);
-            rec_edge(m, root, x);
-            rec_edge(m, x, sink);
+            frec_edge(m, root, x);
+            frec_edge(m, x, sink);
         }
         *ntasks = T + 2;
         break;
@@ -101,7 +52,7 @@ static inline __attribute__((always_inline)) void build(fmem *m, size_t bytes, e
             for (long i = 0; i < len; i++) {
                 frec *x = rec_new(m, bytes, id++);
                 if (prev)
-                    rec_edge(m, prev, x);
+                    frec_edge(m, prev, x);
                 prev = x;
             }
         }
@@ -112,7 +63,7 @@ static inline __attribute__((always_inline)) void build(fmem *m, size_t bytes, e
         for (long i = 0; i < d->n; i++) {
             t[i] = rec_new(m, bytes, id++);
             for (int j = 0; j < d->npred[i]; j++)
-                rec_edge(m, t[d->preds[i][j]], t[i]);
+                frec_edge(m, t[d->preds[i][j]], t[i]);
         }
         *ntasks = d->n;
         break;
