@@ -412,31 +412,26 @@ static inline __attribute__((always_inline)) void append_plain(cask_graph *g, ca
 /* A longer list asks for the deps this far ahead of the one it links. */
 #define PLAIN_DEPS_AHEAD 16
 
-/* The edges of plain task t (not written yet) from its deps, each dep checked on the way,
- * their count in *nadded: 0, or -1 if a dep is NULL, of another graph or a subflow's
- * child (the edges made are taken back), or -2 out of memory (the edges made stay). t is
- * the newest task (every dep's ord is below its own), so only the deps' successor lists
- * change. room: the arena's block has an array of 4 free per dep (arena_reserve), so
- * that the loop keeps the block's free pointer in a register and needs no call; a list
- * that must grow takes its array from the arena, and the room of the deps after it is
- * made again. Without room, every edge takes the general push. */
-static inline __attribute__((always_inline)) int plain_deps_link(cask_graph *g, cask_task *t,
-                                                                 cask_task *const *deps, int nd,
-                                                                 int room, int32_t *nadded)
+/* The edges of plain task t (not written yet) from its deps i0.. (the edges of those
+ * before are made), each dep checked on the way, their count in *nadded: 0, or -1 if a
+ * dep is NULL, of another graph or a subflow's child (every edge made is taken back), or
+ * -2 out of memory (the edges made stay). t is the newest task (every dep's ord is below
+ * its own), so only the deps' successor lists change. A list past PLAIN_DEPS_ROOM asks
+ * for the deps ahead of the one it links. */
+static int plain_deps_link(cask_graph *g, cask_task *t, cask_task *const *deps, int nd, int i0,
+                           int32_t *nadded)
 {
     arena *ar = &g->ar;
-    char *cur = ar->cur;
     int32_t added = 0;
-    for (int i = 0; i < nd; i++) {
+    for (int i = i0; i < nd; i++) {
         cask_task *p = deps[i];
-        if (!room) {
+        if (nd > PLAIN_DEPS_ROOM) {
             /* a long list (a fan-in's sink): its deps were built long before, their
              * lines out of cache; ask for the edge group of one further on */
             cask_task *q = deps[i + PLAIN_DEPS_AHEAD < nd ? i + PLAIN_DEPS_AHEAD : i];
             __builtin_prefetch(&q->nsucc, 1);
         }
         if (__builtin_expect(!graph_dep_ok(g, NULL, p), 0)) {
-            ar->cur = room ? cur : ar->cur;
             while (i-- > 0)
                 succ_unpush(deps[i], t);
             return -1;
@@ -445,32 +440,43 @@ static inline __attribute__((always_inline)) int plain_deps_link(cask_graph *g, 
         cask_task **last, **base = succ_slots(p, n, &last);
         if (*last == t)
             continue;   /* named twice */
-        if (room && __builtin_expect(!succ_full(n), 1)) {
-            cur = succ_push_room(cur, p, base, t, n);
-        } else {
-            if (room)
-                ar->cur = cur;
-            int oom = push_succ_quick_n(ar, p, base, t, n) && succ_push_slow(g, ar, p, t);
-            added += !oom;
-            /* the grown list may have taken the room counted for the deps after it */
-            if (oom || (room && arena_reserve(ar, (size_t)(nd - i - 1) * SUCC_ROOM))) {
-                *nadded = added;
-                return -2;
-            }
-            cur = ar->cur;
-            continue;
+        if (push_succ_quick_n(ar, p, base, t, n) && succ_push_slow(g, ar, p, t)) {
+            *nadded = added;
+            return -2;
         }
         added++;
     }
-    if (room)
-        ar->cur = cur;
     *nadded = added;
     return 0;
 }
 
-/* A plain task that names its deps (CASK_TASK_DEPS), at t = g->tcur: its edges
- * (plain_deps_link), then its counts, written once. A dep that is NULL, of another graph
- * or a subflow's child: the general path tells what is wrong. */
+/* add_plain_deps from dep i0, added edges made: the general push for each edge, then t
+ * appended. */
+static __attribute__((noinline)) cask_status plain_deps_finish(cask_graph *g,
+                                                               const cask_task_desc *desc,
+                                                               cask_task **out, cask_task *t,
+                                                               int i0, int32_t added)
+{
+    int32_t more;
+    int r = plain_deps_link(g, t, desc->deps, desc->ndeps, i0, &more);
+    if (__builtin_expect(r == -1, 0))
+        return add_task_general(g, desc, out);
+    added += more;
+    append_plain(g, t, desc->kernel, added);   /* out of memory: with the edges it got */
+    g->nedges += (size_t)added;
+    if (__builtin_expect(r, 0))
+        return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
+    if (out)
+        *out = t;
+    return CASK_OK;
+}
+
+/* A plain task that names its deps (CASK_TASK_DEPS), at t = g->tcur: its edges, then its
+ * counts, written once. With up to PLAIN_DEPS_ROOM deps and an array of 4 free per dep in
+ * the arena's block (arena_reserve), the edges are linked with the block's free pointer
+ * in a register and without a call, so that the common case needs no stack frame; a
+ * list that must grow, and a dep that is NULL, of another graph or a subflow's child,
+ * leave for plain_deps_finish (the general path, which tells what is wrong). */
 static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
                                                             const cask_task_desc *desc,
                                                             cask_task **out, cask_task *t)
@@ -480,19 +486,27 @@ static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
     if (__builtin_expect((nd < 0) | ((nd != 0) & !deps), 0))
         return add_task_general(g, desc, out);
     TASK_PREFETCH(t);
-    int32_t added;
-    int r;
-    if (__builtin_expect((unsigned)nd <= PLAIN_DEPS_ROOM &&
-                         !arena_reserve(&g->ar, (size_t)nd * SUCC_ROOM), 1))
-        r = plain_deps_link(g, t, deps, nd, 1, &added);
-    else
-        r = plain_deps_link(g, t, deps, nd, 0, &added);
-    if (__builtin_expect(r == -1, 0))
-        return add_task_general(g, desc, out);
-    append_plain(g, t, desc->kernel, added);   /* out of memory: with the edges it got */
+    if (__builtin_expect((unsigned)nd > PLAIN_DEPS_ROOM ||
+                         (size_t)(g->ar.end - g->ar.cur) < (size_t)nd * SUCC_ROOM, 0))
+        return plain_deps_finish(g, desc, out, t, 0, 0);
+    char *cur = g->ar.cur;
+    int32_t added = 0;
+    for (int i = 0; i < nd; i++) {
+        cask_task *p = deps[i];
+        int32_t n = p ? p->nsucc : 0;
+        if (__builtin_expect(!graph_dep_ok(g, NULL, p) || succ_full(n), 0)) {
+            g->ar.cur = cur;
+            return plain_deps_finish(g, desc, out, t, i, added);
+        }
+        cask_task **last, **base = succ_slots(p, n, &last);
+        if (*last == t)
+            continue;   /* named twice */
+        cur = succ_push_room(cur, p, base, t, n);
+        added++;
+    }
+    g->ar.cur = cur;
+    append_plain(g, t, desc->kernel, added);
     g->nedges += (size_t)added;
-    if (__builtin_expect(r, 0))
-        return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)", task_name(t));
     if (out)
         *out = t;
     return CASK_OK;
