@@ -10,7 +10,8 @@
  * the same shapes built with no API, in records of 160, 96 and 64 bytes (sched_floor.c): the
  * least a build costs on this machine; their "total" is that build alone.
  * BENCH_REP_LOG=1: one line per repetition on stderr (shape, API, build + destroy ns per
- * task, the core clock measured after it, the thread's minor faults so far), to tell a
+ * task, the core clock measured after it, the thread's minor faults so far, the
+ * independent adds per cycle it got, bench_core_ipc), to tell a
  * slow repetition of the code from one the host slowed (the GPU machine's cores are
  * shared with other guests: its repetitions spread by up to 2x at a steady clock). */
 #include <stdio.h>

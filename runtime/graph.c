@@ -333,26 +333,15 @@ static __attribute__((noinline)) int task_room(cask_graph *g, int building)
     return 0;
 }
 
-/* t, g's newest task built, is kept aside (g->pend); the one kept before joins the roots
- * if it still has no predecessor. Without a branch: the slot is written either way (the
- * room is kept, roots_short). */
-static inline void roots_keep(cask_graph *g, cask_task *t)
-{
-    cask_task *p = g->pend;
-    g->roots[g->nroots] = p;
-    g->nroots += p->indegree == 0;
-    g->pend = t;
-}
-
 /* Counts t, made at g->tcur, as g's newest task and, when built (not added while
- * running), as a root while it has no predecessor (roots_keep). */
+ * running), as a root while it has no predecessor (graph_roots_keep). */
 static inline void append_task(cask_graph *g, cask_task *t, int building)
 {
     g->tcur = t + 1;
     t->id = (uint32_t)g->ntasks++;
     t->ord = g->next_ord++;
     if (building)
-        roots_keep(g, t);
+        graph_roots_keep(g, t);
     else
         g->roots_rescan = 1;   /* the workers read roots while it runs: found at check */
     g->roots_valid = 0;
@@ -402,12 +391,12 @@ static inline __attribute__((always_inline)) void append_plain(cask_graph *g, ca
     init_task(t, g, k, k->where_any, 0, NULL, -1, g->next_ord++, id, npred);
     g->tcur = t + 1;
     g->ntasks = id + 1;
-    roots_keep(g, t);
+    graph_roots_keep(g, t);
     g->roots_valid = 0;
 }
 
 /* A plain task naming up to this many deps links them with the arena's free pointer in a
- * register (plain_deps_link), in a block with an array of 4 free per dep. */
+ * register (add_plain_deps), in a block with an array of 4 free per dep. */
 #define PLAIN_DEPS_ROOM 64
 /* A longer list asks for the deps this far ahead of the one it links. */
 #define PLAIN_DEPS_AHEAD 16
@@ -472,8 +461,8 @@ static __attribute__((noinline)) cask_status plain_deps_finish(cask_graph *g,
 }
 
 /* A plain task that names its deps (CASK_TASK_DEPS), at t = g->tcur: its edges, then its
- * counts, written once. With up to PLAIN_DEPS_ROOM deps and an array of 4 free per dep in
- * the arena's block (arena_reserve), the edges are linked with the block's free pointer
+ * counts, written once. With up to PLAIN_DEPS_ROOM deps and an array of 4 free per dep
+ * left in the arena's block, the edges are linked with the block's free pointer
  * in a register and without a call, so that the common case needs no stack frame; a
  * list that must grow, and a dep that is NULL, of another graph or a subflow's child,
  * leave for plain_deps_finish (the general path, which tells what is wrong). */

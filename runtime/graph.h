@@ -190,16 +190,23 @@ struct cask_graph {
 extern const cask_task graph_no_pend;
 #define GRAPH_NO_PEND ((cask_task *)&graph_no_pend)
 
-/* The task kept aside (g->pend) joins the roots if it still has no predecessor; before
- * anything reads g->roots. */
-static inline void graph_roots_flush(cask_graph *g)
+/* t, g's newest task built, is kept aside (g->pend); the one kept before joins the roots
+ * if it still has no predecessor. Without a branch: the slot is written either way
+ * (building keeps the room). */
+static inline void graph_roots_keep(cask_graph *g, cask_task *t)
 {
     cask_task *p = g->pend;
-    if (p != GRAPH_NO_PEND) {
-        g->roots[g->nroots] = p;
-        g->nroots += p->indegree == 0;
-        g->pend = GRAPH_NO_PEND;
-    }
+    g->roots[g->nroots] = p;
+    g->nroots += p->indegree == 0;
+    g->pend = t;
+}
+
+/* The task kept aside joins the roots if it still has no predecessor; before anything
+ * reads g->roots. */
+static inline void graph_roots_flush(cask_graph *g)
+{
+    if (g->pend != GRAPH_NO_PEND)
+        graph_roots_keep(g, GRAPH_NO_PEND);
 }
 
 /* g's task i (i < g->ntasks). */
