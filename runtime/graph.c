@@ -480,12 +480,13 @@ static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
         return plain_deps_finish(g, desc, out, t, 0, 0);
     char *cur = g->ar.cur;
     int32_t added = 0;
-    for (int i = 0; i < nd; i++) {
-        cask_task *p = deps[i];
+    cask_task *const *dp = deps, *const *end = deps + nd;
+    for (; dp != end; dp++) {
+        cask_task *p = *dp;
         int32_t n = p ? p->nsucc : 0;
         if (__builtin_expect(!graph_dep_ok(g, NULL, p) || succ_full(n), 0)) {
             g->ar.cur = cur;
-            return plain_deps_finish(g, desc, out, t, i, added);
+            return plain_deps_finish(g, desc, out, t, (int)(dp - desc->deps), added);
         }
         cask_task **last, **base = succ_slots(p, n, &last);
         if (*last == t)
