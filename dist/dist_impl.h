@@ -385,6 +385,10 @@ void dist_leave_note_failure(cask_dist_graph *g, cask_status st);
 /* Why g's current run (or plan agreement) cannot go on because a rank it needs left
  * (under dist->mu; sets g->error), or CASK_OK. */
 cask_status dist_left_broken(cask_dist_graph *g);
+/* A rank of the agreed view (not this one) that left the job, which a recovery of g
+ * cannot do without (its STATE or READY will never come), its message in buf; or -1
+ * (under dist->mu). */
+int dist_left_recovery(const cask_dist_graph *g, char *buf, size_t len);
 /* dist_membership.c: one agreed view of the live ranks, with an epoch. */
 /* Whether a loss (the transport's, or one another rank reports) or a newer view is
  * not agreed yet, or this rank was fenced out (under mu). */
@@ -436,7 +440,7 @@ void dist_recover_free(cask_dist_graph *g);
 /* dist_lineage.c: survivors adopt the data of ranks out of the view (new owner: the
  * next live rank), filled by its loader where it has one. */
 cask_status dist_lineage_adopt(cask_dist *dist, char *err, size_t errlen);
-/* dist_testkill.c: CASK_DIST_TEST_KILL / _FREEZE / _DROP_DONE (tests only). */
+/* dist_testkill.c: CASK_DIST_TEST_KILL / _FREEZE / _DROP_DONE / ... (tests only). */
 cask_status dist_testkill_init(cask_dist *dist);
 /* Before each task of this rank's local graph: a probe task (only under the test
  * hook) that kills or freezes this process when it starts. */
@@ -451,6 +455,13 @@ void dist_testkill_on_lost(cask_dist *dist);
 /* CASK_DIST_TEST_NOTE_LATE=R:MS: on rank R, a failed run waits MS ms before noting what
  * it delivered (dist_recover.c). Not under dist->mu. */
 void dist_testkill_note_late(const cask_dist *dist);
+/* CASK_DIST_TEST_GIVE_UP=R[:quiet]: on rank R, once, 1 (its first recovery gives up
+ * where it plans: dist_recover.c), 2 with quiet (without telling the others); else 0.
+ * Not under dist->mu. */
+int dist_testkill_give_up(cask_dist *dist);
+/* CASK_DIST_TEST_PLAN_LATE=R:MS: on rank R, each plan waits MS ms after it settled the
+ * view (dist_run.c). Not under dist->mu. */
+void dist_testkill_plan_late(const cask_dist *dist);
 
 /* dist_xfer.c: the tasks that move chunks (send, receive, deliver, copy) and the
  * handler of data messages. */

@@ -55,6 +55,25 @@ cask_status dist_left_broken(cask_dist_graph *g)
     return CASK_ERR_PEER;
 }
 
+int dist_left_recovery(const cask_dist_graph *g, char *buf, size_t len)
+{
+    const cask_dist *dist = g->dist;
+    for (int r = 0; dist->nleft && r < dist->size; r++) {
+        if (!dist->left[r] || dist->excluded[r] || r == dist->rank)
+            continue;
+        char lost[160];
+        dist_excluded_list(dist, -1, 0, lost, sizeof lost);
+        int n = snprintf(buf, len, "rank %d left the job while rank %d recovered graph %u "
+                         "from the loss of rank %s: the survivors cannot finish it without "
+                         "it", r, dist->rank, g->id, lost);
+        if (dist->left_why[0] && n > 0 && (size_t)n < len)
+            snprintf(buf + n, len - (size_t)n, " (rank %d reported: %s)", dist->left_by,
+                     dist->left_why);
+        return r;
+    }
+    return -1;
+}
+
 void dist_leave_announce(cask_dist *dist)
 {
     /* a rank that saw a rank fail says so: the others may not have noticed yet. It may

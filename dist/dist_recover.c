@@ -252,214 +252,6 @@ static void note_done(cask_dist_graph *g)
     pthread_mutex_unlock(&g->dist->mu);
 }
 
-/* ---- STATE and READY ---- */
-
-#ifdef CASK_HAVE_UCX
-/* Records what rank `from` said of run h->run (under dist->mu). A COMPLETED answer is
- * kept apart: the same rank's own STATE of a later run (it went on and is recovering
- * that one) may land right after it and overwrite state_run. */
-static void note_state(dist_recovery *rec, int from, const dist_state_hdr *h)
-{
-    rec->state_epoch[from] = h->epoch;
-    rec->state_run[from] = h->run;
-    rec->state_flags[from] = (uint8_t)h->flags;
-    if (h->flags == STATE_COMPLETED && h->run > rec->completed_run[from])
-        rec->completed_run[from] = h->run;
-}
-
-typedef struct state_in {
-    cask_dist *dist;
-    dist_state_hdr h;
-    int from;
-    uint8_t bytes[];
-} state_in;
-
-static void state_landed(void *arg, cask_status st, const char *why)
-{
-    state_in *in = arg;
-    cask_dist *dist = in->dist;
-    (void)why;
-    pthread_mutex_lock(&dist->mu);
-    cask_dist_graph *g = dist_find_graph(dist, in->h.graph);
-    dist_recovery *rec = g ? g->rec : NULL;
-    if (!st && rec && in->h.n == rec->ndone) {
-        /* what was delivered in run h.run: an earlier run's says nothing of this one; a
-         * later run's (a rank that went on: it completed the run this one recovers,
-         * and says so) starts that run's record */
-        if (in->h.run > rec->done_run) {
-            memset(rec->done, 0, rec->ndone);
-            rec->done_run = in->h.run;
-        }
-        for (size_t i = 0; in->h.run == rec->done_run && i < rec->ndone; i++)
-            rec->done[i] |= in->bytes[i];
-        note_state(rec, in->from, &in->h);
-    }
-    pthread_cond_broadcast(&dist->cv);
-    pthread_mutex_unlock(&dist->mu);
-    free(in);
-}
-#endif
-
-#ifdef CASK_HAVE_UCX
-static void state_sent(void *arg, cask_status st, const char *why)
-{
-    (void)st; (void)why;
-    free(arg);
-}
-#endif
-
-static void send_state(cask_dist *dist, int to, const dist_state_hdr *h, const uint8_t *bytes)
-{
-#ifdef CASK_HAVE_UCX
-    uint8_t *copy = NULL;
-    if (h->n && (copy = malloc(h->n)))
-        memcpy(copy, bytes, h->n);
-    dist_state_hdr hh = *h;
-    if (!copy)
-        hh.n = 0;
-    if (xport_ucx_am_send(dist->ucx, to, DIST_AM_STATE, &hh, sizeof hh, copy, hh.n,
-                          state_sent, copy) != CASK_OK)
-        free(copy);
-#else
-    (void)dist; (void)to; (void)h; (void)bytes;
-#endif
-}
-
-void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, void *ucx_msg)
-{
-#ifdef CASK_HAVE_UCX
-    xport_ucx_msg *m = ucx_msg;
-    dist_state_hdr h;
-    if (hdr_len != sizeof h || from < 0 || from >= dist->size)
-        return;
-    memcpy(&h, hdr, sizeof h);
-    dist_state_hdr reply = { h.graph, 0, h.run, 0, 0 };
-    pthread_mutex_lock(&dist->mu);
-    reply.epoch = dist->epoch;
-    cask_dist_graph *g = dist_find_graph(dist, h.graph);
-    int drop = dist->excluded[from];
-    if (!drop && h.flags == STATE_RECOVERING) {
-        /* this rank is not computing that run: it finished it (and may be computing
-         * the next one already), or gave up on it, or (no answer) has not started it
-         * yet and will recover it with the others */
-        if (!g && h.graph <= dist->next_graph)
-            reply.flags = STATE_GONE;   /* destroyed */
-        else if (g && g->ok_run >= h.run)
-            reply.flags = STATE_COMPLETED;
-        else if (g && !g->running && g->run >= h.run)
-            reply.flags = STATE_GONE;
-    }
-    pthread_mutex_unlock(&dist->mu);
-    if (drop)
-        return;
-    if (reply.flags)
-        send_state(dist, from, &reply, NULL);
-    state_in *in = malloc(sizeof *in + (m->len ? m->len : 1));
-    if (!in)
-        return;
-    in->dist = dist;
-    in->h = h;
-    in->from = from;
-    if (!m->len) {   /* no bytes: only the flags count */
-        pthread_mutex_lock(&dist->mu);
-        cask_dist_graph *gg = dist_find_graph(dist, h.graph);
-        if (gg && gg->rec)
-            note_state(gg->rec, from, &h);
-        pthread_cond_broadcast(&dist->cv);
-        pthread_mutex_unlock(&dist->mu);
-        free(in);
-        return;
-    }
-    if (xport_ucx_recv_into(m, in->bytes, state_landed, in) != CASK_OK)
-        free(in);
-#else
-    (void)dist; (void)from; (void)hdr; (void)hdr_len; (void)ucx_msg;
-#endif
-}
-
-void dist_recover_answer_late(cask_dist_graph *g)
-{
-    cask_dist *dist = g->dist;
-    dist_recovery *rec = g->rec;
-    if (!rec || dist->size < 2)
-        return;
-    /* A survivor that asks whether this run completed here, while this rank was still
-     * in it (its last DONE came just before the loss was heard of), got no answer then
-     * and would wait for one (seed 603143019 of the chaos soak). Only a run that did not
-     * recover here: a recovery's own run is numbered past the one asked about. */
-    uint64_t to = 0;
-    pthread_mutex_lock(&dist->mu);
-    dist_state_hdr reply = { g->id, dist->epoch, g->run,
-                             g->ok_run >= g->run ? STATE_COMPLETED : STATE_GONE, 0 };
-    for (int r = 0; r < dist->size && r < 64; r++)
-        if (r != dist->rank && !dist->excluded[r] && rec->state_run[r] == g->run &&
-            rec->state_flags[r] == STATE_RECOVERING)
-            to |= 1ull << r;
-    pthread_mutex_unlock(&dist->mu);
-    for (int r = 0; r < dist->size && r < 64; r++)
-        if (to >> r & 1)
-            send_state(dist, r, &reply, NULL);
-}
-
-/* READY's value: 2 epoch (a recovery plan is in place) or 2 epoch + 1 (after it, the
- * plan of the next computes is) */
-void dist_recover_on_ready(cask_dist_graph *g, int from, const dist_ctrl_hdr *h)
-{
-    if (g->rec && h->value > g->rec->ready_epoch[from])
-        g->rec->ready_epoch[from] = (uint32_t)h->value;
-}
-
-typedef int (*rec_ready_fn)(cask_dist_graph *g, uint32_t run);
-
-static int states_in(cask_dist_graph *g, uint32_t run)
-{
-    cask_dist *dist = g->dist;
-    dist_recovery *rec = g->rec;
-    for (int r = 0; r < dist->size; r++)
-        if (r != dist->rank && !dist->excluded[r] &&
-            (rec->completed_run[r] >= run ||
-             (rec->state_run[r] == run && rec->state_flags[r] != STATE_RECOVERING)))
-            return 1;   /* a rank that is not recovering answered: decided */
-    for (int r = 0; r < dist->size; r++)
-        if (r != dist->rank && !dist->excluded[r] &&
-            (rec->state_run[r] != run || rec->state_epoch[r] < dist->epoch))
-            return 0;
-    return 1;
-}
-
-static int readies_in(cask_dist_graph *g, uint32_t value)
-{
-    for (int r = 0; r < g->dist->size; r++)
-        if (r != g->dist->rank && !g->dist->excluded[r] && g->rec->ready_epoch[r] < value)
-            return 0;
-    return 1;
-}
-
-/* Waits until ready; CASK_ERR_PEER at a loss not agreed yet (agree again). */
-static cask_status rec_wait(cask_dist_graph *g, rec_ready_fn ready, uint32_t run)
-{
-    cask_dist *dist = g->dist;
-    cask_status st = CASK_OK;
-    double t0 = dist_now_s();
-    pthread_mutex_lock(&dist->mu);
-    while (!ready(g, run)) {
-        if (dist_unagreed(dist)) {
-            st = CASK_ERR_PEER;
-            break;
-        }
-        if (dist_now_s() - t0 > 60) {   /* bounded; a live rank answers in ms */
-            st = CASK_ERR_PEER;
-            break;
-        }
-        struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_sec += 1;
-        pthread_cond_timedwait(&dist->cv, &dist->mu, &dl);
-    }
-    pthread_mutex_unlock(&dist->mu);
-    return st;
-}
-
 /* ---- the loop ---- */
 
 cask_status dist_recover(cask_dist_graph *g)
@@ -473,6 +265,7 @@ cask_status dist_recover(cask_dist_graph *g)
     dist_testkill_note_late(g->dist);
     note_done(g);
     cask_status st;
+    int stop;
     for (int attempt = 1;; attempt++) {
         if ((st = dist_member_agree(dist, err, sizeof err))) {
             dist_graph_error(g, "%s", err);
@@ -494,8 +287,10 @@ cask_status dist_recover(cask_dist_graph *g)
         dist_state_hdr h = { g->id, epoch, failed_run, STATE_RECOVERING, (uint32_t)rec->ndone };
         for (int r = 0; r < dist->size; r++)
             if (r != dist->rank && !dist->excluded[r])
-                send_state(dist, r, &h, rec->done);
-        if ((st = rec_wait(g, states_in, failed_run)))
+                dist_rec_send_state(dist, r, &h, rec->done);
+        if ((st = dist_rec_wait(g, 0, failed_run, failed_run, &stop)) && stop)
+            return st;
+        if (st)
             continue;   /* another loss: agree again */
         int completed = 0, gone = -1;
         pthread_mutex_lock(&dist->mu);
@@ -535,10 +330,25 @@ cask_status dist_recover(cask_dist_graph *g)
                              "survivors cannot finish it without it", gone, g->id, lost);
             return CASK_ERR_PEER;
         }
-        if ((st = replan(g, 1))) {
+        int quiet = 0;
+        if ((quiet = dist_testkill_give_up(dist))) {
+            char lost[160];
+            pthread_mutex_lock(&dist->mu);
+            dist_excluded_list(dist, -1, 0, lost, sizeof lost);
+            pthread_mutex_unlock(&dist->mu);
+            dist_graph_error(g, "rank %d: the test hook CASK_DIST_TEST_GIVE_UP, after the loss "
+                             "of rank %s", dist->rank, lost);
+            st = CASK_ERR_PEER;
+        } else {
+            st = replan(g, 1);
+        }
+        if (st) {
             if (!g->error[0])
                 dist_graph_error(g, "rank %d: planning the recovery: %s", dist->rank,
                                  cask_status_string(st));
+            /* the others wait for this rank's READY: they stop at once, with the cause */
+            if (quiet != 2)
+                dist_ctrl_all(dist, g->id, g->run, CTRL_ABORT, (uint32_t)st, 0, g->error);
             return st;
         }
         log_msg(dist->rt, CASK_LOG_WARN, "rank %d: graph %u: the recovery runs %zu of the %zu "
@@ -547,13 +357,16 @@ cask_status dist_recover(cask_dist_graph *g)
                 g->ntasks_here, rec->nloads);
         pthread_mutex_lock(&dist->mu);
         memset(g->done_from, 0, (size_t)dist->size * sizeof *g->done_from);
-        g->abort_run = 0;
+        if (g->abort_run <= failed_run)
+            g->abort_run = 0;   /* (one of the recovery's run, a survivor gave up: kept) */
         g->send_status = CASK_OK;
         g->send_msg[0] = 0;
         pthread_mutex_unlock(&dist->mu);
         g->error[0] = 0;
         dist_ctrl_all(dist, g->id, g->run, CTRL_READY, 0, 2ull * epoch, NULL);
-        if ((st = rec_wait(g, readies_in, 2 * epoch)))
+        if ((st = dist_rec_wait(g, 1, 2 * epoch, failed_run, &stop)) && stop)
+            return st;
+        if (st)
             continue;
         st = dist_run_local(g);
         if (st == CASK_ERR_PEER) {
@@ -574,7 +387,8 @@ cask_status dist_recover(cask_dist_graph *g)
             return st;
         }
         dist_ctrl_all(dist, g->id, g->run, CTRL_READY, 0, 2ull * epoch + 1, NULL);
-        rec_wait(g, readies_in, 2 * epoch + 1);
+        if (dist_rec_wait(g, 1, 2 * epoch + 1, failed_run, &stop) && stop)
+            g->error[0] = 0;   /* recovered: the next compute meets the loss or the leave */
         return CASK_OK;
     }
 }

@@ -57,6 +57,16 @@ typedef struct dist_recovery {
     dist_replan rp;
 } dist_recovery;
 
+/* dist_recover_msg.c */
+/* Sends STATE h (with h->n bytes of what was delivered, copied) to rank `to`. */
+void dist_rec_send_state(cask_dist *dist, int to, const dist_state_hdr *h, const uint8_t *bytes);
+/* Waits for every survivor's STATE of failed_run (readies 0; value: failed_run) or READY
+ * of at least value (readies 1): CASK_OK; CASK_ERR_PEER at a loss or a newer view not
+ * agreed yet (agree again); CASK_ERR_PEER with *stop set and g->error written when the
+ * recovery cannot go on (a survivor gave up on it, or left the job). */
+cask_status dist_rec_wait(cask_dist_graph *g, int readies, uint32_t value, uint32_t failed_run,
+                          int *stop);
+
 /* dist_lineage.c */
 cask_status dist_lineage_prepare(cask_dist_graph *g);   /* touched, first reads */
 /* Snapshots this rank's owned data that the graph overwrites, reads first, and no

@@ -22,6 +22,15 @@
  *   CASK_DIST_TEST_NOTE_LATE=R:MS      when a run of rank R fails, R waits MS ms before
  *                                      it notes what it delivered (a compute thread held
  *                                      up): the others' STATE of a later run lands first
+ *   CASK_DIST_TEST_PLAN_LATE=R:MS      rank R waits MS ms in each plan, after it settled
+ *                                      the view and before it plans (a rank busy or held
+ *                                      up there): a loss meanwhile is agreed by the others
+ *                                      first, and R's PLAN goes out in the older view
+ *   CASK_DIST_TEST_GIVE_UP=R[:quiet]   rank R gives up its first recovery where it plans
+ *                                      it (as a survivor that finds no source for a lost
+ *                                      chunk), after the others heard its STATE: its
+ *                                      compute fails (an ABORT tells the others; quiet:
+ *                                      none, as one the others drop, of an older view)
  *
  * With a hook set, a probe task precedes each task of the local graph, using the same
  * handles (so it starts when the task could), and counts. */
@@ -45,6 +54,10 @@ typedef struct dist_testkill {
     uint32_t drop_run;
     int stall_rank, stall_ms;   /* CASK_DIST_TEST_STALL, stall_ms 0: none */
     int late_rank, late_ms;     /* CASK_DIST_TEST_NOTE_LATE, late_ms 0: none */
+    int plan_rank, plan_ms;     /* CASK_DIST_TEST_PLAN_LATE, plan_ms 0: none */
+    int give_up_rank;           /* CASK_DIST_TEST_GIVE_UP, -1: none */
+    int give_up_quiet;
+    _Atomic int gave_up;
     _Atomic int stalled;
     cask_kernel *k_probe;
 } dist_testkill;
@@ -125,14 +138,18 @@ cask_status dist_testkill_init(cask_dist *dist)
     const char *drop_s = getenv("CASK_DIST_TEST_DROP_DONE");
     const char *stall_s = getenv("CASK_DIST_TEST_STALL");
     const char *late_s = getenv("CASK_DIST_TEST_NOTE_LATE");
+    const char *give_s = getenv("CASK_DIST_TEST_GIVE_UP");
+    const char *plan_s = getenv("CASK_DIST_TEST_PLAN_LATE");
     if ((!kill_s || !*kill_s) && (!freeze_s || !*freeze_s) && (!drop_s || !*drop_s) &&
-        (!stall_s || !*stall_s) && (!late_s || !*late_s))
+        (!stall_s || !*stall_s) && (!late_s || !*late_s) && (!give_s || !*give_s) &&
+        (!plan_s || !*plan_s))
         return CASK_OK;
     dist_testkill *tk = calloc(1, sizeof *tk);
     if (!tk)
         return CASK_ERR_NOMEM;
     unsigned long run = 0;
     int used = 0;
+    tk->give_up_rank = -1;
     if (parse(tk, kill_s, 0) || parse(tk, freeze_s, 1) ||
         (drop_s && *drop_s &&
          (sscanf(drop_s, "%d:%d:%lu%n", &tk->drop_rank, &tk->drop_from, &run, &used) != 3 ||
@@ -142,11 +159,18 @@ cask_status dist_testkill_init(cask_dist *dist)
           stall_s[used] || tk->stall_ms <= 0)) ||
         (late_s && *late_s &&
          (sscanf(late_s, "%d:%d%n", &tk->late_rank, &tk->late_ms, &used) != 2 ||
-          late_s[used] || tk->late_ms <= 0))) {
+          late_s[used] || tk->late_ms <= 0)) ||
+        (plan_s && *plan_s &&
+         (sscanf(plan_s, "%d:%d%n", &tk->plan_rank, &tk->plan_ms, &used) != 2 ||
+          plan_s[used] || tk->plan_ms <= 0)) ||
+        (give_s && *give_s &&
+         (sscanf(give_s, "%d%n", &tk->give_up_rank, &used) != 1 || tk->give_up_rank < 0 ||
+          (give_s[used] && strcmp(give_s + used, ":quiet"))))) {
         free(tk);
         return CASK_ERR_INVALID;
     }
     tk->drop_run = (uint32_t)run;
+    tk->give_up_quiet = give_s && strstr(give_s, ":quiet") != NULL;
     cask_kernel_desc d = { .name = "dist_test_probe", .cpu = probe_cpu };
     cask_status st = cask_kernel_register(dist->rt, &d, &tk->k_probe);
     if (st) {
@@ -200,4 +224,25 @@ void dist_testkill_on_lost(cask_dist *dist)
             tk->stall_ms);
     fflush(stderr);
     usleep((useconds_t)tk->stall_ms * 1000);
+}
+
+int dist_testkill_give_up(cask_dist *dist)
+{
+    dist_testkill *tk = dist->testkill;
+    if (!tk || tk->give_up_rank != dist->rank || atomic_exchange(&tk->gave_up, 1))
+        return 0;
+    fprintf(stderr, "cask test hook: rank %d gives up its recovery%s\n", dist->rank,
+            tk->give_up_quiet ? " (no ABORT)" : "");
+    fflush(stderr);
+    return tk->give_up_quiet ? 2 : 1;
+}
+
+void dist_testkill_plan_late(const cask_dist *dist)
+{
+    const dist_testkill *tk = dist->testkill;
+    if (!tk || !tk->plan_ms || tk->plan_rank != dist->rank)
+        return;
+    fprintf(stderr, "cask test hook: rank %d plans %d ms late\n", dist->rank, tk->plan_ms);
+    fflush(stderr);
+    usleep((useconds_t)tk->plan_ms * 1000);
 }

@@ -11,7 +11,14 @@
 # 606916636 np 3 out:KILL:1:41: rank 1 killed while graph 1 was planned; rank 0 planned
 # it for the view without rank 1 (its data adopted), rank 2 for the old view: both said
 # "rank N built another graph" (UNEXPLAINED) about 1 replay in 3; now CASK_ERR_PEER
-# naming the lost rank.
+# naming the lost rank. Later (about 1 replay in 200, under load): the survivors agreed
+# the view twice (at the plan, then in the recovery), one answered the other's newer
+# round from its handler and recovered on in the older epoch, found no source for a lost
+# chunk and left; the other waited 60 s for its STATE (HANG, or CRASH when the launcher
+# ended it). Now the recovery's waits join a newer view first, and stop when a survivor
+# gives up (its ABORT) or leaves the job (tests/dist/test_dist_recover.c giveup). And (1
+# in 440): rank 2 dropped rank 0's PLAN, made before rank 0 heard of the loss, as stale;
+# UNEXPLAINED ("rank 0 left the job"). A PLAN of an older view now counts (planlate).
 # 618022620 np 4 in:kill:0:0:1:19: rank 0 killed in graph 0 compute 1; its datum 8, which
 # graph 0 gathers to rank 1 but never writes, was adopted by rank 1 into a fresh (zeroed)
 # handle, and compute 2 gathered that: WRONG (word 0 = 0) about 7 replays in 8. Now

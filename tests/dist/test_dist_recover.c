@@ -16,6 +16,21 @@
  *                                naming the chunk on every survivor. It gathered the
  *                                adopter's empty handle (zeros) with CASK_OK: soak seed
  *                                618022620.
+ *   test_dist_recover giveup     (3 ranks or more) the loader graph, and rank 2 gives up
+ *                                its recovery where it plans it, after its STATE
+ *                                (CASK_DIST_TEST_GIVE_UP): the other survivors fail at
+ *                                once with CASK_ERR_PEER naming rank 2 and its cause. They
+ *                                waited 60 s for its READY (chaos seed 606916636: a
+ *                                survivor gave up, the other hung).
+ *   test_dist_recover giveupquiet the same without rank 2's ABORT (as one the others drop,
+ *                                of an older view): they stop when rank 2 leaves the job.
+ *   test_dist_recover planlate   (3 ranks or more) the loader graph; rank 1 dies 0.5 s
+ *                                before it would plan, and rank 0 plans 3 s late
+ *                                (CASK_DIST_TEST_PLAN_LATE): the others agree on the loss
+ *                                meanwhile, and rank 0's PLAN comes in the older view.
+ *                                The survivors recover and finish with the right values.
+ *                                The others dropped that PLAN as stale and waited for it
+ *                                (chaos seed 606916636: UNEXPLAINED, "rank 0 left the job").
  */
 #include <signal.h>
 #include <unistd.h>
@@ -88,19 +103,27 @@ static cask_kernel *reg(cask_runtime *rt, const char *name, cask_kernel_fn fn)
     return k;
 }
 
-static void test(int with_loader)
+/* give_up: 1 giveup, 2 giveupquiet, 3 planlate (see the top) */
+static void test(int with_loader, int give_up)
 {
     cask_runtime *rt;
     cask_dist *dist;
     cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_BIND | CASK_CONFIG_NGPU,
                         .ncpu = 2, .bind = 0, .ngpu = 0 };
     setenv("CASK_DIST_STEAL", "0", 1);   /* placement by data only: "die" runs on rank 1 */
+    int plan_late = give_up == 3;
+    if (plan_late)
+        give_up = 0;
+    if (give_up)
+        setenv("CASK_DIST_TEST_GIVE_UP", give_up == 2 ? "2:quiet" : "2", 1);
+    if (plan_late)
+        setenv("CASK_DIST_TEST_PLAN_LATE", "0:3000", 1);
     CHECK_OK(cask_init(&cfg, &rt), "cask_init");
     cask_dist_config dc = { .field_mask = CASK_DIST_PEER_TIMEOUT_MS | CASK_DIST_HEARTBEAT_MS,
                             .peer_timeout_ms = 3000, .heartbeat_ms = 200 };
     CHECK_OK(cask_dist_init(rt, &dc, &dist), "cask_dist_init");
     int rank = dt_rank_ = my_rank = cask_dist_rank(dist), size = cask_dist_size(dist);
-    CHECK(size >= 2, "needs 2 ranks");
+    CHECK(size >= (give_up || plan_late ? 3 : 2), "needs %d ranks", give_up || plan_late ? 3 : 2);
     cask_kernel *fill = reg(rt, "fill", k_fill), *die = reg(rt, "die", k_die),
                 *add2 = reg(rt, "add2", k_add2);
     /* x: rank 1's own input (user memory), read by the graph, written by nobody */
@@ -131,13 +154,26 @@ static void test(int with_loader)
     cask_access a3[3] = { { b, CASK_RW }, { x, CASK_READ }, { y, CASK_READ } };
     cask_task_desc da = { .kernel = add2, .access = a3, .naccess = 3 };
     CHECK_OK(cask_dist_graph_add_task(g, &da, NULL), "add2");
+    if (plan_late && rank == 1) {   /* dies before it plans, after the others' settle */
+        usleep(500 * 1000);
+        raise(SIGKILL);
+    }
     double t0 = dt_now();
     cask_status st = cask_dist_graph_compute(g);
     double dt = dt_now() - t0;
-    printf("[rank %d] %s: %s after %.2f s: %s\n", rank, with_loader ? "loader" : "noloader",
+    printf("[rank %d] %s: %s after %.2f s: %s\n", rank,
+           give_up ? "giveup" : plan_late ? "planlate" : with_loader ? "loader" : "noloader",
            cask_status_string(st), dt, cask_dist_graph_error(g));
-    CHECK(dt < 30, "took %.1f s", dt);
-    if (!with_loader) {
+    CHECK(dt < (give_up || plan_late ? 15 : 30), "took %.1f s", dt);
+    if (give_up) {   /* rank 2 fails by the hook; every other survivor names its leaving */
+        const char *e = cask_dist_graph_error(g);
+        CHECK(st == CASK_ERR_PEER, "compute returned %s", cask_status_string(st));
+        const char *want = rank == 2 ? "CASK_DIST_TEST_GIVE_UP"
+                           : give_up == 1 ? "rank 2 gave up the recovery" : "rank 2 left the job";
+        CHECK(strstr(e, want) && strstr(e, "rank 1"),
+              "the message names '%s' and the loss of rank 1: %s", want, e);
+        with_loader = 0;   /* neither the results nor finalize's status are checked */
+    } else if (!with_loader) {
         CHECK(st == CASK_ERR_PEER, "compute returned %s", cask_status_string(st));
         CHECK(strstr(cask_dist_graph_error(g), "'x-input'") &&
               strstr(cask_dist_graph_error(g), "no reproducible source"),
@@ -240,11 +276,17 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *what = argc > 1 ? argv[1] : "";
     if (!strcmp(what, "noloader"))
-        test(0);
+        test(0, 0);
     else if (!strcmp(what, "loader"))
-        test(1);
+        test(1, 0);
+    else if (!strcmp(what, "giveup"))
+        test(1, 1);
+    else if (!strcmp(what, "giveupquiet"))
+        test(1, 2);
+    else if (!strcmp(what, "planlate"))
+        test(1, 3);
     else if (!strcmp(what, "gatherlost"))
         test_gather_lost();
-    fprintf(stderr, "usage: test_dist_recover noloader|loader|gatherlost\n");
+    fprintf(stderr, "usage: test_dist_recover noloader|loader|gatherlost|giveup|giveupquiet|planlate\n");
     return 2;
 }
