@@ -278,6 +278,8 @@ struct cask_dist_graph {
                                  compute does not return (nor the graph go) before */
     uint32_t *done_from;      /* per rank: run of its last DONE */
     uint32_t abort_run;       /* run another rank aborted, 0 none */
+    uint32_t abort_epoch;     /* the view it aborted it in (a recovery's run is run again
+                                 under the same number in a later view) */
     int abort_from;
     cask_status abort_status;
     char abort_msg[512];

@@ -357,8 +357,10 @@ cask_status dist_recover(cask_dist_graph *g)
                 g->ntasks_here, rec->nloads);
         pthread_mutex_lock(&dist->mu);
         memset(g->done_from, 0, (size_t)dist->size * sizeof *g->done_from);
-        if (g->abort_run <= failed_run)
-            g->abort_run = 0;   /* (one of the recovery's run, a survivor gave up: kept) */
+        /* an ABORT of the failed run, or of an earlier attempt's recovery run (the same
+         * number), is not this attempt's; a survivor that gave up this one is kept */
+        if (g->abort_run <= failed_run || g->abort_epoch != epoch)
+            g->abort_run = 0;
         g->send_status = CASK_OK;
         g->send_msg[0] = 0;
         pthread_mutex_unlock(&dist->mu);

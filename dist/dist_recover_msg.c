@@ -215,10 +215,12 @@ cask_status dist_rec_wait(cask_dist_graph *g, int readies, uint32_t value, uint3
         if (ready(g, value))
             break;
         int a = g->abort_from;
-        if (g->abort_run > failed_run && a != dist->rank && !dist->excluded[a] &&
+        if (g->abort_run > failed_run && g->abort_epoch == dist->epoch && a != dist->rank &&
+            !dist->excluded[a] &&
             g->rec->state_run[a] == failed_run && g->rec->state_flags[a] == STATE_RECOVERING) {
-            /* (an ABORT of a rank that recovers this run, as it said: not one of a rank
-             * that completed it and failed its next run) */
+            /* (an ABORT in this view of a rank that recovers this run, as it said: not
+             * one of a rank that completed it and failed its next run, nor of an earlier
+             * attempt's recovery run, which has the same number) */
             dist_graph_error(g, "rank %d gave up the recovery of graph %u: %s", a, g->id,
                              g->abort_msg);
             *stop = 1;

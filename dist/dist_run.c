@@ -37,8 +37,9 @@ void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const
     case CTRL_ABORT:
         if (h->epoch != g->dist->epoch)
             break;
-        if (h->run > g->abort_run) {
+        if (h->run > g->abort_run || (h->run == g->abort_run && h->epoch > g->abort_epoch)) {
             g->abort_run = h->run;
+            g->abort_epoch = h->epoch;
             g->abort_from = from;
             g->abort_status = (cask_status)h->status;
             snprintf(g->abort_msg, sizeof g->abort_msg, "%s", msg && *msg ? msg : "failed");
