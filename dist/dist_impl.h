@@ -356,6 +356,8 @@ cask_status dist_plan(cask_dist_graph *g);
 uint64_t dist_graph_hash(const cask_dist_graph *g);
 dist_slot *dist_slot_find(const cask_dist_graph *g, uint32_t gid, uint32_t version);
 void dist_plan_free(cask_dist_graph *g);
+/* Frees n slots and their array (slots taken off a graph: dist_recover.c). */
+void dist_plan_free_slots(cask_runtime *rt, dist_slot **slots, size_t n);
 /* dist_local.c: this rank's local graph from the plan (g->local). */
 cask_status dist_local_build(cask_dist_graph *g);
 /* Applies a control message to g (under dist->mu). */

@@ -523,6 +523,17 @@ out:
     return st;
 }
 
+void dist_plan_free_slots(cask_runtime *rt, dist_slot **slots, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (slots[i]->buf)
+            cask_host_free(rt, slots[i]->buf);
+        free(slots[i]->also);
+        free(slots[i]);
+    }
+    free(slots);
+}
+
 void dist_plan_free(cask_dist_graph *g)
 {
     cask_runtime *rt = g->dist->rt;
@@ -534,13 +545,7 @@ void dist_plan_free(cask_dist_graph *g)
     free(g->made);
     g->made = NULL;
     g->nmade = g->made_cap = 0;
-    for (size_t i = 0; i < g->nslots; i++) {
-        if (g->slots[i]->buf)
-            cask_host_free(rt, g->slots[i]->buf);
-        free(g->slots[i]->also);
-        free(g->slots[i]);
-    }
-    free(g->slots);
+    dist_plan_free_slots(rt, g->slots, g->nslots);
     g->slots = NULL;
     g->nslots = g->slots_cap = 0;
     free(g->slot_hash);

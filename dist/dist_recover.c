@@ -120,7 +120,19 @@ static void drop_plan(cask_dist_graph *g)
         dl.tv_sec += 1;
         pthread_cond_timedwait(&dist->cv, &dist->mu, &dl);
     }
+    /* The handlers that end a running compute's receives (a loss, an ABORT, a LEAVE,
+     * dist_xfer_take_waiting) read the slots under mu while g->running, which stays set
+     * through a recovery: they must not meet slots freed here (a survivor's ABORT came
+     * while this rank re-planned, under ASan), nor one still ending tasks the local
+     * graph's end. The slots leave g under mu and go after. */
+    while (g->handlers_in)
+        pthread_cond_wait(&dist->cv, &dist->mu);
+    dist_slot **slots = g->slots;
+    size_t nslots = g->nslots;
+    g->slots = NULL;
+    g->nslots = g->slots_cap = 0;
     pthread_mutex_unlock(&dist->mu);
+    dist_plan_free_slots(dist->rt, slots, nslots);
     dist_plan_free(g);
     g->replan = NULL;
     if (g->rec)
