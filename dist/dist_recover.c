@@ -123,8 +123,8 @@ static void drop_plan(cask_dist_graph *g)
     /* The handlers that end a running compute's receives (a loss, an ABORT, a LEAVE,
      * dist_xfer_take_waiting) read the slots under mu while g->running, which stays set
      * through a recovery: they must not meet slots freed here (a survivor's ABORT came
-     * while this rank re-planned, under ASan), nor one still ending tasks the local
-     * graph's end. The slots leave g under mu and go after. */
+     * while this rank re-planned, under ASan), nor a handler still ending tasks of the
+     * local graph that dist_plan_free destroys. The slots leave g under mu and go after. */
     while (g->handlers_in)
         pthread_cond_wait(&dist->cv, &dist->mu);
     dist_slot **slots = g->slots;
@@ -342,8 +342,8 @@ cask_status dist_recover(cask_dist_graph *g)
                              "survivors cannot finish it without it", gone, g->id, lost);
             return CASK_ERR_PEER;
         }
-        int quiet = 0;
-        if ((quiet = dist_testkill_give_up(dist))) {
+        int quiet = dist_testkill_give_up(dist);
+        if (quiet) {
             char lost[160];
             pthread_mutex_lock(&dist->mu);
             dist_excluded_list(dist, -1, 0, lost, sizeof lost);
