@@ -3,7 +3,8 @@
 destroy ns per task of the base and the new build (median of the rounds, and their range),
 the median of the per-round ratios new/base, and the same ratio for compute on a reused
 graph (bench-sched's "reused" column: the compute path must not get slower).
-    python3 bench/bcd_ab.py bcd_pinned.jsonl [BASE_SUBSTRING]"""
+    python3 bench/bcd_ab.py bcd_pinned.jsonl [BASE_SUBSTRING [NEW_SUBSTRING]]
+NEW_SUBSTRING: with more than one new build (bcd_ab.sh's BCD_MORE), the one to compare."""
 import collections
 import json
 import statistics as st
@@ -11,6 +12,8 @@ import sys
 
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 base_tag = sys.argv[2] if len(sys.argv) > 2 else "bcdbase"
+if len(sys.argv) > 3:
+    rows = [r for r in rows if base_tag in r["bin"] or sys.argv[3] in r["bin"]]
 side = lambda r: "base" if base_tag in r["bin"] else "new"
 shapes = ["independent", "fanout", "chains", "random"]
 print("| shape | API | base | new | new/base (paired) | reused compute new/base |")

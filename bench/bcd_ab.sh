@@ -6,7 +6,9 @@
 # Each repetition's build + destroy and the clock after it (BENCH_REP_LOG) go to
 # OUT/bcd_reps.txt; bench/bcd_reps.py tabulates those. Each round starts with the host's
 # load latency and line-write cost (bench-mem-probe) in OUT/mem_probe.jsonl.
-#   [BCD_CASES="random fanout"] sh bench/bcd_ab.sh BASE_BUILD NEW_BUILD [ROUNDS] [CORE]
+#   [BCD_CASES="random fanout"] [BCD_MORE="BUILD..."] sh bench/bcd_ab.sh BASE_BUILD NEW_BUILD [ROUNDS] [CORE]
+# BCD_MORE: more builds alternated with the two (variants of one change); bcd_ab.py
+# compares the base with one of them at a time (keep the base's lines and that build's).
 # e.g. on the GPU machine, with the code before the change in .bcdbase (carried):
 #   meson setup .bcdbase/build-bcd .bcdbase -Dcuda=disabled && ninja -C .bcdbase/build-bcd bench/bench-sched
 #   meson setup build-bcd -Dcuda=disabled && ninja -C build-bcd bench/bench-sched bench/bench-mem-probe
@@ -22,7 +24,7 @@ while [ "$r" -le "$rounds" ]; do
   [ -x "$probe" ] && taskset -c "$core" "$probe" 1 | grep '^{' |
     sed "s|^{|{\"round\":$r,|" >> "$OUT/mem_probe.jsonl"
   for c in ${BCD_CASES:-independent fanout chains random}; do
-    for b in "$base" "$new"; do
+    for b in "$base" "$new" ${BCD_MORE:-}; do
       BENCH_REP_LOG=1 taskset -c "$core" "$b/bench/bench-sched" --mode bcd --workers 1 \
         --tasks 1000000 --reps 5 --cases "$c" --json-only 2>"$OUT/bcd_rep.tmp" |
         sed "s|^{|{\"bin\":\"$b\",\"round\":$r,|" >> "$OUT/bcd_pinned.jsonl"
