@@ -312,6 +312,7 @@ int graph_new_slab(cask_graph *g)
     g->slabs[g->nslabs++] = s;
     g->tcur = s;
     g->tend = s + TASK_SLAB;
+    g->tfast = NULL;
     return 0;
 }
 
@@ -323,13 +324,21 @@ static inline int roots_short(const cask_graph *g)
 }
 
 /* Room for g's next task: a place at g->tcur and, when built (not added while running),
- * the room kept in the roots. -1 out of memory. */
+ * the room kept in the roots. When built, also how far the adds after it may go on
+ * checking g->tfast alone: while each takes one place and at most one slot of the roots
+ * (graph_roots_keep), the room kept stays (the check, and a new slab, end that); and
+ * roots_valid is cleared here for them. -1 out of memory. */
 static __attribute__((noinline)) int task_room(cask_graph *g, int building)
 {
     if (g->tcur == g->tend && graph_new_slab(g))
         return -1;
-    if (building && roots_short(g) && grow_list(g, &g->roots, &g->roots_cap))
+    if (!building)
+        return 0;
+    if (roots_short(g) && grow_list(g, &g->roots, &g->roots_cap))
         return -1;
+    size_t places = (size_t)(g->tend - g->tcur), slots = g->roots_cap - g->nroots - 2;
+    g->tfast = g->tcur + (places < slots ? places : slots);
+    g->roots_valid = 0;
     return 0;
 }
 
@@ -391,8 +400,7 @@ static inline __attribute__((always_inline)) void append_plain(cask_graph *g, ca
     init_task(t, g, k, k->where_any, 0, NULL, -1, g->next_ord++, id, npred);
     g->tcur = t + 1;
     g->ntasks = id + 1;
-    graph_roots_keep(g, t);
-    g->roots_valid = 0;
+    graph_roots_keep(g, t);   /* (roots_valid: cleared by task_room, see tfast) */
 }
 
 /* A plain task naming up to this many deps links them with the arena's free pointer in a
@@ -460,6 +468,17 @@ static __attribute__((noinline)) cask_status plain_deps_finish(cask_graph *g,
     return CASK_OK;
 }
 
+/* add_plain_deps's other entries: a bad count or list (the general path tells what is
+ * wrong), a long list, or too little room in the arena's block for its short path. */
+static __attribute__((noinline)) cask_status plain_deps_other(cask_graph *g,
+                                                              const cask_task_desc *desc,
+                                                              cask_task **out, cask_task *t)
+{
+    if (desc->ndeps < 0 || (desc->ndeps && !desc->deps))
+        return add_task_general(g, desc, out);
+    return plain_deps_finish(g, desc, out, t, 0, 0);
+}
+
 /* A plain task that names its deps (CASK_TASK_DEPS), at t = g->tcur: its edges, then its
  * counts, written once. With up to PLAIN_DEPS_ROOM deps and an array of 4 free per dep
  * left in the arena's block, the edges are linked with the block's free pointer
@@ -472,13 +491,12 @@ static __attribute__((noinline)) cask_status add_plain_deps(cask_graph *g,
 {
     int nd = desc->ndeps;
     cask_task *const *deps = desc->deps;
-    if (__builtin_expect((nd < 0) | ((nd != 0) & !deps), 0))
-        return add_task_general(g, desc, out);
     TASK_PREFETCH(t);
-    if (__builtin_expect((unsigned)nd > PLAIN_DEPS_ROOM ||
-                         (size_t)(g->ar.end - g->ar.cur) < (size_t)nd * SUCC_ROOM, 0))
-        return plain_deps_finish(g, desc, out, t, 0, 0);
     char *cur = g->ar.cur;
+    /* (nd below 0 is above PLAIN_DEPS_ROOM as unsigned) */
+    if (__builtin_expect((unsigned)nd > PLAIN_DEPS_ROOM || !deps ||
+                         (size_t)(g->ar.end - cur) < (unsigned)nd * SUCC_ROOM, 0))
+        return plain_deps_other(g, desc, out, t);
     int32_t added = 0;
     cask_task *const *dp = deps, *const *end = deps + nd;
     for (; dp != end; dp++) {
@@ -516,7 +534,7 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
     uint64_t mask = desc->field_mask;
     cask_task *t = g->tcur;
     if (__builtin_expect((mask & ~(uint64_t)CASK_TASK_DEPS) || desc->naccess || !k ||
-                         !(k->where_any & g->can) || t == g->tend || roots_short(g), 0))
+                         !(k->where_any & g->can) || (uintptr_t)t >= (uintptr_t)g->tfast, 0))
         return add_task_general(g, desc, out);
     if (mask & CASK_TASK_DEPS)
         return add_plain_deps(g, desc, out, t);

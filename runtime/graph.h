@@ -134,6 +134,10 @@ struct cask_graph {
     cask_runtime *rt;
     arena ar;
     cask_task *tcur, *tend;       /* room in the newest slab */
+    cask_task *tfast;             /* building: tasks before it have a place in the slab
+                                     and the room kept in the roots, so an add checks
+                                     this alone; NULL (every add takes the general path
+                                     once) after a new slab or a check; set by task_room */
     cask_task **slabs;            /* nslabs of them (arena) */
     size_t nslabs, slabs_cap;
     size_t ntasks, nedges;

@@ -436,7 +436,9 @@ Test(graph_build, deps_plain_tasks_on_one_worker, .timeout = 60)
 /* The newest task built is kept out of the roots until the next is added or the check
  * (graph.h, pend). Each way that can end leaves exactly the tasks without predecessors
  * as roots: its first edge while kept (t1), none (t0, t2: the last, kept at the check),
- * building on after a run (t3, t4), and, in a graph of its own (a filter at the check
+ * building on after a run (t3, t4; then t5-t7 by adds alone, with no edge added after
+ * the run: the first add after a check takes the general path, and that sends the next
+ * submit through the check, see tfast), and, in a graph of its own (a filter at the check
  * would hide a root too many in the first), a first edge after the next task was added
  * (u0). A root too many runs a task twice or before its predecessor; one too few never
  * runs it. */
@@ -447,7 +449,7 @@ static void kept_task(int workers)
     cask_kernel *k = kernel(rt, "plain", count_plain);
     cask_graph *g = graph(rt);
     cask_task_desc td = { .kernel = k };
-    cask_task *t[5];
+    cask_task *t[8];
     for (int i = 0; i < 3; i++) {
         cr_assert_eq(cask_graph_add_task(g, &td, &t[i]), CASK_OK);
         if (i == 1)
@@ -465,6 +467,20 @@ static void kept_task(int workers)
     cr_assert_eq(atomic_load(&runs[4]), 1);
     cr_assert_lt(atomic_load(&when[0]), atomic_load(&when[1]));
     cr_assert_lt(atomic_load(&when[2]), atomic_load(&when[3]));
+    cr_assert_eq(cask_graph_add_task(g, &td, &t[5]), CASK_OK);
+    cask_task_desc after4 = { .field_mask = CASK_TASK_DEPS, .kernel = k, .deps = &t[4],
+                              .ndeps = 1 };
+    cr_assert_eq(cask_graph_add_task(g, &after4, &t[6]), CASK_OK);
+    cr_assert_eq(cask_graph_add_task(g, &td, &t[7]), CASK_OK);   /* kept aside at submit */
+    compute_ok(g);
+    assert_runs(3, 3);
+    cr_assert_eq(atomic_load(&runs[3]), 2);
+    cr_assert_eq(atomic_load(&runs[4]), 2);
+    cr_assert_eq(atomic_load(&runs[5]), 1, "a task added after a run, with no edge, ran %d "
+                 "times", atomic_load(&runs[5]));
+    cr_assert_eq(atomic_load(&runs[6]), 1);
+    cr_assert_eq(atomic_load(&runs[7]), 1);
+    cr_assert_lt(atomic_load(&when[4]), atomic_load(&when[6]));
     cask_graph_destroy(g);
 
     reset_counts();
