@@ -29,7 +29,8 @@
 # CHAOS_REQUIRE_RECOVERY=1 (lineage recovery, docs/distributed.md): a case whose graphs are
 # reproducible (chaos_gen.h) must give the replay's results on every survivor; an
 # error there is NOT-RECOVERED, a failure, except where no recovery is promised: a
-# cask_dist_barrier (it fails on a loss, include/cask/dist.h) and a survivor left
+# cask_dist_barrier (it fails on a loss, include/cask/dist.h; the rank then stops, so
+# a case where any rank's barrier failed is not asked to recover) and a survivor left
 # without a majority ("fenced out ... no majority"). Informational counts (not failures):
 # suspected (a freeze shorter than the peer timeout still made the survivors give up),
 # split (some ranks succeeded where others failed), missed (an outside fault whose
@@ -279,6 +280,9 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   local named="rank $vs([^0-9]|\$)|sees ranks ([0-9]+,)*$vs(,[0-9]+)* gone"
   local nok=0 nerr=0 bad="" why="" line st msg ph reproducible
   reproducible=$(sed -n 's/.*reproducible \([01]\).*/\1/p' "$log" | head -n 1)
+  # a rank whose barrier failed stops there (test_dist_chaos.c), and the others' later
+  # computes cannot finish without it: no recovery is asked of such a case
+  grep -qs '^error phase=[^=]*barrier' "$dir"/out.* && reproducible=0
   for r in $(seq 0 $(( np - 1 ))); do
     if [ ! -e "$dir/out.$r" ]; then
       if [ "$r" = "$victim" ] && [ $gone = 1 ]; then continue; fi
