@@ -140,8 +140,10 @@ static inline __attribute__((always_inline)) int add_edge_quick(cask_graph *g, a
         return 0;
     if (__builtin_expect(before->ord >= after->ord, 0)) {
         /* against the order: after, with no successor yet (a fan-in's sink added before
-         * its predecessors), just moves past before; else reorder's walk */
-        if (after->nsucc)
+         * its predecessors), just moves past before; else reorder's walk. One task
+         * twice (its ord is its own) also comes here, and leaves for the caller's slow
+         * path, which refuses it (cask_task_depend checks it nowhere else). */
+        if (after->nsucc | (before == after))
             return 1;
         after->ord = before->ord + 1;
         if (after->ord >= g->next_ord)
@@ -602,6 +604,8 @@ static __attribute__((noinline)) cask_status depend_other(cask_task *after, cask
 static __attribute__((noinline)) cask_status depend_slow(cask_graph *g, cask_task *before,
                                                          cask_task *after)
 {
+    if (before == after)
+        return depend_other(after, before);
     if (add_edge_slow(g, &g->ar, before, after))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_task_depend");
     return CASK_OK;
@@ -616,8 +620,8 @@ cask_status cask_task_depend(cask_task *after, cask_task *before)
      * subflow child) goes the long way */
     uintptr_t cold = (uintptr_t)task_cold_of(after) | (uintptr_t)task_cold_of(before);
     int running = atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING;
-    if (__builtin_expect((after == before) | (g != before->graph) | (cold != 0) | running, 0))
-        return depend_other(after, before);
+    if (__builtin_expect((g != before->graph) | (cold != 0) | running, 0))
+        return depend_other(after, before);   /* (one task twice: add_edge_quick) */
     /* the slow cases as a tail call: the common one needs no stack frame */
     if (__builtin_expect(add_edge_quick(g, &g->ar, before, after), 0))
         return depend_slow(g, before, after);

@@ -58,7 +58,10 @@ static inline int succ_is_last(cask_task *pred, const cask_task *succ)
  * needs succ_push_slow. */
 static inline int succ_full(int32_t n)
 {
-    return (n >= 4) & ((n & (n - 1)) == 0);
+    /* n at least 4 and a power of two, as one value tested once: (u - 4) >> 31 is 1
+     * below 4 (u is below 2^31) */
+    uint32_t u = (uint32_t)n;
+    return ((u & (u - 1)) | ((u - 4) >> 31)) == 0;
 }
 
 /* Appends succ to pred's successors, base and n as succ_slots gave them, the list not

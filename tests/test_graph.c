@@ -333,6 +333,16 @@ Test(graph, explicit_dependency_on_itself_is_invalid)
     cr_assert_eq(cask_task_depend(a, a), CASK_ERR_INVALID);
     cr_assert_eq(cask_task_depend(a, NULL), CASK_ERR_INVALID);
     cr_assert_eq(cask_task_depend(NULL, a), CASK_ERR_INVALID);
+    /* with a successor, and after it: still refused, and no edge made (the graph runs) */
+    cask_task *b = add(g, k, 1, NULL, 0);
+    cr_assert_eq(cask_task_depend(b, a), CASK_OK);
+    cr_assert_eq(cask_task_depend(a, a), CASK_ERR_INVALID);
+    cr_assert_eq(cask_task_depend(b, b), CASK_ERR_INVALID);
+    reset_clock();
+    compute_ok(g);
+    assert_before(0, 1);
+    cr_assert_eq(atomic_load(&runs[0]), 1);
+    cr_assert_eq(atomic_load(&runs[1]), 1);
     cr_assert_eq(cask_graph_destroy(g), CASK_OK);
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
 }
