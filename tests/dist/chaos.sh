@@ -29,9 +29,9 @@
 # CHAOS_REQUIRE_RECOVERY=1 (lineage recovery, docs/distributed.md): a case whose graphs are
 # reproducible (chaos_gen.h) must give the replay's results on every survivor; an
 # error there is NOT-RECOVERED, a failure, except where no recovery is promised: a
-# cask_dist_barrier (it fails on a loss, include/cask/dist.h; the rank then stops, so
-# a case where any rank's barrier failed is not asked to recover) and a survivor left
-# without a majority ("fenced out ... no majority"). Informational counts (not failures):
+# case where a rank's cask_dist_barrier failed on the loss (include/cask/dist.h) or a
+# rank was fenced for want of a majority ("fenced out ... no majority"); that rank
+# stops, and the others cannot finish without it. Informational counts (not failures):
 # suspected (a freeze shorter than the peer timeout still made the survivors give up),
 # split (some ranks succeeded where others failed), missed (an outside fault whose
 # moment came after the victim, or every rank, was through), second (cases where a
@@ -280,9 +280,11 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   local named="rank $vs([^0-9]|\$)|sees ranks ([0-9]+,)*$vs(,[0-9]+)* gone"
   local nok=0 nerr=0 bad="" why="" line st msg ph reproducible
   reproducible=$(sed -n 's/.*reproducible \([01]\).*/\1/p' "$log" | head -n 1)
-  # a rank whose barrier failed stops there (test_dist_chaos.c), and the others' later
-  # computes cannot finish without it: no recovery is asked of such a case
-  grep -qs '^error phase=[^=]*barrier' "$dir"/out.* && reproducible=0
+  # no recovery is asked where none is promised: a rank whose barrier failed on the loss,
+  # or that was fenced for want of a majority, stops there (test_dist_chaos.c), and the
+  # others cannot finish their computes without it
+  grep -qs -e '^error phase=[^=]*barrier' -e 'was fenced out: .* no majority' "$dir"/out.* &&
+    reproducible=0
   for r in $(seq 0 $(( np - 1 ))); do
     if [ ! -e "$dir/out.$r" ]; then
       if [ "$r" = "$victim" ] && [ $gone = 1 ]; then continue; fi
@@ -313,9 +315,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
           bad=${bad:-UNEXPLAINED}; why="$why rank $r: $st in $ph does not name the lost rank: $msg"
           # another rank named: suspected while alive, or gone after its own error
           why="$why (it names a rank that was not hit);"
-        elif [ "$require_recovery" = 1 ] && [ "$reproducible" = 1 ] && [ "$ph" != init ] &&
-             ! case "$ph" in *barrier*) true ;; *) false ;; esac &&
-             ! printf '%s' "$msg" | grep -q "was fenced out: .* no majority"; then
+        elif [ "$require_recovery" = 1 ] && [ "$reproducible" = 1 ] && [ "$ph" != init ]; then
           bad=${bad:-NOT-RECOVERED}; why="$why rank $r: $msg;"
         else
           [ -z "$why" ] && why=" survivors: $st in $ph after $(field "$line" t) s: $msg"
