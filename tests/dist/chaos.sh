@@ -278,13 +278,13 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
     faulted=1; vs="($victim|$victim2)"; INFO="$INFO, second kill"
   fi
   local named="rank $vs([^0-9]|\$)|sees ranks ([0-9]+,)*$vs(,[0-9]+)* gone"
-  local nok=0 nerr=0 bad="" why="" line st msg ph reproducible
-  reproducible=$(sed -n 's/.*reproducible \([01]\).*/\1/p' "$log" | head -n 1)
-  # no recovery is asked where none is promised: a rank whose barrier failed on the loss,
-  # or that was fenced for want of a majority, stops there (test_dist_chaos.c), and the
-  # others cannot finish their computes without it
+  local nok=0 nerr=0 bad="" why="" line st msg ph asked
+  # recovery is asked of a reproducible case, except where none is promised: a rank whose
+  # barrier failed on the loss, or that was fenced for want of a majority, stops there
+  # (test_dist_chaos.c), and the others cannot finish their computes without it
+  asked=$(sed -n 's/.*reproducible \([01]\).*/\1/p' "$log" | head -n 1)
   grep -qs -e '^error phase=[^=]*barrier' -e 'was fenced out: .* no majority' "$dir"/out.* &&
-    reproducible=0
+    asked=0
   for r in $(seq 0 $(( np - 1 ))); do
     if [ ! -e "$dir/out.$r" ]; then
       if [ "$r" = "$victim" ] && [ $gone = 1 ]; then continue; fi
@@ -315,7 +315,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
           bad=${bad:-UNEXPLAINED}; why="$why rank $r: $st in $ph does not name the lost rank: $msg"
           # another rank named: suspected while alive, or gone after its own error
           why="$why (it names a rank that was not hit);"
-        elif [ "$require_recovery" = 1 ] && [ "$reproducible" = 1 ] && [ "$ph" != init ]; then
+        elif [ "$require_recovery" = 1 ] && [ "$asked" = 1 ] && [ "$ph" != init ]; then
           bad=${bad:-NOT-RECOVERED}; why="$why rank $r: $msg;"
         else
           [ -z "$why" ] && why=" survivors: $st in $ph after $(field "$line" t) s: $msg"
