@@ -591,6 +591,11 @@ static __attribute__((noinline)) cask_status depend_other(cask_task *after, cask
         return CASK_ERR_INVALID;
     if (task_sub(after) || task_sub(before))   /* children of a subflow, before they are launched */
         return subflow_depend(after, before);
+    if (task_spawned(after) || task_spawned(before))   /* a child whose kernel returned */
+        return log_error(g->rt, CASK_ERR_INVALID, "cask_task_depend(%s after %s): a child of "
+                         "a subflow takes edges only from its siblings, before the kernel "
+                         "that spawned it returns (it runs in that run alone)",
+                         task_name(after), task_name(before));
     if (atomic_load_explicit(&g->state, memory_order_acquire) == GRAPH_RUNNING)
         return log_error(g->rt, CASK_ERR_STATE, "cask_task_depend(%s after %s): graph is "
                          "running (tasks added while it runs take their order from access "

@@ -35,6 +35,9 @@ typedef struct task_cold {
     int32_t priority;             /* as given (level is its clamped bucket) */
     /* subflows (subflow.c): 1 + joined children not finished while it has some, else 0 */
     _Atomic int32_t join;
+    /* a subflow's child (cask_task_spawn): it runs once, in the run that spawned it, and
+     * takes no edge but from a sibling while its subflow is open (sub) */
+    uint8_t spawned;
 } task_cold;
 
 /* flags */
@@ -104,12 +107,18 @@ static inline struct subflow *task_sub(const cask_task *t)
     task_cold *c = task_cold_of(t);
     return c ? c->sub : NULL;
 }
+/* Whether t is a subflow's child (open or not). */
+static inline int task_spawned(const cask_task *t)
+{
+    task_cold *c = task_cold_of(t);
+    return c && c->spawned;
+}
 /* Whether d may be named in the deps of a task of g spawned in subflow sf (NULL: built
- * statically): a task of g, of that subflow (sf NULL: of none). */
+ * statically): a task of g, of that subflow while it is open (sf NULL: no child at all). */
 static inline int graph_dep_ok(const struct cask_graph *g, const struct subflow *sf,
                                const cask_task *d)
 {
-    return d && d->graph == g && task_sub(d) == sf;
+    return d && d->graph == g && (sf ? task_sub(d) == sf : !task_spawned(d));
 }
 static inline size_t task_args_size(const cask_task *t)
 {

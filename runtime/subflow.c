@@ -91,6 +91,7 @@ cask_status cask_task_spawn(cask_task_ctx *ctx, const cask_task_desc *desc, uint
         return log_error(rt, CASK_ERR_NOMEM, "cask_task_spawn from task %s", task_name(parent));
     t->id = (uint32_t)sf->nkids;
     c->sub = sf;
+    c->spawned = 1;
     c->parent = (flags & CASK_SPAWN_DETACHED) ? NULL : parent;
     /* sequential task flow among the siblings */
     for (int i = 0; i < t->naccess; i++) {
@@ -186,6 +187,10 @@ void subflow_end(worker *self, cask_task_ctx *ctx, cask_status st)
     arena_adopt(&g->ar, &sf->ar);   /* children live until the graph is destroyed */
     pthread_mutex_unlock(&g->lock);
     if (st) {
+        /* the children are dropped: none keeps the subflow freed here (kids[] past the
+         * loop's stop holds those it did not reach; before it, tasks already cleared) */
+        for (size_t i = 0; i < n; i++)
+            task_cold_of(sf->kids[i])->sub = NULL;
         if (st == CASK_ERR_NOMEM)
             graph_fail(g, st, "task %s: out of memory launching its %zu children", task_name(parent), n);
         subflow_free(sf);

@@ -368,3 +368,62 @@ Test(subflow, bad_spawns_are_refused)
     cr_assert_null(cask_task_scratch(NULL, 8));
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
 }
+
+/* ---- a child's handle after its kernel returned ---- */
+
+static cask_kernel *leaf_k;
+static cask_task *kept_kids[2];
+static cask_status leaf_task(cask_task_ctx *ctx)
+{
+    (void)ctx;
+    return CASK_OK;
+}
+/* spawns two children and keeps their handles; fails when its argument says so */
+static cask_status keeping_parent(cask_task_ctx *ctx)
+{
+    cask_task_desc td = { .kernel = leaf_k };
+    for (int i = 0; i < 2; i++) {
+        cask_status st = cask_task_spawn(ctx, &td, 0, &kept_kids[i]);
+        if (st)
+            return st;
+    }
+    return arg_int(ctx) ? cask_task_fail(ctx, "parent gives up") : CASK_OK;
+}
+
+/* Children run once per run of their parent and are no part of the graph: once their
+ * kernel returned, an edge naming one (by cask_task_depend or in a task's deps) would
+ * hold a static task for a task that never runs again, so both refuse it, whether the
+ * children ran or were dropped with their failed parent; and the graph still runs. */
+static void kids_after_their_kernel(int fail)
+{
+    cask_runtime *rt = start_runtime(2, 0);
+    cask_graph *g = graph(rt);
+    leaf_k = kernel(rt, "leaf", leaf_task);
+    cask_kernel *par = kernel(rt, "parent", keeping_parent);
+    cask_task_desc pd = { .field_mask = CASK_TASK_ARGS, .kernel = par, .args = &fail,
+                          .args_size = sizeof fail };
+    cask_task *p, *s;
+    cr_assert_eq(cask_graph_add_task(g, &pd, &p), CASK_OK);
+    cr_assert_eq(cask_graph_add_task(g, &(cask_task_desc){ .kernel = leaf_k }, &s), CASK_OK);
+    kept_kids[0] = kept_kids[1] = NULL;
+    cr_assert_eq(cask_graph_compute(g), fail ? CASK_ERR_TASK_FAILED : CASK_OK);
+    cask_task *a = kept_kids[0], *b = kept_kids[1];
+    cr_assert(a && b);
+    cr_assert_eq(cask_task_depend(s, a), CASK_ERR_INVALID);
+    cr_assert_eq(cask_task_depend(a, s), CASK_ERR_INVALID);
+    cr_assert_eq(cask_task_depend(b, a), CASK_ERR_INVALID);
+    cr_assert_eq(cask_task_depend(s, p), CASK_OK);
+    cask_task_desc dd = { .field_mask = CASK_TASK_DEPS, .kernel = leaf_k, .deps = &a,
+                          .ndeps = 1 };
+    cr_assert_eq(cask_graph_add_task(g, &dd, NULL), CASK_ERR_INVALID);
+    cr_assert_eq(cask_graph_compute(g), fail ? CASK_ERR_TASK_FAILED : CASK_OK);
+    cr_assert_eq(cask_graph_destroy(g), CASK_OK);
+    cr_assert_eq(cask_shutdown(rt), CASK_OK);
+    leak_check();
+}
+
+Test(subflow, a_childs_handle_after_its_kernel_returned_takes_no_edge, .timeout = 60)
+{
+    kids_after_their_kernel(0);
+    kids_after_their_kernel(1);
+}

@@ -88,7 +88,9 @@ cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_
 /* Adds an explicit edge: `after` waits for `before`. Both in g. A cycle is reported by
  * compute (CASK_ERR_CYCLE). Also between two children of one subflow before the kernel
  * that spawned them returns (cask/future.h). Errors: CASK_ERR_INVALID (different
- * graphs, same task, children of different subflows), CASK_ERR_STATE (graph running). */
+ * graphs, same task, children of different subflows, a child and a task that is not its
+ * sibling, a child whose kernel returned: it ran, or was dropped, in that run alone),
+ * CASK_ERR_STATE (graph running). Not thread safe for one graph (as building). */
 cask_status cask_task_depend(cask_task *after, cask_task *before);
 
 /* Starts running the graph and returns at once; the graph stays open for
