@@ -105,9 +105,15 @@ static inline void count_pred(cask_graph *g, cask_task *after)
     atomic_store_explicit(&after->pending, d + 1, memory_order_relaxed);
     /* no longer a root: usually the task just added, kept out of the roots (g->pend)
      * until the next is added; else, at its first predecessor, the roots are filtered at
-     * check. Without a branch on which edge of after this is. */
-    if (g)
-        g->roots_stale |= (d == 0) & (after != g->pend);
+     * check. The branch is on which task gains the edge, not on which of its edges this
+     * is: in a graph built task by task it is the newest, every time. An edge to any
+     * other task also voids the check: the newest task is kept aside only between an add
+     * (which voided it: task_room, append_task) and the next check (which flushes it),
+     * so an edge to it needs no store for that (add_edge_quick). */
+    if (g && __builtin_expect(after != g->pend, 0)) {
+        g->roots_stale |= d == 0;
+        g->roots_valid = 0;
+    }
 }
 
 /* add_edge's every case (a subflow's edge, a successor array to grow, a big fan-out, an
@@ -152,9 +158,8 @@ static inline __attribute__((always_inline)) int add_edge_quick(cask_graph *g, a
     /* the common case: room in before's successors, nothing (more) to re-place */
     if (__builtin_expect(push_succ_quick_n(a, before, base, after, n), 0))
         return 1;
-    count_pred(g, after);
+    count_pred(g, after);   /* (roots_valid: see count_pred) */
     g->nedges++;
-    g->roots_valid = 0;
     return 0;
 }
 

@@ -504,6 +504,39 @@ Test(graph_build, the_task_kept_out_of_the_roots_joins_them_only_without_predece
     kept_task(4);
 }
 
+/* Edges between tasks of a graph that ran, with no task added in between: each turns a
+ * root into a task with a predecessor, so the next submit must check the graph again. If
+ * it did not, the old roots would run the task at once and again after its predecessor.
+ * The first edge goes against the order (a moves past c), the second along it. */
+static void edges_after_a_run(int workers)
+{
+    reset_counts();
+    cask_runtime *rt = start_runtime(workers, 0);
+    cask_kernel *k = kernel(rt, "count", count_task);
+    cask_graph *g = graph(rt);
+    cask_task *a = add(g, k, 0), *b = add(g, k, 1), *c = add(g, k, 2);
+    compute_ok(g);
+    assert_runs(3, 1);
+    cr_assert_eq(cask_task_depend(a, c), CASK_OK);
+    compute_ok(g);
+    assert_runs(3, 2);
+    cr_assert_lt(atomic_load(&when[2]), atomic_load(&when[0]));
+    cr_assert_eq(cask_task_depend(c, b), CASK_OK);
+    compute_ok(g);
+    assert_runs(3, 3);
+    cr_assert_lt(atomic_load(&when[1]), atomic_load(&when[2]));
+    cr_assert_lt(atomic_load(&when[2]), atomic_load(&when[0]));
+    cask_graph_destroy(g);
+    cask_shutdown(rt);
+    leak_check();
+}
+
+Test(graph_build, edges_added_between_runs_to_roots_check_the_graph_again, .timeout = 60)
+{
+    edges_after_a_run(1);
+    edges_after_a_run(4);
+}
+
 /* The edges as the graph prints them: "tA -> tB" lines. */
 static int count_edges(cask_graph *g, const char *edge)
 {
