@@ -31,7 +31,10 @@
 # error there is NOT-RECOVERED, a failure, except where no recovery is promised: a
 # case where a rank's cask_dist_barrier failed on the loss (include/cask/dist.h) or a
 # rank was fenced for want of a majority ("fenced out ... no majority"); that rank
-# stops, and the others cannot finish without it. Informational counts (not failures):
+# stops, and the others cannot finish without it. CHAOS_BARRIER_GO_ON=1: a rank whose
+# barrier failed on the loss notes it and goes on to its next compute (test_dist_chaos.c),
+# so such a case is asked to recover too (with CHAOS_REQUIRE_RECOVERY=1); "went-on" counts
+# the cases where a rank did. Informational counts (not failures):
 # suspected (a freeze shorter than the peer timeout still made the survivors give up),
 # split (some ranks succeeded where others failed), missed (an outside fault whose
 # moment came after the victim, or every rank, was through), second (cases where a
@@ -97,6 +100,7 @@ fi
 export CHAOS_PEER_TIMEOUT_MS=${CHAOS_PEER_TIMEOUT_MS:-4000} CHAOS_PEER_TIMEOUTS=${CHAOS_PEER_TIMEOUTS:-}
 export CASK_BOOT_TIMEOUT=${CASK_BOOT_TIMEOUT:-20}
 require_recovery=${CHAOS_REQUIRE_RECOVERY:-0}
+export CHAOS_BARRIER_GO_ON=${CHAOS_BARRIER_GO_ON:-0}
 [ -n "$logs" ] || logs=$(mktemp -d "${TMPDIR:-/tmp}/cask-chaos.XXXXXX")
 mkdir -p "$logs"
 
@@ -172,7 +176,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   tick; local t0=$NOW
   if [ "$launcher" = mpirun ]; then
     CHAOS_DIR=$dir CHAOS_FAULT=$hook setsid "$mpirun" -n "$np" --oversubscribe --enable-recovery \
-      -x CHAOS_DIR -x CHAOS_FAULT -x CHAOS_PEER_TIMEOUT_MS -x CHAOS_PEER_TIMEOUTS -x CASK_BOOT_TIMEOUT \
+      -x CHAOS_DIR -x CHAOS_FAULT -x CHAOS_PEER_TIMEOUT_MS -x CHAOS_PEER_TIMEOUTS -x CASK_BOOT_TIMEOUT -x CHAOS_BARRIER_GO_ON \
       "$program" "$seed" > "$log" 2>&1 &
   else
     CHAOS_DIR=$dir CHAOS_FAULT=$hook setsid "$here/launch-local.sh" "$np" "$program" "$seed" \
@@ -280,11 +284,14 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   local named="rank $vs([^0-9]|\$)|sees ranks ([0-9]+,)*$vs(,[0-9]+)* gone"
   local nok=0 nerr=0 bad="" why="" line st msg ph asked
   # recovery is asked of a reproducible case, except where none is promised: a rank whose
-  # barrier failed on the loss, or that was fenced for want of a majority, stops there
-  # (test_dist_chaos.c), and the others cannot finish their computes without it
+  # barrier failed on the loss (unless it goes on: CHAOS_BARRIER_GO_ON), or that was
+  # fenced for want of a majority, stops there (test_dist_chaos.c), and the others cannot
+  # finish their computes without it
   asked=$(sed -n 's/.*reproducible \([01]\).*/\1/p' "$log" | head -n 1)
-  grep -qs -e '^error phase=[^=]*barrier' -e 'was fenced out: .* no majority' "$dir"/out.* &&
-    asked=0
+  local stops='was fenced out: .* no majority'
+  [ "$CHAOS_BARRIER_GO_ON" = 1 ] || stops="$stops|^error phase=[^=]*barrier"
+  grep -Eqs "$stops" "$dir"/out.* && asked=0
+  grep -qs 'barriers_lost=[1-9]' "$dir"/out.* && INFO="$INFO, went on past a failed barrier"
   for r in $(seq 0 $(( np - 1 ))); do
     if [ ! -e "$dir/out.$r" ]; then
       if [ "$r" = "$victim" ] && [ $gone = 1 ]; then continue; fi
@@ -352,7 +359,8 @@ if [ $selftest = 1 ]; then
   done
   # with recovery required: a kill in a compute of a reproducible case is recovered, and
   # NOT-RECOVERED when a survivor gives it up (test hook); a survivor without a majority
-  # and a barrier's failure are not asked to recover (in-program faults: exact replays)
+  # and a barrier's failure are not asked to recover (in-program faults: exact replays),
+  # unless the ranks go on past the failed barrier (CHAOS_BARRIER_GO_ON)
   save=$require_recovery; require_recovery=1
   for t in "796333060 3 in:kill:1:0:0:29 ok" "796333060 3 in:kill:1:0:0:29 NOT-RECOVERED 0" \
            "796333079 2 in:kill:0:0:1:27 clean" "796333013 4 in:kill:2:0:2:-1 clean"; do
@@ -361,6 +369,10 @@ if [ $selftest = 1 ]; then
     echo "selftest: recovery required: seed $1 np $2 $3${5:+ (rank $5 gives up)} -> $VERDICT (want $4)$WHY"
     [ "$VERDICT" = "$4" ] || rc=1
   done
+  # the failed barrier's case again, its ranks going on: the next compute recovers
+  CHAOS_BARRIER_GO_ON=1 run_case 796333013 4 in:kill:2:0:2:-1 "$logs/selftest.r.goon"
+  echo "selftest: recovery required, going on past a failed barrier: seed 796333013 np 4 in:kill:2:0:2:-1 -> $VERDICT (want ok, went on)$WHY"
+  { [ "$VERDICT" = ok ] && case "$INFO" in *"went on"*) true ;; *) false ;; esac; } || rc=1
   require_recovery=$save
   [ $rc = 0 ] && rm -rf "$logs"
   exit $rc
@@ -376,7 +388,7 @@ fi
 
 # ---- the soak ----
 [ -n "$seed0" ] || seed0=$(( $(date +%s) % 1000000 * 1000 ))
-echo "chaos.sh: ${seconds} s$( [ "$cases" -gt 0 ] && echo " (or $cases cases)"), $nplo..$nphi ranks, launcher $launcher, seeds from $seed0, limit ${limit} s a case, peer timeout ${CHAOS_PEER_TIMEOUT_MS} ms, require recovery $require_recovery, logs $logs"
+echo "chaos.sh: ${seconds} s$( [ "$cases" -gt 0 ] && echo " (or $cases cases)"), $nplo..$nphi ranks, launcher $launcher, seeds from $seed0, limit ${limit} s a case, peer timeout ${CHAOS_PEER_TIMEOUT_MS} ms, require recovery $require_recovery, barrier go-on $CHAOS_BARRIER_GO_ON, logs $logs"
 declare -A count=()
 tick; start=$NOW; n=0; failed=0
 while :; do
@@ -394,6 +406,7 @@ while :; do
   case "$INFO" in *suspected*) count[suspected]=$(( ${count[suspected]:-0} + 1 )) ;; esac
   case "$INFO" in *missed*) count[missed]=$(( ${count[missed]:-0} + 1 )) ;; esac
   case "$INFO" in *second*) count[second]=$(( ${count[second]:-0} + 1 )) ;; esac
+  case "$INFO" in *"went on"*) count[went-on]=$(( ${count[went-on]:-0} + 1 )) ;; esac
   case "$VERDICT" in
     ok|clean)
       case "$verbose$INFO" in
@@ -408,7 +421,7 @@ while :; do
   esac
 done
 summary="chaos.sh: $n cases in $(( (NOW - start) / 1000 )) s:"
-for k in ok clean HANG WRONG CRASH UNEXPLAINED NOT-RECOVERED split suspected missed second; do
+for k in ok clean HANG WRONG CRASH UNEXPLAINED NOT-RECOVERED split suspected missed second went-on; do
   summary="$summary $k ${count[$k]:-0}"
 done
 echo "$summary"

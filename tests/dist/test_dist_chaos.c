@@ -16,7 +16,7 @@
  *   pid.R     this rank's pid, once cask_dist_init returned (chaos.sh signals it)
  *   fault.R   written by the fault hook just before this rank kills or stops itself
  *   out.R     the outcome, written last, after cask_shutdown: one line,
- *               ok    computes=N digest=HEX fin=STATUS
+ *               ok    computes=N digest=HEX fin=STATUS barriers_lost=K
  *               error phase=init status=STATUS computes=0 fin=CASK_OK t=SECONDS msg=...
  *                     (cask_dist_init failed: R from the environment as boot.R)
  *               error phase=WHERE status=STATUS computes=N fin=STATUS t=SECONDS msg=...
@@ -33,6 +33,9 @@
  * Two more modes prove that chaos.sh can fail: corrupt (from that task on, every task of
  * that compute on RANK flips a bit of what it writes: a wrong result) and hang (the task
  * sleeps for ever on a live rank: a hang).
+ * $CHAOS_BARRIER_GO_ON=1: a cask_dist_barrier that fails with CASK_ERR_PEER (a rank lost)
+ * is counted (barriers_lost, the closing one included) and the rank goes on to its next
+ * compute, which must then recover as any other; without it the rank stops there.
  * $CHAOS_PEER_TIMEOUT_MS: cask_dist_config.peer_timeout_ms (default 4000).
  * $CHAOS_PEER_TIMEOUTS=MS0,MS1,...: per rank instead (a rank past the list keeps the
  * above): one rank that gives up on a frozen peer long before the others do, so that
@@ -165,6 +168,7 @@ typedef struct outcome {
     char msg[1024];
     int computes;
     uint64_t digest;
+    int barriers_lost;         /* barriers that failed on a loss, gone on from (go_on) */
 } outcome;
 
 static void failed(outcome *o, const char *phase, cask_status st, double t, const char *msg)
@@ -212,6 +216,8 @@ typedef struct chaos_case {
     cask_dist *dist;
     cask_kernel *kernel;
     int rank;
+    int go_on;                     /* $CHAOS_BARRIER_GO_ON: a barrier failed on a loss is
+                                      noted and the program goes on to its next compute */
     uint64_t *mem[CG_MAXDATA];     /* the owner's memory of each datum (else NULL) */
     cask_data *d[CG_MAXDATA];
     uint64_t *state[CG_MAXDATA];   /* the replay */
@@ -325,8 +331,14 @@ static int run_graph(chaos_case *c, int gi, outcome *o)
             snprintf(phase, sizeof phase, "barrier after graph %d compute %d", gi, comp);
             t0 = dt_now();
             if ((st = cask_dist_barrier(c->dist))) {
-                failed(o, phase, st, dt_now() - t0, cask_dist_error(c->dist));
-                ok = 0;
+                if (c->go_on && st == CASK_ERR_PEER) {
+                    o->barriers_lost++;
+                    printf("[rank %d] chaos: %s: %s; going on\n", c->rank, phase,
+                           cask_dist_error(c->dist));
+                } else {
+                    failed(o, phase, st, dt_now() - t0, cask_dist_error(c->dist));
+                    ok = 0;
+                }
             }
         }
     }
@@ -355,8 +367,9 @@ static void write_outcome(const char *dir, int rank, const outcome *o, cask_stat
 {
     char text[2048];
     if (!strcmp(o->kind, "ok"))
-        snprintf(text, sizeof text, "ok computes=%d digest=%016llx fin=%s\n", o->computes,
-                 (unsigned long long)o->digest, status_name(fin));
+        snprintf(text, sizeof text, "ok computes=%d digest=%016llx fin=%s barriers_lost=%d\n",
+                 o->computes, (unsigned long long)o->digest, status_name(fin),
+                 o->barriers_lost);
     else if (!strcmp(o->kind, "error"))
         snprintf(text, sizeof text, "error phase=%s status=%s computes=%d fin=%s t=%.3f msg=%s\n",
                  o->phase, status_name(o->status), o->computes, status_name(fin),
@@ -382,7 +395,9 @@ int main(int argc, char **argv)
     uint64_t seed = strtoull(argv[1], NULL, 0);
     const char *dir = getenv("CHAOS_DIR");
     const char *pt = getenv("CHAOS_PEER_TIMEOUT_MS");
+    const char *go = getenv("CHAOS_BARRIER_GO_ON");
     static chaos_case c;
+    c.go_on = go && !strcmp(go, "1");
     cg_spec *s = &c.s;
 
     int ncpu, steal;
@@ -464,7 +479,9 @@ int main(int argc, char **argv)
     } else {
         double t1 = dt_now();
         fin = cask_dist_barrier(c.dist);
-        if (fin && !strcmp(o.kind, "ok"))
+        if (fin && c.go_on && fin == CASK_ERR_PEER)
+            o.barriers_lost++;   /* (fin tells it) */
+        else if (fin && !strcmp(o.kind, "ok"))
             failed(&o, "closing barrier", fin, dt_now() - t1, cask_dist_error(c.dist));
         cask_status f2 = cask_dist_finalize(c.dist);
         if (!fin)
