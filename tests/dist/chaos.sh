@@ -284,13 +284,18 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   local named="rank $vs([^0-9]|\$)|sees ranks ([0-9]+,)*$vs(,[0-9]+)* gone"
   local nok=0 nerr=0 bad="" why="" line st msg ph asked
   # recovery is asked of a reproducible case, except where none is promised: a rank whose
-  # barrier failed on the loss (unless it goes on: CHAOS_BARRIER_GO_ON), or that was
-  # fenced for want of a majority, stops there (test_dist_chaos.c), and the others cannot
-  # finish their computes without it
+  # barrier failed on the loss (unless it goes on: CHAOS_BARRIER_GO_ON), or a rank other
+  # than the victim that was fenced for want of a majority, stops there
+  # (test_dist_chaos.c), and the others cannot finish their computes without it. A fence
+  # is read from the outcomes and from the ranks' log (its warning): the call that fails
+  # there may name the loss instead, when it failed on it first.
   asked=$(sed -n 's/.*reproducible \([01]\).*/\1/p' "$log" | head -n 1)
-  local stops='was fenced out: .* no majority'
-  [ "$CHAOS_BARRIER_GO_ON" = 1 ] || stops="$stops|^error phase=[^=]*barrier"
-  grep -Eqs "$stops" "$dir"/out.* && asked=0
+  [ "$CHAOS_BARRIER_GO_ON" = 1 ] || { grep -qs '^error phase=[^=]*barrier' "$dir"/out.* && asked=0; }
+  local fr
+  for fr in $(cat "$dir"/out.* "$log" 2>/dev/null |
+              sed -n 's/.*rank \([0-9]*\) was fenced out: .* no majority.*/\1/p' | sort -u); do
+    [ "$fr" = "$victim" ] || { [ $hit2 = 1 ] && [ "$fr" = "$victim2" ]; } || asked=0
+  done
   grep -qs 'barriers_lost=[1-9]' "$dir"/out.* && INFO="$INFO, went on past a failed barrier"
   for r in $(seq 0 $(( np - 1 ))); do
     if [ ! -e "$dir/out.$r" ]; then
