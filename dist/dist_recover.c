@@ -204,8 +204,7 @@ cask_status dist_recover_begin(cask_dist_graph *g)
     char lost[160];
     pthread_mutex_lock(&g->dist->mu);
     int unagreed = dist_unagreed(g->dist);
-    if (unagreed)
-        dist_excluded_list(g->dist, -1, 1, lost, sizeof lost);
+    dist_excluded_list(g->dist, -1, 1, lost, sizeof lost);
     pthread_mutex_unlock(&g->dist->mu);
     if (unagreed) {
         /* a loss seen, or a newer view started by others, while this rank was between
@@ -217,8 +216,8 @@ cask_status dist_recover_begin(cask_dist_graph *g)
     }
     if (g->plan_epoch != g->dist->epoch) {
         /* ranks were lost between the plan and this compute: recover this run */
-        dist_graph_error(g, "rank %d: the job lost ranks since the graph was planned",
-                         g->dist->rank);
+        dist_graph_error(g, "rank %d: the job lost ranks since the graph was planned "
+                         "(rank %s lost so far)", g->dist->rank, lost);
         return CASK_ERR_PEER;
     }
     return st;
