@@ -30,8 +30,9 @@
 # reproducible (chaos_gen.h) must give the replay's results on every survivor; an
 # error there is NOT-RECOVERED, a failure, except where no recovery is promised: a
 # case where a rank's cask_dist_barrier failed on the loss (include/cask/dist.h) or a
-# rank was fenced for want of a majority ("fenced out ... no majority"); that rank
-# stops, and the others cannot finish without it. CHAOS_BARRIER_GO_ON=1: a rank whose
+# rank other than the victim was fenced for want of a majority ("fenced out ... no
+# majority", in its outcome or the log); that rank stops, and the others cannot finish
+# without it. CHAOS_BARRIER_GO_ON=1: a rank whose
 # barrier failed on the loss notes it and goes on to its next compute (test_dist_chaos.c),
 # so such a case is asked to recover too (with CHAOS_REQUIRE_RECOVERY=1); "went-on" counts
 # the cases where a rank did. Informational counts (not failures):
@@ -281,7 +282,8 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   if [ $hit2 = 1 ]; then
     faulted=1; vs="($victim|$victim2)"; INFO="$INFO, second kill"
   fi
-  local named="rank $vs([^0-9]|\$)|sees ranks ([0-9]+,)*$vs(,[0-9]+)* gone"
+  # (also in a list: "rank 0, 2 lost", "without rank(s) 2")
+  local named="rank(\(s\))? ([0-9]+, )*$vs([^0-9]|\$)|sees ranks ([0-9]+,)*$vs(,[0-9]+)* gone"
   local nok=0 nerr=0 bad="" why="" line st msg ph asked
   # recovery is asked of a reproducible case, except where none is promised: a rank whose
   # barrier failed on the loss (unless it goes on: CHAOS_BARRIER_GO_ON), or a rank other
