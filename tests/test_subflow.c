@@ -353,7 +353,8 @@ Test(subflow, a_detached_child_holds_the_graph_not_the_successors, .timeout = 60
     leak_check();
 }
 
-static cask_status spawn_from_outside(cask_task_ctx *ctx)
+/* a kernel that does nothing */
+static cask_status empty_task(cask_task_ctx *ctx)
 {
     (void)ctx;
     return CASK_OK;
@@ -362,7 +363,7 @@ static cask_status spawn_from_outside(cask_task_ctx *ctx)
 Test(subflow, bad_spawns_are_refused)
 {
     cask_runtime *rt = start_runtime(1, 0);
-    cask_kernel *k = kernel(rt, "k", spawn_from_outside);
+    cask_kernel *k = kernel(rt, "k", empty_task);
     cask_task_desc td = { .kernel = k };
     cr_assert_eq(cask_task_spawn(NULL, &td, 0, NULL), CASK_ERR_INVALID);
     cr_assert_null(cask_task_scratch(NULL, 8));
@@ -373,11 +374,6 @@ Test(subflow, bad_spawns_are_refused)
 
 static cask_kernel *leaf_k;
 static cask_task *kept_kids[2];
-static cask_status leaf_task(cask_task_ctx *ctx)
-{
-    (void)ctx;
-    return CASK_OK;
-}
 /* spawns two children and keeps their handles; fails when its argument says so */
 static cask_status keeping_parent(cask_task_ctx *ctx)
 {
@@ -398,7 +394,7 @@ static void kids_after_their_kernel(int fail)
 {
     cask_runtime *rt = start_runtime(2, 0);
     cask_graph *g = graph(rt);
-    leaf_k = kernel(rt, "leaf", leaf_task);
+    leaf_k = kernel(rt, "leaf", empty_task);
     cask_kernel *par = kernel(rt, "parent", keeping_parent);
     cask_task_desc pd = { .field_mask = CASK_TASK_ARGS, .kernel = par, .args = &fail,
                           .args_size = sizeof fail };
