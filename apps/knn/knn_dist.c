@@ -1,9 +1,10 @@
 /* knn_dist.c: the graph of cask-knn across the ranks of a job (cask/dist.h), and the
  * small agreement the ranks need before it (did every rank load its input?).
  *
- * The graph is knn_graph.c's, cut by owner: observation chunk i, its results and its
- * partial bests belong to rank i % P; each rank r owns a replica of the references
- * (ref[r,j], refs[r]: the rank's own copy of the input) and prepares it (prep[r,j]), so
+ * The graph is knn_graph.c's, cut by owner: observation chunk i, its results, its
+ * partial bests (and scratch, for the k kernels) belong to rank i % P; each rank r owns
+ * a replica of the references (ref[r,j], refs[r]: the rank's own copy of the input) and
+ * prepares it (prep[r,j]; sorted by prep_sorted for the k kernels, knn_kgraph.h), so
  * every search reads only data its rank holds and nothing travels but the results,
  * gathered into rank 0's arrays. Chunks owned by rank 0 write rank 0's arrays in place.
  * The same kernels, chunk boundaries and tie rule as one process make the output the
@@ -14,6 +15,7 @@
  * searches (cask_dist_data_set_loader), and the output is the same bytes. */
 #include "knn_dist.h"
 #include "knn_chunks.h"
+#include "knn_kgraph.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -214,8 +216,11 @@ struct knn_dist_job {
     int64_t n, m, chunk, ref_chunk, nobs, nref;
     cask_data **obs, **index, **dist;  /* nobs each */
     cask_data **ref, **prep;           /* P x nref: rank r's replica */
-    cask_data **ref_all;               /* P, PARTIAL only */
+    cask_data **ref_all;               /* P, PARTIAL 1-NN only */
     cask_data **best;                  /* nobs x nref, PARTIAL only */
+    cask_data **scratch;               /* nobs, ksearch only */
+    cask_data **rscratch;              /* P x nref, ksearch only: prep_sorted's */
+    int k, ksearch;                    /* neighbours; 1 when the k kernels are used */
     size_t ntasks;
 };
 
@@ -227,6 +232,59 @@ static cask_status add(knn_dist_job *j, cask_kernel *kern, const cask_access *ac
                                      name);
     j->ntasks++;
     return cask_dist_graph_add_task(j->g, &d, NULL);
+}
+
+/* knn_kgraph's tasks into j's graph. */
+static cask_status kadd(void *ctx, cask_kernel *kern, const cask_access *acc, int nacc,
+                        const void *args, size_t args_size, int priority, uint32_t where,
+                        int device, const char *name)
+{
+    return add(ctx, kern, acc, nacc, args, args_size, priority, where, device, name);
+}
+
+/* Observation chunk i's results, owned by its rank o, go to rank 0's arrays (rank 0's own
+ * are its arrays already). */
+static cask_status gather(knn_dist_job *j, int64_t i, int32_t *index, float *dist)
+{
+    if (i % j->c->size == 0)
+        return CASK_OK;
+    int64_t r0 = i * j->chunk * j->k;
+    int me0 = j->c->rank == 0;
+    cask_status st = cask_dist_graph_gather(j->g, j->index[i], 0, me0 ? index + r0 : NULL);
+    return st ? st : cask_dist_graph_gather(j->g, j->dist[i], 0, me0 ? dist + r0 : NULL);
+}
+
+/* The graph of the k kernels (knn_kgraph.h): each rank sorts its replica of the
+ * references (prep_sorted[r,q]); observation chunk i is ordered, searched, merged and
+ * finished by its owner, against that owner's replica. */
+static cask_status add_ksearch(knn_dist_job *j, const cask_knn_kernels *k,
+                               const knn_plan *plan, cask_knn_points ofmt,
+                               cask_knn_points rfmt, int32_t *index, float *dist,
+                               const int *devices, int ndevices)
+{
+    int P = j->c->size, me = j->c->rank;
+    knn_kbuild b = {k, kadd, j, j->n, j->m, j->chunk, j->ref_chunk, j->nref, j->k,
+                    plan->prune ? 1 : 0, plan->scale, plan->where, ofmt, rfmt};
+    char nb[64];
+    cask_status st;
+    for (int r = 0; r < P; r++)
+        for (int64_t q = 0; q < j->nref; q++) {
+            int64_t rq = r * j->nref + q;
+            int dev = r == me && ndevices > 0 ? devices[q % ndevices] : -1;
+            if ((st = knn_kadd_prep(&b, q, j->ref[rq], j->prep[rq], j->rscratch[rq], dev,
+                                    knn_name(nb, "prep[%d,%lld]", r, (long long)q))))
+                return st;
+        }
+    for (int64_t i = 0; i < j->nobs; i++) {
+        int o = (int)(i % P);
+        int dev = o == me && ndevices > 0 ? devices[(i / P) % ndevices] : -1;
+        if ((st = knn_kadd_chunk(&b, i, j->obs[i], j->scratch[i], j->prep + o * j->nref,
+                                 j->best ? j->best + i * j->nref : NULL, j->index[i],
+                                 j->dist[i], dev)) ||
+            (st = gather(j, i, index, dist)))
+            return st;
+    }
+    return CASK_OK;
 }
 
 cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
@@ -248,6 +306,14 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
     knn_cut(obs->n, plan->chunk, &j->chunk, &j->nobs);
     knn_cut(ref->n, plan->ref_chunk, &j->ref_chunk, &j->nref);
     int partial = j->nref > 1;
+    j->k = plan->k > 1 ? plan->k : 1;
+    j->ksearch = j->k > 1 || plan->prune;
+    if (j->k > CASK_KNN_KMAX) {
+        knn_dist_job_destroy(j);
+        return knn_errorf(CASK_ERR_INVALID, err, errlen, "k = %d: at most %d", plan->k,
+                          CASK_KNN_KMAX);
+    }
+    const size_t K = (size_t)j->k;
     j->obs = calloc((size_t)j->nobs, sizeof *j->obs);
     j->index = calloc((size_t)j->nobs, sizeof *j->index);
     j->dist = calloc((size_t)j->nobs, sizeof *j->dist);
@@ -256,8 +322,12 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
     j->ref_all = calloc((size_t)P, sizeof *j->ref_all);
     if (partial)
         j->best = calloc((size_t)(j->nobs * j->nref), sizeof *j->best);
+    if (j->ksearch) {
+        j->scratch = calloc((size_t)j->nobs, sizeof *j->scratch);
+        j->rscratch = calloc((size_t)(P * j->nref), sizeof *j->rscratch);
+    }
     if (!j->obs || !j->index || !j->dist || !j->ref || !j->prep || !j->ref_all ||
-        (partial && !j->best)) {
+        (partial && !j->best) || (j->ksearch && (!j->scratch || !j->rscratch))) {
         knn_dist_job_destroy(j);
         return knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
     }
@@ -269,10 +339,12 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
         int64_t r0 = i * j->chunk, n = knn_rows_of(j->n, j->chunk, i);
         int o = (int)(i % P);
         if ((st = declare_input(c, (size_t)n * oe, o, (char *)obs->data + r0 * oe, &j->obs[i])) ||
-            (st = declare(c, (size_t)n * sizeof *index, o, o == 0 && index ? index + r0 : NULL,
-                          &j->index[i])) ||
-            (st = declare(c, (size_t)n * sizeof *dist, o, o == 0 && dist ? dist + r0 : NULL,
-                          &j->dist[i])))
+            (st = declare(c, (size_t)n * K * sizeof *index, o,
+                          o == 0 && index ? index + r0 * K : NULL, &j->index[i])) ||
+            (st = declare(c, (size_t)n * K * sizeof *dist, o,
+                          o == 0 && dist ? dist + r0 * K : NULL, &j->dist[i])) ||
+            (j->ksearch &&
+             (st = declare(c, cask_knn_scratch_bytes(n), o, NULL, &j->scratch[i]))))
             goto fail;
         if (o == me && ((st = cask_data_set_writeback(j->index[i], 1)) ||
                         (st = cask_data_set_writeback(j->dist[i], 1))))
@@ -283,17 +355,22 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
             int64_t r0 = q * j->ref_chunk, m = knn_rows_of(j->m, j->ref_chunk, q);
             if ((st = declare_input(c, (size_t)m * re, r, (char *)ref->data + r0 * re,
                                     &j->ref[r * j->nref + q])) ||
-                (st = declare(c, cask_knn_prepared_bytes(m), r, NULL,
-                              &j->prep[r * j->nref + q])))
+                (st = declare(c, j->ksearch ? cask_knn_sorted_bytes(m)
+                                            : cask_knn_prepared_bytes(m),
+                              r, NULL, &j->prep[r * j->nref + q])) ||
+                (j->ksearch && (st = declare(c, cask_knn_scratch_bytes(m), r, NULL,
+                                             &j->rscratch[r * j->nref + q]))))
                 goto fail;
         }
     if (partial) {
-        for (int r = 0; r < P; r++)
+        /* finish re-reads the winning reference's coordinates (not kfinish) */
+        for (int r = 0; r < P && !j->ksearch; r++)
             if ((st = declare_input(c, (size_t)j->m * re, r, ref->data, &j->ref_all[r])))
                 goto fail;
         for (int64_t i = 0; i < j->nobs; i++)
             for (int64_t q = 0; q < j->nref; q++)
-                if ((st = declare(c, (size_t)knn_rows_of(j->n, j->chunk, i) * sizeof(cask_knn_best),
+                if ((st = declare(c, (size_t)knn_rows_of(j->n, j->chunk, i) * K *
+                                         sizeof(cask_knn_best),
                                   (int)(i % P), NULL, &j->best[i * j->nref + q])))
                     goto fail;
     }
@@ -304,6 +381,12 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
     cask_knn_points ofmt = {obs->f64, obs->degrees}, rfmt = {ref->f64, ref->degrees};
     uint32_t where = plan->where;
     char nb[64];
+    if (j->ksearch) {
+        if ((st = add_ksearch(j, k, plan, ofmt, rfmt, index, dist, devices, ndevices)))
+            goto fail;
+        *out = j;
+        return CASK_OK;
+    }
     for (int r = 0; r < P; r++)
         for (int64_t q = 0; q < j->nref; q++) {
             cask_knn_prep_args a = {knn_rows_of(j->m, j->ref_chunk, q), rfmt};
@@ -315,7 +398,7 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
                 goto fail;
         }
     for (int64_t i = 0; i < j->nobs; i++) {
-        int64_t n = knn_rows_of(j->n, j->chunk, i), r0 = i * j->chunk;
+        int64_t n = knn_rows_of(j->n, j->chunk, i);
         int o = (int)(i % P);
         int dev = o == me && ndevices > 0 ? devices[(i / P) % ndevices] : -1;
         cask_data **prep = j->prep + o * j->nref;
@@ -362,9 +445,7 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
                           knn_name(nb, "finish[%lld]", (long long)i))))
                 goto fail;
         }
-        if (o != 0 &&
-            ((st = cask_dist_graph_gather(j->g, j->index[i], 0, me == 0 ? index + r0 : NULL)) ||
-             (st = cask_dist_graph_gather(j->g, j->dist[i], 0, me == 0 ? dist + r0 : NULL))))
+        if ((st = gather(j, i, index, dist)))
             goto fail;
     }
     *out = j;
@@ -411,7 +492,7 @@ cask_status knn_dist_job_make_cold(knn_dist_job *j, char *err, size_t errlen)
         st = touch(j->obs[i]);
     for (int64_t q = 0; q < j->nref && !st; q++)
         st = touch(j->ref[c->rank * j->nref + q]);
-    if (!st && j->best)
+    if (!st && j->best && !j->ksearch)
         st = touch(j->ref_all[c->rank]);
     if (st)
         return dist_fail(c, st, "dropping device copies", err, errlen);
@@ -438,5 +519,7 @@ void knn_dist_job_destroy(knn_dist_job *j)
     free(j->prep);
     free(j->ref_all);
     free(j->best);
+    free(j->scratch);
+    free(j->rscratch);
     free(j);
 }

@@ -1,7 +1,8 @@
 /* knn_dist.h: cask-knn across the processes of a job (cask/dist.h). Every rank holds the
  * whole input (it read or generated it); observation chunk i is owned, searched and
  * finished by rank i % P, against a replica of the references that each rank prepares
- * for itself, and its results are gathered into the index/dist arrays of rank 0. Only
+ * (or, with k > 1 or pruning, sorts: knn_kgraph.h) for itself, and its results are
+ * gathered into the index/dist arrays of rank 0. Only
  * the public API. Started without a launcher, the job has one process and cask-knn
  * does not use this file's graph at all (knn_graph.h, unchanged). */
 #ifndef KNN_DIST_H
@@ -39,7 +40,7 @@ cask_status knn_cluster_agree(knn_cluster *c, int failed, int64_t value, int *fi
 typedef struct knn_dist_job knn_dist_job;
 
 /* Builds the distributed graph for obs x ref (both whole on every rank); index and dist
- * (n entries) on rank 0, NULL elsewhere. devices/ndevices: the GPUs this rank's tasks
+ * (n x plan->k entries) on rank 0, NULL elsewhere. devices/ndevices: the GPUs this rank's tasks
  * prefer, chunk k of the rank on devices[k % ndevices] (ndevices 0: the scheduler's
  * choice). Same rules as knn_job_create otherwise; every rank must pass the same plan. */
 cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,

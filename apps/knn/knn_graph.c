@@ -11,6 +11,7 @@
  * still compute. */
 #include "knn_graph.h"
 #include "knn_chunks.h"
+#include "knn_kgraph.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -67,74 +68,33 @@ static cask_status fail_rt(knn_job *j, cask_status st, const char *what, char *e
                       msg[0] ? ": " : "", msg);
 }
 
+/* knn_kgraph's tasks into j's graph (one process: no preferred GPU). */
+static cask_status kadd(void *ctx, cask_kernel *kern, const cask_access *acc, int nacc,
+                        const void *args, size_t args_size, int priority, uint32_t where,
+                        int device, const char *name)
+{
+    (void)device;
+    return add(ctx, kern, acc, nacc, args, args_size, priority, where, name);
+}
+
 /* The graph of the k kernels: prep_sorted[r], korder[i] (observations in curve
  * order, overlapping the references' prep), ksearch[i,r], kmerge tree, kfinish. */
 static cask_status add_ksearch(knn_job *j, const knn_plan *plan, cask_knn_points ofmt,
                                cask_knn_points rfmt)
 {
-    const cask_knn_kernels *k = j->k_;
-    const int partial = j->nref > 1;
+    knn_kbuild b = {j->k_, kadd, j, j->n, j->m, j->chunk, j->ref_chunk, j->nref, j->k,
+                    plan->prune ? 1 : 0, plan->scale, plan->where, ofmt, rfmt};
     char nb[64];
     cask_status st;
-    for (int64_t r = 0; r < j->nref; r++) {
-        cask_knn_prep_args a = {knn_rows_of(j->m, j->ref_chunk, r), rfmt};
-        cask_access acc[3] = {{j->ref[r], CASK_READ}, {j->prep[r], CASK_WRITE},
-                              {j->rscratch[r], CASK_WRITE}};
-        if ((st = add(j, k->prep_sorted, acc, 3, &a, sizeof a, 3, plan->where,
-                      knn_name(nb, "prep[%lld]", (long long)r))))
+    for (int64_t r = 0; r < j->nref; r++)
+        if ((st = knn_kadd_prep(&b, r, j->ref[r], j->prep[r], j->rscratch[r], -1,
+                                knn_name(nb, "prep[%lld]", (long long)r))))
             return st;
-    }
-    for (int64_t i = 0; i < j->nobs; i++) {
-        int64_t n = knn_rows_of(j->n, j->chunk, i);
-        cask_knn_korder_args oa = {n, ofmt, plan->prune ? 1 : 0, 0};
-        cask_access oacc[2] = {{j->obs[i], CASK_READ}, {j->scratch[i], CASK_WRITE}};
-        if ((st = add(j, k->korder, oacc, 2, &oa, sizeof oa, 0, plan->where,
-                      knn_name(nb, "order[%lld]", (long long)i))))
+    for (int64_t i = 0; i < j->nobs; i++)
+        if ((st = knn_kadd_chunk(&b, i, j->obs[i], j->scratch[i], j->prep,
+                                 j->best ? j->best + i * j->nref : NULL, j->index[i],
+                                 j->dist[i], -1)))
             return st;
-        for (int64_t r = 0; r < j->nref; r++) {
-            cask_knn_ksearch_args a = {0};
-            a.n = n;
-            a.m = knn_rows_of(j->m, j->ref_chunk, r);
-            a.ref_base = r * j->ref_chunk;
-            a.in = ofmt;
-            a.mode = partial ? CASK_KNN_PARTIAL : CASK_KNN_FINAL;
-            a.k = j->k;
-            a.prune = plan->prune ? 1 : 0;
-            a.scale = plan->scale;
-            cask_access acc[5] = {{j->obs[i], CASK_READ}, {j->prep[r], CASK_READ},
-                                  {j->scratch[i], CASK_READ}};
-            int nacc = 5;
-            if (partial) {
-                acc[3] = (cask_access){j->best[i * j->nref + r], CASK_WRITE};
-                nacc = 4;
-            } else {
-                acc[3] = (cask_access){j->index[i], CASK_WRITE};
-                acc[4] = (cask_access){j->dist[i], CASK_WRITE};
-            }
-            if ((st = add(j, k->ksearch, acc, nacc, &a, sizeof a, 0, plan->where,
-                          knn_name(nb, "knn[%lld,%lld]", (long long)i, (long long)r))))
-                return st;
-        }
-        if (!partial)
-            continue;
-        for (int64_t s = 1; s < j->nref; s *= 2)
-            for (int64_t r = 0; r + s < j->nref; r += 2 * s) {
-                cask_knn_kmerge_args a = {n, j->k};
-                cask_access acc[2] = {{j->best[i * j->nref + r], CASK_RW},
-                                      {j->best[i * j->nref + r + s], CASK_READ}};
-                if ((st = add(j, k->kmerge, acc, 2, &a, sizeof a, 1, plan->where,
-                              knn_name(nb, "merge[%lld,%lld>%lld]", (long long)i,
-                                       (long long)(r + s), (long long)r))))
-                    return st;
-            }
-        cask_knn_kfinish_args a = {n, j->k, plan->scale};
-        cask_access acc[3] = {{j->best[i * j->nref], CASK_READ},
-                              {j->index[i], CASK_WRITE},
-                              {j->dist[i], CASK_WRITE}};
-        if ((st = add(j, k->kfinish, acc, 3, &a, sizeof a, 2, plan->where,
-                      knn_name(nb, "finish[%lld]", (long long)i))))
-            return st;
-    }
     return CASK_OK;
 }
 

@@ -97,6 +97,26 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The ranks agree (knn_cluster_agree): whether one failed (this rank's message in err),
+ * and the smallest of their proposed *value. 0 when none failed, else 1 once the rank
+ * that failed (every rank, if the agreement itself failed) said why. With one process,
+ * no communication. */
+static int ranks_agree(knn_cluster *cl, int failed, int64_t *value, char *err, size_t errlen)
+{
+    int first_failed;
+    if (knn_cluster_agree(cl, failed, failed ? INT64_MAX : *value, &first_failed, value, err,
+                          errlen)) {
+        fprintf(stderr, "%s: rank %d: %s\n", prog, cl->rank, err);
+        return 1;
+    }
+    if (first_failed >= 0) {
+        if (first_failed == cl->rank)
+            fprintf(stderr, "%s: %s\n", prog, err);
+        return 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -231,22 +251,17 @@ int main(int argc, char **argv)
     double t_load = now_s() - t0;
 
     /* ---- method: pruned or brute force ---- */
-    int prune = 0;
+    int prune = 0, overruled = 0;   /* overruled: auto chose pruned here, not everywhere */
     double auto_fraction = -1;
-    if (!failed && nranks > 1 && (o.k > 1 || o.method == KNN_METHOD_PRUNED)) {
-        snprintf(err, sizeof err, "--k > 1 and --method pruned run in one process only "
-                                  "(not across processes yet)");
-        failed = 1;
-    } else if (!failed && o.method == KNN_METHOD_PRUNED) {
+    if (!failed && o.method == KNN_METHOD_PRUNED)
         prune = 1;
-    }
 
     /* ---- compute ---- */
     knn_plan plan = {0};
-    int64_t chunk = 0;
+    int64_t chunk = 0, pchunk = 0;
     if (!failed) {
         /* a GPU orders at most KNN_PRUNE_REF_CHUNK references' tiles per chunk */
-        int maybe_k = o.k > 1 || prune || (o.method == KNN_METHOD_AUTO && nranks == 1);
+        int maybe_k = o.k > 1 || prune || o.method == KNN_METHOD_AUTO;
         plan.ref_chunk = o.ref_chunk ? o.ref_chunk
                          : maybe_k && ref.n > KNN_PRUNE_REF_CHUNK ? KNN_PRUNE_REF_CHUNK : ref.n;
         int64_t nrefc = (ref.n + plan.ref_chunk - 1) / plan.ref_chunk;
@@ -260,34 +275,33 @@ int main(int argc, char **argv)
             chunk = kcap / 256 * 256 > 1024 ? kcap / 256 * 256 : 1024;
         /* a pruned GPU search prefers 8 chunks per GPU to 16: denser observation tiles
          * and fewer ordering passes (RESULTS 15.2: 12 ms against 13 at 2^24 x 2^14) */
-        int64_t pchunk = chunk;
-        if (!o.chunk && info.ngpus > 0 && nranks == 1 && o.method != KNN_METHOD_BRUTE) {
+        pchunk = chunk;
+        if (!o.chunk && info.ngpus > 0 && o.method != KNN_METHOD_BRUTE) {
             pchunk = chunk * 2 > obs.n ? obs.n : chunk * 2;
             if (o.k > 1 && pchunk > kcap)
                 pchunk = chunk;
         }
         if (prune)
             chunk = pchunk;
-        if (o.method == KNN_METHOD_AUTO && nranks == 1) {
+        if (o.method == KNN_METHOD_AUTO)
             prune = knn_auto_prune(&obs, &ref, o.k, pchunk, &auto_fraction);
-            if (prune)
-                chunk = pchunk;
-            if (!prune && o.k == 1 && !o.ref_chunk)
-                plan.ref_chunk = ref.n; /* the 1-NN kernels take any number */
-        }
     }
-    /* Every rank must build the same graph: the smallest proposed chunk wins. */
-    int first_failed;
-    if (knn_cluster_agree(&cl, failed, failed ? INT64_MAX : chunk, &first_failed, &chunk,
-                          err, sizeof err)) {
-        fprintf(stderr, "%s: rank %d: %s\n", prog, rank, err);
+    /* Every rank must build the same graph. The method: pruned by auto only where every
+     * rank chose it (ranks with other GPUs propose other chunks, hence estimates). */
+    if (o.method == KNN_METHOD_AUTO) {
+        int64_t all = prune;
+        if (ranks_agree(&cl, failed, &all, err, sizeof err))
+            goto done;
+        overruled = prune && all != 1;
+        prune = all == 1;
+        if (prune)
+            chunk = pchunk;
+        else if (o.k == 1 && !o.ref_chunk)
+            plan.ref_chunk = ref.n; /* the 1-NN kernels take any number */
+    }
+    /* The chunk: the smallest proposed wins. */
+    if (ranks_agree(&cl, failed, &chunk, err, sizeof err))
         goto done;
-    }
-    if (first_failed >= 0) {
-        if (first_failed == rank)
-            fprintf(stderr, "%s: %s\n", prog, err);
-        goto done;
-    }
     plan.chunk = chunk;
     plan.scale = scale;
     plan.where = info.ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
@@ -421,7 +435,8 @@ int main(int argc, char **argv)
                 (long long)(plan.ref_chunk < ref.n ? plan.ref_chunk : ref.n), ntasks);
         fprintf(stderr, "%s: k = %d, method %s", prog, o.k, prune ? "pruned" : "brute");
         if (o.method == KNN_METHOD_AUTO && auto_fraction >= 0)
-            fprintf(stderr, " (auto: about %.2g of the pairs to visit)", auto_fraction);
+            fprintf(stderr, " (auto: about %.2g of the pairs to visit%s)", auto_fraction,
+                    overruled ? " here; another rank's chunks chose brute force" : "");
         fprintf(stderr, "\n");
         fprintf(stderr, "%s: time: %s %.3f s, compute %.3f s", prog,
                 o.generate ? "generate" : "load", t_load, t_compute);

@@ -3,6 +3,10 @@
 #
 #   knn_app.sh NP CASK_KNN same     output files (CSV; .npy with several reference
 #                                   chunks) of NP ranks == those of one process
+#   knn_app.sh NP CASK_KNN kpruned  the same for the K-nearest kernels: --k 4 (several
+#                                   reference chunks, .npy), --method pruned (CSV), and
+#                                   auto choosing pruned for --k 5, and ranks whose
+#                                   chunks would make auto choose otherwise agreeing
 #   knn_app.sh NP CASK_KNN badinput a bad input file: every rank exits non-zero, no hang
 #
 # The ranks are started by run.sh (mpirun; exit 77, SKIP, without it). Small and on CPU,
@@ -14,18 +18,49 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/cask-knn-dist.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 gen="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q"
 
+# same_bytes EXT OPTIONS...: one process and NP ranks, both run with OPTIONS, write the
+# same bytes to an .EXT file ($tmp/one.EXT, $tmp/many.EXT)
+same_bytes() {
+  ext=$1
+  shift
+  "$knn" "$@" --check 64 --out "$tmp/one.$ext" || { echo "FAIL: one process"; exit 1; }
+  "$here/run.sh" "$np" "$knn" "$@" --check 64 --out "$tmp/many.$ext"
+  rc=$?
+  [ $rc -eq 0 ] || exit $rc
+  cmp "$tmp/one.$ext" "$tmp/many.$ext" || { echo "FAIL: $np ranks wrote other bytes ($*)"; exit 1; }
+  echo "ok: $np ranks, $ext $*: $(wc -c < "$tmp/one.$ext") identical bytes"
+}
+
 case "$what" in
 same)
-  for v in "csv" "npy --ref-chunk 128 --chunk 3000"; do
-    ext=${v%% *}
-    opts=${v#"$ext"}
-    "$knn" $gen $opts --check 64 --out "$tmp/one.$ext" || { echo "FAIL: one process"; exit 1; }
-    "$here/run.sh" "$np" "$knn" $gen $opts --check 64 --out "$tmp/many.$ext"
-    rc=$?
-    [ $rc -eq 0 ] || exit $rc
-    cmp "$tmp/one.$ext" "$tmp/many.$ext" || { echo "FAIL: $np ranks wrote other bytes ($v)"; exit 1; }
-    echo "ok: $np ranks, $v: $(wc -c < "$tmp/one.$ext") identical bytes"
-  done
+  same_bytes csv $gen
+  same_bytes npy $gen --ref-chunk 128 --chunk 3000
+  ;;
+kpruned)
+  same_bytes npy $gen --k 4 --ref-chunk 128 --chunk 3000
+  same_bytes csv $gen --method pruned
+  # 100000 x 4096 uniform points: auto prunes for K = 5 (about 0.4 of the pairs at 4
+  # ranks, whose chunks are smaller)
+  g2="--generate 100000 4096 --seed 3 --cpu-only --threads 1"
+  same_bytes npy $g2 -q --k 5
+  # the method auto chose, as the ranks' summary says it
+  "$here/run.sh" "$np" "$knn" $g2 --k 5 > "$tmp/auto.out" 2>&1 || { cat "$tmp/auto.out"; exit 1; }
+  grep -q "k = 5, method pruned (auto" "$tmp/auto.out" ||
+    { cat "$tmp/auto.out"; echo "FAIL: $np ranks did not prune with --k 5 (auto)"; exit 1; }
+  echo "ok: $np ranks chose pruned by auto for --k 5"
+  # ranks that would choose differently, for 1 nearest (where pruned and brute force are
+  # other graphs): rank 0 with 1 worker cuts large chunks and would prune (about 0.15),
+  # the others with 16 cut chunks of 1024 and would not (0.4); they agree on brute force
+  g3="--generate 160000 16384 --seed 3 --cpu-only"
+  "$knn" $g3 --threads 1 --method brute --out "$tmp/one3.npy" -q || { echo "FAIL: one process"; exit 1; }
+  "$here/run.sh" "$np" sh -c 'r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-0}}
+    [ "$r" = 0 ] && t=1 || t=16
+    exec "$@" --threads $t' sh "$knn" $g3 --check 64 --out "$tmp/mixed.npy" \
+    > "$tmp/mixed.out" 2>&1 || { cat "$tmp/mixed.out"; echo "FAIL: mixed ranks"; exit 1; }
+  grep -q "k = 1, method brute (auto: .*another rank" "$tmp/mixed.out" ||
+    { cat "$tmp/mixed.out"; echo "FAIL: mixed ranks did not agree on brute force"; exit 1; }
+  cmp "$tmp/one3.npy" "$tmp/mixed.npy" || { echo "FAIL: mixed ranks wrote other bytes"; exit 1; }
+  echo "ok: $np ranks of 1 and 16 workers agreed on brute force, identical bytes"
   ;;
 badinput)
   printf 'lat,lon\n1,2\n95,3\n' > "$tmp/bad.csv"
@@ -47,6 +82,6 @@ badinput)
   [ $n -eq "$np" ] || { echo "FAIL: $n of $np ranks reported an exit status"; exit 1; }
   echo "ok: all $np ranks failed cleanly on a bad input"
   ;;
-*) echo "usage: knn_app.sh NP CASK_KNN same|badinput"; exit 2 ;;
+*) echo "usage: knn_app.sh NP CASK_KNN same|kpruned|badinput"; exit 2 ;;
 esac
 exit 0

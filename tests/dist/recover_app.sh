@@ -2,7 +2,7 @@
 # tests/dist/recover_app.sh: a rank of cask-knn or cask-jacobi fails mid-run; the
 # survivors finish, and rank 0's output is the bytes of one process.
 #
-#   recover_app.sh NP APP knn|jacobi kill VICTIM K...    VICTIM is SIGKILLed when its K-th
+#   recover_app.sh NP APP knn|knnk|jacobi kill VICTIM K...    VICTIM is SIGKILLed when its K-th
 #                                                        task starts, once per K
 #   recover_app.sh NP APP knn|jacobi freeze VICTIM K MS  VICTIM stops for MS ms at its K-th
 #                                                        task (peer timeout 1.5 s): fenced
@@ -29,8 +29,11 @@ export UCX_TLS=${CASK_RECOVER_UCX_TLS-tcp,self}
 case "$kind" in
 knn)    args="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q --ref-chunk 128 --chunk 3000"
         ext=npy ;;
+knnk)   # the K-nearest kernels, pruned: korder, ksearch, kmerge, kfinish
+        args="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q --ref-chunk 128 --chunk 3000 --k 4 --method pruned"
+        ext=npy ;;
 jacobi) args="--n 130 --iters 60 --check 20 --cpu-only"; ext=raw ;;
-*) echo "usage: recover_app.sh NP APP knn|jacobi kill|freeze|second ..."; exit 2 ;;
+*) echo "usage: recover_app.sh NP APP knn|knnk|jacobi kill|freeze|second ..."; exit 2 ;;
 esac
 "$app" $args --out "$tmp/one.$ext" > /dev/null || { echo "FAIL: one process"; exit 1; }
 
@@ -74,6 +77,6 @@ second)
   CASK_DIST_TEST_KILL="$1:$2,$3:r$4" run $((np - 2)) "rank $1 killed at task $2, rank $3 at recovery task $4"
   grep -q 'attempt 2' "$tmp/log" ||
     { echo "FAIL: the second failure did not hit a recovery"; exit 1; } ;;
-*) echo "usage: recover_app.sh NP APP knn|jacobi kill|freeze|second ..."; exit 2 ;;
+*) echo "usage: recover_app.sh NP APP knn|knnk|jacobi kill|freeze|second ..."; exit 2 ;;
 esac
 exit 0
