@@ -1,7 +1,8 @@
 #!/bin/sh
 # tests/dist/device.sh: the multi-process checks that need GPUs, on a machine without
 # mpirun (file bootstrap): NCCL ring and lost-peer tests, UCX tests with 4 ranks,
-# bench-xport with NCCL, cask-knn on 1 and 2 GPUs (1 and 2 processes). Logs under $OUT (or ./out).
+# bench-xport with NCCL, cask-knn on 1 and 2 GPUs (1 and 2 processes; its --k and --method:
+# device_knn_k.sh). Logs under $OUT (or ./out).
 #   sh tests/dist/device.sh [BUILD_DIR]
 set -u
 B=${1:-build-dist}
@@ -27,3 +28,5 @@ K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1 --ref-chunk 4096 --repeat 5 --
 CUDA_VISIBLE_DEVICES=0 $K > "$OUT/knn1.txt" 2>&1; grep -E "time|pairs/s|check: [0-9]" "$OUT/knn1.txt"
 $K > "$OUT/knn1x2.txt" 2>&1; grep -E "time|pairs/s" "$OUT/knn1x2.txt"
 CASK_GPU_PER_RANK=1 tests/dist/launch-local.sh 2 $K > "$OUT/knn2.txt" 2>&1; grep -E "processes|time|pairs/s|check: [0-9]" "$OUT/knn2.txt"
+echo "== cask-knn --k, --method across processes"
+OUT="$OUT" sh tests/dist/device_knn_k.sh "$B" 2>&1 | tail -12
