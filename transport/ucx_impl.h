@@ -116,6 +116,7 @@ struct xport_ucx {
     int cuda_mem;                   /* the context moves UCS_MEMORY_TYPE_CUDA */
     int shm;                        /* UCX's shared-memory FIFOs may carry messages
                                      * (CASK_UCX_SHM=1, or UCX_TLS set): ucx_config.c */
+    int cma;                        /* rendezvous data by CMA reads (ucx_config.c) */
     ucp_worker_h worker;
     ucp_address_t *addr;
     size_t addr_len;

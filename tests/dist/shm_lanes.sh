@@ -5,6 +5,8 @@
 #   while it wrote into a peer's FIFO leaves an element that peer waits for forever,
 #   and the peer is then deaf to every rank of its host (issue 11). Before the fix the
 #   lanes were sysv/memory or posix/memory: this test failed.
+#   Rendezvous data goes by CMA reads where the UCX allows it (cma/ on every same-host
+#   endpoint), unless CASK_UCX_CMA=0.
 #   With CASK_UCX_SHM=1 UCX chooses as it likes (shared memory where it can).
 #   With UCX_TLS set, the user's list is kept (here tcp,self: tcp only).
 #
@@ -39,6 +41,20 @@ if [ -n "$bad" ]; then
 fi
 echo "ok: default: no shared-memory FIFO between ranks of one host:"
 grep '^cask ucx: rank 0 -> ' "$tmp/default.log"
+# bulk data by CMA reads where the UCX can (1.22: CMA_MEMORY_INVALIDATE), on every
+# same-host endpoint then; without it (CASK_UCX_CMA=0, or UCX 1.13) by TCP alone
+if grep -q 'rendezvous data by CMA reads' "$tmp/default.log"; then
+  bad=$(grep '^cask ucx: rank .* (same host): ' "$tmp/default.log" | grep -v 'cma/')
+  [ -z "$bad" ] || { echo "FAIL: CMA on, but an endpoint without it:"; echo "$bad"; exit 1; }
+  echo "ok: default: rendezvous data by CMA reads on every same-host endpoint"
+  lanes nocma CASK_UCX_CMA=0
+  if grep -q 'cma/' "$tmp/nocma.log" || ! grep -q 'rendezvous data by TCP' "$tmp/nocma.log"; then
+    echo "FAIL: CASK_UCX_CMA=0 kept CMA:"; grep '^cask ucx: rank 0 ' "$tmp/nocma.log"; exit 1
+  fi
+  echo "ok: CASK_UCX_CMA=0: TCP alone"
+else
+  echo "ok: default: this UCX cannot put CMA on a peer-failure endpoint: TCP alone"
+fi
 
 lanes tls UCX_TLS=tcp,self
 bad=$(grep '^cask ucx: rank .* (same host): ' "$tmp/tls.log" | grep -Ev '\): (tcp/[^ ]* ?)+$')
