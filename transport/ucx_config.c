@@ -88,36 +88,41 @@ void ucx_heartbeat_scale(xport_ucx *x)
 
 /* Ranks on one host send their messages over TCP on loopback and UCX's CUDA transports
  * for GPU memory, not through UCX's shared-memory FIFOs (posix, sysv, xpmem), unless
- * CASK_UCX_SHM=1 or the user set UCX_TLS. The reason is a rank killed while it writes to a peer's FIFO: the sender
- * takes the next element by a compare-and-swap on the FIFO's head, writes it, then
- * sets its owner bit; killed in between, it leaves an element the receiver waits for
- * forever, and every message another rank of the host sends it afterwards lands behind
- * that element, unread. The receiver is then deaf to its whole host while every process
- * is alive, and the survivors of one loss fence each other out (issue 11: seen as
- * "both survivors fenced" in the chaos soak, tests/dist/stall_replay.sh under load).
- * A TCP connection of a killed sender only resets, and a message half sent dies with
- * it.
+ * CASK_UCX_SHM=1 or the user set UCX_TLS. The reason is a rank killed while it writes
+ * to a peer's FIFO: the sender takes the next element by a compare-and-swap on the
+ * FIFO's head, writes it, then sets its owner bit; killed in between, it leaves an
+ * element the receiver waits for forever, and every message another rank of the host
+ * sends it afterwards lands behind that element, unread. The receiver is then deaf to
+ * its whole host while every process is alive, and the survivors of one loss fence each
+ * other out (issue 11: seen as "both survivors fenced" in the chaos soak,
+ * tests/dist/stall_replay.sh under load). A TCP connection of a killed sender only
+ * resets, and a message half sent dies with it.
  *
  * Bulk host data between them goes by CMA (process_vm_readv) all the same, at memory
  * speed instead of loopback TCP's (1-2 GB/s): the rendezvous data of a message is read
  * by its receiver straight from the sender's buffer. UCX puts CMA on an endpoint in
  * UCP_ERR_HANDLING_MODE_PEER only if its memory domain says it can invalidate memory
  * (so that a failed peer can no longer reach a buffer that is reused); CMA cannot, so
- * UCX (1.22) leaves it out unless CMA_MEMORY_INVALIDATE is set, and cask sets it with
- * the rendezvous scheme limited to reads (get_zcopy). Then a peer only ever reads this
+ * UCX leaves it out unless CMA_MEMORY_INVALIDATE is set, and cask sets it with the
+ * rendezvous scheme limited to reads (get_zcopy). Then a peer only ever reads this
  * rank's memory, never writes it: a peer given up for lost, or a rank fenced out and
- * resumed, can at worst read a buffer that was reused, and that rank's results are
- * not taken. A sender killed while its data is read fails the read (the process is
- * gone) and the endpoint with it, as a reset TCP connection does. CASK_UCX_CMA=0, or
- * the user's own UCX_CMA_MEMORY_INVALIDATE or UCX_RNDV_SCHEME, leaves this off; a UCX
- * without the setting (1.13) keeps TCP. */
+ * resumed, can at worst read a buffer that was reused, and that rank's results are not
+ * taken. A sender killed while its data is read fails the read
+ * (the process is gone) and the endpoint with it, as a reset TCP connection does.
+ * CASK_UCX_CMA=0, or the user's own UCX_CMA_MEMORY_INVALIDATE or UCX_RNDV_SCHEME,
+ * leaves this off. So does a UCX older than 1.22, the version it was measured with:
+ * 1.13 takes both keys but still leaves CMA off peer-failure endpoints (and the
+ * read-only scheme would then be for nothing). */
 void ucx_choose_transports(xport_ucx *x, ucp_config_t *conf)
 {
     const char *tls = getenv("UCX_TLS");
     x->shm = env_int("CASK_UCX_SHM", 0, 0, 1) || (tls && *tls);
     x->cma = 0;
-    if (!x->shm && env_int("CASK_UCX_CMA", 1, 0, 1) && !getenv("UCX_CMA_MEMORY_INVALIDATE") &&
-        !getenv("UCX_RNDV_SCHEME") &&
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    if (!x->shm && (major > 1 || (major == 1 && minor >= 22)) &&
+        env_int("CASK_UCX_CMA", 1, 0, 1) &&
+        !getenv("UCX_CMA_MEMORY_INVALIDATE") && !getenv("UCX_RNDV_SCHEME") &&
         ucp_config_modify(conf, "RNDV_SCHEME", "get_zcopy") == UCS_OK) {
         if (ucp_config_modify(conf, "CMA_MEMORY_INVALIDATE", "y") == UCS_OK)
             x->cma = 1;

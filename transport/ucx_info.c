@@ -74,7 +74,10 @@ void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
             1e-6 * (double)(t[2] - t[1]), 1e-6 * (double)(t[3] - t[2]));
     fprintf(f, "cask ucx: rank %d heartbeats every %d ms (asked %d ms), peer timeout %d ms\n",
             x->rank, x->heartbeat_ms, x->heartbeat_asked_ms, x->timeout_ms);
-    fprintf(f, "cask ucx: rank %d same-host transports: %s\n", x->rank,
+    unsigned major = 0, minor = 0, release = 0;
+    ucp_get_version(&major, &minor, &release);
+    fprintf(f, "cask ucx: rank %d same-host transports (UCX %u.%u.%u): %s\n", x->rank,
+            major, minor, release,
             x->shm ? "as UCX chooses (CASK_UCX_SHM=1 or UCX_TLS)"
             : x->cma ? "no shared-memory FIFO; rendezvous data by CMA reads"
                      : "no shared-memory FIFO; rendezvous data by TCP");

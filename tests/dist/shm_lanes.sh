@@ -41,9 +41,15 @@ if [ -n "$bad" ]; then
 fi
 echo "ok: default: no shared-memory FIFO between ranks of one host:"
 grep '^cask ucx: rank 0 -> ' "$tmp/default.log"
-# bulk data by CMA reads where the UCX can (1.22: CMA_MEMORY_INVALIDATE), on every
-# same-host endpoint then; without it (CASK_UCX_CMA=0, or UCX 1.13) by TCP alone
-if grep -q 'rendezvous data by CMA reads' "$tmp/default.log"; then
+# bulk data by CMA reads from UCX 1.22 on (CMA_MEMORY_INVALIDATE), on every same-host
+# endpoint; with CASK_UCX_CMA=0, or an older UCX (1.13), by TCP alone
+ver=$(sed -n 's/^cask ucx: rank 0 same-host transports (UCX \([0-9]*\)\.\([0-9]*\)\..*/\1 \2/p' \
+      "$tmp/default.log")
+[ -n "$ver" ] || { echo "FAIL: no same-host transports line"; cat "$tmp/default.log"; exit 1; }
+set -- $ver
+if [ "$1" -gt 1 ] || [ "$2" -ge 22 ]; then
+  grep -q 'rendezvous data by CMA reads' "$tmp/default.log" ||
+    { echo "FAIL: UCX $1.$2 and no CMA:"; grep '^cask ucx: rank 0 ' "$tmp/default.log"; exit 1; }
   bad=$(grep '^cask ucx: rank .* (same host): ' "$tmp/default.log" | grep -v 'cma/')
   [ -z "$bad" ] || { echo "FAIL: CMA on, but an endpoint without it:"; echo "$bad"; exit 1; }
   echo "ok: default: rendezvous data by CMA reads on every same-host endpoint"
@@ -53,7 +59,9 @@ if grep -q 'rendezvous data by CMA reads' "$tmp/default.log"; then
   fi
   echo "ok: CASK_UCX_CMA=0: TCP alone"
 else
-  echo "ok: default: this UCX cannot put CMA on a peer-failure endpoint: TCP alone"
+  grep -q 'rendezvous data by TCP' "$tmp/default.log" ||
+    { echo "FAIL: UCX $1.$2 and CMA asked for:"; grep '^cask ucx: rank 0 ' "$tmp/default.log"; exit 1; }
+  echo "ok: default: UCX $1.$2, older than 1.22: rendezvous data by TCP"
 fi
 
 lanes tls UCX_TLS=tcp,self
