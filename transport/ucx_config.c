@@ -107,8 +107,9 @@ void ucx_heartbeat_scale(xport_ucx *x)
  * rendezvous scheme limited to reads (get_zcopy). Then a peer only ever reads this
  * rank's memory, never writes it: a peer given up for lost, or a rank fenced out and
  * resumed, can at worst read a buffer that was reused, and that rank's results are not
- * taken. A sender killed while its data is read fails the read
- * (the process is gone) and the endpoint with it, as a reset TCP connection does.
+ * taken. A sender killed while its data is read should fail the read (the process is
+ * gone) and the endpoint with it, as a reset TCP connection does (the kill tests pass
+ * over CMA; none aims a kill inside a read).
  * CASK_UCX_CMA=0, or the user's own UCX_CMA_MEMORY_INVALIDATE or UCX_RNDV_SCHEME,
  * leaves this off. So does a UCX older than 1.22, the version it was measured with:
  * 1.13 takes both keys but still leaves CMA off peer-failure endpoints (and the

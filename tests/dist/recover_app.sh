@@ -2,8 +2,9 @@
 # tests/dist/recover_app.sh: a rank of cask-knn or cask-jacobi fails mid-run; the
 # survivors finish, and rank 0's output is the bytes of one process.
 #
-#   recover_app.sh NP APP knn|knnk|jacobi kill VICTIM K...    VICTIM is SIGKILLed when its K-th
+#   recover_app.sh NP APP knn|jacobi kill VICTIM K...    VICTIM is SIGKILLed when its K-th
 #                                                        task starts, once per K
+#   (knnk: cask-knn --k 4 --method pruned, as knn in every mode)
 #   recover_app.sh NP APP knn|jacobi freeze VICTIM K MS  VICTIM stops for MS ms at its K-th
 #                                                        task (peer timeout 1.5 s): fenced
 #                                                        out, it must exit non-zero
