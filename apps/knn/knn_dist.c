@@ -4,9 +4,9 @@
  * The graph is knn_graph.c's, cut by owner: observation chunk i, its results, its
  * partial bests (and scratch, for the k kernels) belong to rank i % P; each rank r owns
  * a replica of the references (ref[r,j], refs[r]: the rank's own copy of the input) and
- * prepares it (prep[r,j]; sorted by prep_sorted for the k kernels, knn_kgraph.h), so
- * every search reads only data its rank holds and nothing travels but the results,
- * gathered into rank 0's arrays. Chunks owned by rank 0 write rank 0's arrays in place.
+ * prepares it (prep[r,j]; sorted by prep_sorted for the k kernels), so every search
+ * reads only data its rank holds and nothing travels but the results, gathered into rank
+ * 0's arrays (the tasks are knn_tasks.c's, as in one process). Chunks owned by rank 0 write rank 0's arrays in place.
  * The same kernels, chunk boundaries and tie rule as one process make the output the
  * same bytes whatever P.
  *
@@ -15,7 +15,7 @@
  * searches (cask_dist_data_set_loader), and the output is the same bytes. */
 #include "knn_dist.h"
 #include "knn_chunks.h"
-#include "knn_kgraph.h"
+#include "knn_tasks.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -224,22 +224,16 @@ struct knn_dist_job {
     size_t ntasks;
 };
 
-static cask_status add(knn_dist_job *j, cask_kernel *kern, const cask_access *acc, int nacc,
+/* One task into the graph of job ctx (knn_add_fn). */
+static cask_status add(void *ctx, cask_kernel *kern, const cask_access *acc, int nacc,
                        const void *args, size_t args_size, int priority, uint32_t where,
                        int device, const char *name)
 {
+    knn_dist_job *j = ctx;
     cask_task_desc d = knn_task_desc(kern, acc, nacc, args, args_size, priority, where, device,
                                      name);
     j->ntasks++;
     return cask_dist_graph_add_task(j->g, &d, NULL);
-}
-
-/* knn_kgraph's tasks into j's graph. */
-static cask_status kadd(void *ctx, cask_kernel *kern, const cask_access *acc, int nacc,
-                        const void *args, size_t args_size, int priority, uint32_t where,
-                        int device, const char *name)
-{
-    return add(ctx, kern, acc, nacc, args, args_size, priority, where, device, name);
 }
 
 /* Observation chunk i's results, owned by its rank o, go to rank 0's arrays (rank 0's own
@@ -252,39 +246,6 @@ static cask_status gather(knn_dist_job *j, int64_t i, int32_t *index, float *dis
     int me0 = j->c->rank == 0;
     cask_status st = cask_dist_graph_gather(j->g, j->index[i], 0, me0 ? index + r0 : NULL);
     return st ? st : cask_dist_graph_gather(j->g, j->dist[i], 0, me0 ? dist + r0 : NULL);
-}
-
-/* The graph of the k kernels (knn_kgraph.h): each rank sorts its replica of the
- * references (prep_sorted[r,q]); observation chunk i is ordered, searched, merged and
- * finished by its owner, against that owner's replica. */
-static cask_status add_ksearch(knn_dist_job *j, const cask_knn_kernels *k,
-                               const knn_plan *plan, cask_knn_points ofmt,
-                               cask_knn_points rfmt, int32_t *index, float *dist,
-                               const int *devices, int ndevices)
-{
-    int P = j->c->size, me = j->c->rank;
-    knn_kbuild b = {k, kadd, j, j->n, j->m, j->chunk, j->ref_chunk, j->nref, j->k,
-                    plan->prune ? 1 : 0, plan->scale, plan->where, ofmt, rfmt};
-    char nb[64];
-    cask_status st;
-    for (int r = 0; r < P; r++)
-        for (int64_t q = 0; q < j->nref; q++) {
-            int64_t rq = r * j->nref + q;
-            int dev = r == me && ndevices > 0 ? devices[q % ndevices] : -1;
-            if ((st = knn_kadd_prep(&b, q, j->ref[rq], j->prep[rq], j->rscratch[rq], dev,
-                                    knn_name(nb, "prep[%d,%lld]", r, (long long)q))))
-                return st;
-        }
-    for (int64_t i = 0; i < j->nobs; i++) {
-        int o = (int)(i % P);
-        int dev = o == me && ndevices > 0 ? devices[(i / P) % ndevices] : -1;
-        if ((st = knn_kadd_chunk(&b, i, j->obs[i], j->scratch[i], j->prep + o * j->nref,
-                                 j->best ? j->best + i * j->nref : NULL, j->index[i],
-                                 j->dist[i], dev)) ||
-            (st = gather(j, i, index, dist)))
-            return st;
-    }
-    return CASK_OK;
 }
 
 cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
@@ -378,74 +339,28 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
     what = "building the graph";
     if ((st = cask_dist_graph_create(c->dist, &j->g)))
         goto fail;
-    cask_knn_points ofmt = {obs->f64, obs->degrees}, rfmt = {ref->f64, ref->degrees};
-    uint32_t where = plan->where;
+    /* Each rank prepares its replica of the references (prep[r,q]); observation chunk i
+     * is searched, merged and finished by its owner, against that owner's replica. */
+    knn_build b = {k, add, j, j->n, j->m, j->chunk, j->ref_chunk, j->nref, j->k,
+                   j->ksearch, plan->prune ? 1 : 0, plan->scale, plan->where,
+                   {obs->f64, obs->degrees}, {ref->f64, ref->degrees}};
     char nb[64];
-    if (j->ksearch) {
-        if ((st = add_ksearch(j, k, plan, ofmt, rfmt, index, dist, devices, ndevices)))
-            goto fail;
-        *out = j;
-        return CASK_OK;
-    }
     for (int r = 0; r < P; r++)
         for (int64_t q = 0; q < j->nref; q++) {
-            cask_knn_prep_args a = {knn_rows_of(j->m, j->ref_chunk, q), rfmt};
-            cask_access acc[2] = {{j->ref[r * j->nref + q], CASK_READ},
-                                  {j->prep[r * j->nref + q], CASK_WRITE}};
+            int64_t rq = r * j->nref + q;
             int dev = r == me && ndevices > 0 ? devices[q % ndevices] : -1;
-            if ((st = add(j, k->prep, acc, 2, &a, sizeof a, 3, where, dev,
-                          knn_name(nb, "prep[%d,%lld]", r, (long long)q))))
+            if ((st = knn_add_prep(&b, q, j->ref[rq], j->prep[rq],
+                                   j->ksearch ? j->rscratch[rq] : NULL, dev,
+                                   knn_name(nb, "prep[%d,%lld]", r, (long long)q))))
                 goto fail;
         }
     for (int64_t i = 0; i < j->nobs; i++) {
-        int64_t n = knn_rows_of(j->n, j->chunk, i);
         int o = (int)(i % P);
         int dev = o == me && ndevices > 0 ? devices[(i / P) % ndevices] : -1;
-        cask_data **prep = j->prep + o * j->nref;
-        for (int64_t q = 0; q < j->nref; q++) {
-            cask_knn_search_args a = {0};
-            a.n = n;
-            a.m = knn_rows_of(j->m, j->ref_chunk, q);
-            a.ref_base = q * j->ref_chunk;
-            a.in = ofmt;
-            a.mode = partial ? CASK_KNN_PARTIAL : CASK_KNN_FINAL;
-            a.scale = plan->scale;
-            cask_access acc[4] = {{j->obs[i], CASK_READ}, {prep[q], CASK_READ}};
-            int nacc;
-            if (partial) {
-                acc[2] = (cask_access){j->best[i * j->nref + q], CASK_WRITE};
-                nacc = 3;
-            } else {
-                acc[2] = (cask_access){j->index[i], CASK_WRITE};
-                acc[3] = (cask_access){j->dist[i], CASK_WRITE};
-                nacc = 4;
-            }
-            if ((st = add(j, k->search, acc, nacc, &a, sizeof a, 0, where, dev,
-                          knn_name(nb, "knn[%lld,%lld]", (long long)i, (long long)q))))
-                goto fail;
-        }
-        if (partial) {
-            for (int64_t s = 1; s < j->nref; s *= 2)
-                for (int64_t q = 0; q + s < j->nref; q += 2 * s) {
-                    cask_knn_merge_args a = {n};
-                    cask_access acc[2] = {{j->best[i * j->nref + q], CASK_RW},
-                                          {j->best[i * j->nref + q + s], CASK_READ}};
-                    if ((st = add(j, k->merge, acc, 2, &a, sizeof a, 1, where, dev,
-                                  knn_name(nb, "merge[%lld,%lld>%lld]", (long long)i,
-                                     (long long)(q + s), (long long)q))))
-                        goto fail;
-                }
-            cask_knn_finish_args a = {n, plan->scale, ofmt, rfmt};
-            cask_access acc[5] = {{j->obs[i], CASK_READ},
-                                  {j->best[i * j->nref], CASK_READ},
-                                  {j->index[i], CASK_WRITE},
-                                  {j->dist[i], CASK_WRITE},
-                                  {j->ref_all[o], CASK_READ}};
-            if ((st = add(j, k->finish, acc, 5, &a, sizeof a, 2, where, dev,
-                          knn_name(nb, "finish[%lld]", (long long)i))))
-                goto fail;
-        }
-        if ((st = gather(j, i, index, dist)))
+        knn_chunk_data d = {j->obs[i], j->ksearch ? j->scratch[i] : NULL, j->ref_all[o],
+                            j->index[i], j->dist[i], j->prep + o * j->nref,
+                            partial ? j->best + i * j->nref : NULL};
+        if ((st = knn_add_chunk(&b, i, &d, dev)) || (st = gather(j, i, index, dist)))
             goto fail;
     }
     *out = j;

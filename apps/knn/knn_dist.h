@@ -1,7 +1,7 @@
 /* knn_dist.h: cask-knn across the processes of a job (cask/dist.h). Every rank holds the
  * whole input (it read or generated it); observation chunk i is owned, searched and
  * finished by rank i % P, against a replica of the references that each rank prepares
- * (or, with k > 1 or pruning, sorts: knn_kgraph.h) for itself, and its results are
+ * (or, with k > 1 or pruning, sorts: knn_tasks.h) for itself, and its results are
  * gathered into the index/dist arrays of rank 0. Only
  * the public API. Started without a launcher, the job has one process and cask-knn
  * does not use this file's graph at all (knn_graph.h, unchanged). */

@@ -8,10 +8,11 @@
  * index[i] and dist[i]. Ties go to the lowest index everywhere, so the result never
  * depends on the chunking. index[i]/dist[i] are registered slices of the caller's host
  * arrays with write-back on, so each chunk's result streams to host memory while others
- * still compute. */
+ * still compute. The tasks themselves, and those of the k kernels, are added by
+ * knn_tasks.c (shared with the ranks of a job, knn_dist.c); this file holds the data. */
 #include "knn_graph.h"
 #include "knn_chunks.h"
-#include "knn_kgraph.h"
+#include "knn_tasks.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -23,7 +24,6 @@
 struct knn_job {
     cask_runtime *rt;
     cask_graph *g;
-    const cask_knn_kernels *k_;
     int64_t n, m, chunk, ref_chunk, nobs, nref;
     cask_data **obs, **index, **dist;  /* nobs each */
     cask_data **ref, **prep;           /* nref each */
@@ -48,11 +48,14 @@ static cask_status create(knn_job *j, size_t bytes, cask_data **out, const char 
     return st ? st : cask_data_set_name(*out, name);
 }
 
-static cask_status add(knn_job *j, cask_kernel *kern, const cask_access *acc, int nacc,
+/* One task into the graph of job ctx (knn_add_fn). */
+static cask_status add(void *ctx, cask_kernel *kern, const cask_access *acc, int nacc,
                        const void *args, size_t args_size, int priority, uint32_t where,
-                       const char *name)
+                       int device, const char *name)
 {
-    cask_task_desc d = knn_task_desc(kern, acc, nacc, args, args_size, priority, where, -1, name);
+    knn_job *j = ctx;
+    cask_task_desc d = knn_task_desc(kern, acc, nacc, args, args_size, priority, where, device,
+                                     name);
     j->ntasks++;
     return cask_graph_add_task(j->g, &d, NULL);
 }
@@ -68,36 +71,6 @@ static cask_status fail_rt(knn_job *j, cask_status st, const char *what, char *e
                       msg[0] ? ": " : "", msg);
 }
 
-/* knn_kgraph's tasks into j's graph (one process: no preferred GPU). */
-static cask_status kadd(void *ctx, cask_kernel *kern, const cask_access *acc, int nacc,
-                        const void *args, size_t args_size, int priority, uint32_t where,
-                        int device, const char *name)
-{
-    (void)device;
-    return add(ctx, kern, acc, nacc, args, args_size, priority, where, name);
-}
-
-/* The graph of the k kernels: prep_sorted[r], korder[i] (observations in curve
- * order, overlapping the references' prep), ksearch[i,r], kmerge tree, kfinish. */
-static cask_status add_ksearch(knn_job *j, const knn_plan *plan, cask_knn_points ofmt,
-                               cask_knn_points rfmt)
-{
-    knn_kbuild b = {j->k_, kadd, j, j->n, j->m, j->chunk, j->ref_chunk, j->nref, j->k,
-                    plan->prune ? 1 : 0, plan->scale, plan->where, ofmt, rfmt};
-    char nb[64];
-    cask_status st;
-    for (int64_t r = 0; r < j->nref; r++)
-        if ((st = knn_kadd_prep(&b, r, j->ref[r], j->prep[r], j->rscratch[r], -1,
-                                knn_name(nb, "prep[%lld]", (long long)r))))
-            return st;
-    for (int64_t i = 0; i < j->nobs; i++)
-        if ((st = knn_kadd_chunk(&b, i, j->obs[i], j->scratch[i], j->prep,
-                                 j->best ? j->best + i * j->nref : NULL, j->index[i],
-                                 j->dist[i], -1)))
-            return st;
-    return CASK_OK;
-}
-
 cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
                            const knn_points *obs, const knn_points *ref, int32_t *index,
                            float *dist, const knn_plan *plan, knn_job **out, char *err,
@@ -111,7 +84,6 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
     if (!j)
         return knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
     j->rt = rt;
-    j->k_ = k;
     j->n = obs->n;
     j->m = ref->n;
     knn_cut(obs->n, plan->chunk, &j->chunk, &j->nobs);
@@ -188,67 +160,18 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
     what = "building the graph";
     if ((st = cask_graph_create(rt, &j->g)))
         goto fail_rt;
-    cask_knn_points ofmt = {obs->f64, obs->degrees}, rfmt = {ref->f64, ref->degrees};
-    uint32_t where = plan->where;
-    if (j->ksearch) {
-        if ((st = add_ksearch(j, plan, ofmt, rfmt)))
+    knn_build b = {k, add, j, j->n, j->m, j->chunk, j->ref_chunk, j->nref, j->k,
+                   j->ksearch, plan->prune ? 1 : 0, plan->scale, plan->where,
+                   {obs->f64, obs->degrees}, {ref->f64, ref->degrees}};
+    for (int64_t r = 0; r < j->nref; r++)
+        if ((st = knn_add_prep(&b, r, j->ref[r], j->prep[r], j->ksearch ? j->rscratch[r] : NULL,
+                               -1, knn_name(nb, "prep[%lld]", (long long)r))))
             goto fail_rt;
-        *out = j;
-        return CASK_OK;
-    }
-    /* Priorities: prepare first; then finish a chunk's merges before starting new
-     * searches, so results stream back and partial buffers are freed early. */
-    for (int64_t r = 0; r < j->nref; r++) {
-        cask_knn_prep_args a = {knn_rows_of(j->m, j->ref_chunk, r), rfmt};
-        cask_access acc[2] = {{j->ref[r], CASK_READ}, {j->prep[r], CASK_WRITE}};
-        if ((st = add(j, k->prep, acc, 2, &a, sizeof a, 3, where,
-                      knn_name(nb, "prep[%lld]", (long long)r))))
-            goto fail_rt;
-    }
     for (int64_t i = 0; i < j->nobs; i++) {
-        int64_t n = knn_rows_of(j->n, j->chunk, i);
-        for (int64_t r = 0; r < j->nref; r++) {
-            cask_knn_search_args a = {0};
-            a.n = n;
-            a.m = knn_rows_of(j->m, j->ref_chunk, r);
-            a.ref_base = r * j->ref_chunk;
-            a.in = ofmt;
-            a.mode = partial ? CASK_KNN_PARTIAL : CASK_KNN_FINAL;
-            a.scale = plan->scale;
-            cask_access acc[4] = {{j->obs[i], CASK_READ}, {j->prep[r], CASK_READ}};
-            int nacc;
-            if (partial) {
-                acc[2] = (cask_access){j->best[i * j->nref + r], CASK_WRITE};
-                nacc = 3;
-            } else {
-                acc[2] = (cask_access){j->index[i], CASK_WRITE};
-                acc[3] = (cask_access){j->dist[i], CASK_WRITE};
-                nacc = 4;
-            }
-            if ((st = add(j, k->search, acc, nacc, &a, sizeof a, 0, where,
-                          knn_name(nb, "knn[%lld,%lld]", (long long)i, (long long)r))))
-                goto fail_rt;
-        }
-        if (!partial)
-            continue;
-        for (int64_t s = 1; s < j->nref; s *= 2)
-            for (int64_t r = 0; r + s < j->nref; r += 2 * s) {
-                cask_knn_merge_args a = {n};
-                cask_access acc[2] = {{j->best[i * j->nref + r], CASK_RW},
-                                      {j->best[i * j->nref + r + s], CASK_READ}};
-                if ((st = add(j, k->merge, acc, 2, &a, sizeof a, 1, where,
-                              knn_name(nb, "merge[%lld,%lld>%lld]", (long long)i,
-                                 (long long)(r + s), (long long)r))))
-                    goto fail_rt;
-            }
-        cask_knn_finish_args a = {n, plan->scale, ofmt, rfmt};
-        cask_access acc[5] = {{j->obs[i], CASK_READ},
-                              {j->best[i * j->nref], CASK_READ},
-                              {j->index[i], CASK_WRITE},
-                              {j->dist[i], CASK_WRITE},
-                              {j->ref_all, CASK_READ}};
-        if ((st = add(j, k->finish, acc, 5, &a, sizeof a, 2, where,
-                      knn_name(nb, "finish[%lld]", (long long)i))))
+        knn_chunk_data d = {j->obs[i], j->ksearch ? j->scratch[i] : NULL, j->ref_all,
+                            j->index[i], j->dist[i], j->prep,
+                            partial ? j->best + i * j->nref : NULL};
+        if ((st = knn_add_chunk(&b, i, &d, -1)))
             goto fail_rt;
     }
     *out = j;
