@@ -123,7 +123,7 @@ struct cask_dist {
     int gpu_sim;
     FILE *xlog;               /* CASK_DIST_XFER_LOG (dist_xlog.c), NULL: off */
     struct dist_route *route; /* every rank's abilities and the cost model (agreed) */
-    cask_kernel *k_gsend, *k_grecv;
+    cask_kernel *k_gsend, *k_grecv, *k_gdeliver;
     struct cask_dist_graph *graphs;   /* created and not destroyed (handlers look here) */
     struct dist_dash *dash;   /* this job in the live dashboard (dist_dashboard.c) */
     struct dist_steal *stl;   /* balancing while running (dist_steal.c), NULL if off */

@@ -37,10 +37,27 @@ static void push_copy(planner *P, uint32_t gid, cask_data *from, cask_data *to, 
         *ds = (dests){ 0 };
 }
 
+/* Whether the latest version of d, gathered to rank `to` (not its home), goes there from
+ * GPU memory into GPU memory by UCX, and then into the destinations by a copy off that
+ * GPU: made on a GPU, and the route of a GPU chunk between the two ranks is UCX-CUDA
+ * (dist_route.c: both have a GPU and a UCX that moves CUDA memory, and the model prefers
+ * it: within a host, cuda_ipc). The host route would read the chunk from the sender's
+ * host memory on the receiver's one UCX progress thread (CMA within a host: about 5-9
+ * GB/s, bench/RESULTS.md 15.6), where this one moves it over NVLink and copies it off
+ * the receiver's GPU by its copy engine. The same on every rank (CASK_DIST_GPU_XPORT=host,
+ * rank 0's, keeps it on the host route). */
+static int gather_by_gpu(planner *P, uint32_t gid, int from, int to)
+{
+    return P->pd[gid].gpu_made &&
+           dist_route_choose(P->dist, from, to, P->dist->data[gid].bytes, 1) ==
+               DIST_ROUTE_UCX_CUDA;
+}
+
 /* Sends the latest version of gid to rank `to` at the final exchange, where it goes
- * into the owner's handle (home) and/or gather destinations (ds, on `to`). */
+ * into the owner's handle (home) and/or gather destinations (ds, on `to`); gather: for
+ * gathers alone (home is not on `to`), which may go by GPU (gather_by_gpu). */
 static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, dests *ds,
-                           int final_exchange)
+                           int final_exchange, int gather)
 {
     cask_dist *dist = P->dist;
     cask_dist_graph *g = P->g;
@@ -48,10 +65,14 @@ static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, de
     phandle *src = &d->h[d->holder];
     uint32_t seq = 0;
     int nccl = plan_by_nccl(P, d, NULL, &seq);
+    int gpu_ucx = !nccl && gather && gather_by_gpu(P, gid, src->rank, to);
     if (src->rank == P->me) {
         plan_push_send(P, final_exchange, to, gid, d->version, src->local, nccl, seq);
+        if (P->st == CASK_OK)
+            g->sends[g->nsends - 1].gpu_ucx = gpu_ucx;
         g->transfers_out++;
         g->bytes_out += dist->data[gid].bytes;
+        g->transfers_gpu_ucx += (size_t)gpu_ucx;
     }
     if (to != P->me)
         return;
@@ -70,9 +91,12 @@ static void final_transfer(planner *P, uint32_t gid, int to, cask_data *home, de
     s->graph = g;
     s->nccl = nccl;
     s->seq = seq;
-    if (nccl) {   /* lands on the GPU, then delivered from there */
+    s->gpu_ucx = gpu_ucx;
+    if (nccl || gpu_ucx) {   /* lands on the GPU (UCX: a pinned replica, dist_gpux.c), then
+                                delivered from there */
         if (!(s->h = plan_make_local_copy(P, gid, d->version, 0, NULL)))
             return;
+        g->transfers_gpu_ucx += (size_t)gpu_ucx;
     } else if (cask_host_alloc(dist->rt, dist->data[gid].bytes, &s->buf)) {
         P->st = CASK_ERR_NOMEM;
         return;
@@ -153,7 +177,7 @@ void plan_final(planner *P, int final_exchange)
                     push_copy(P, gid, d->h[d->locs[li_owner].h].local, home_h, &ds);
             } else {
                 final_transfer(P, gid, owner, owner == P->me ? home_h : NULL, &ds,
-                               final_exchange);
+                               final_exchange, 0);
             }
             free(ds.also);
         }
@@ -173,7 +197,7 @@ void plan_final(planner *P, int final_exchange)
                 if (root == P->me)
                     push_copy(P, gid, d->h[d->locs[li].h].local, NULL, &ds);
             } else {
-                final_transfer(P, gid, root, NULL, &ds, final_exchange);
+                final_transfer(P, gid, root, NULL, &ds, final_exchange, 1);
             }
             free(ds.also);
         }

@@ -351,6 +351,12 @@ cask_status dist_xfer_add_exchange(cask_dist_graph *g, int e, size_t *send_i, si
             st = dist_gpux_pin(g, s);
             if (!st)
                 st = add_on(g, dist->k_grecv, s, &acc, 1, name, 1, NULL);
+            if (st || !s->dest)
+                continue;
+            /* a gather's (never home: dist_plan_final.c): off the GPU into its destinations */
+            cask_access dacc = { s->h, CASK_READ };
+            snprintf(name, sizeof name, "deliver #%u.v%u", s->gid, s->version);
+            st = add_on(g, dist->k_gdeliver, s, &dacc, 1, name, 1, NULL);
             continue;
         }
         if (s->nccl) {   /* into s->h on the GPU; a final one is then delivered */

@@ -4,7 +4,8 @@
 #
 #   recover_app.sh NP APP knn|jacobi kill VICTIM K...    VICTIM is SIGKILLed when its K-th
 #                                                        task starts, once per K
-#   (knnk: cask-knn --k 4 --method pruned, as knn in every mode)
+#   (knnk: cask-knn --k 4 --method pruned, as knn in every mode; knngpu: cask-knn --k 4
+#   on the GPUs, for the device machine, with CASK_RECOVER_UCX_TLS= for its cuda_ipc)
 #   recover_app.sh NP APP knn|jacobi freeze VICTIM K MS  VICTIM stops for MS ms at its K-th
 #                                                        task (peer timeout 1.5 s): fenced
 #                                                        out, it must exit non-zero
@@ -33,8 +34,12 @@ knn)    args="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q --ref-chun
 knnk)   # the K-nearest kernels, pruned: korder, ksearch, kmerge, kfinish
         args="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q --ref-chunk 128 --chunk 3000 --k 4 --method pruned"
         ext=npy ;;
+knngpu) # on GPUs (the device machine): results gathered by the GPU route
+        # (dist_plan_final.c) where the ranks' UCX moves CUDA memory
+        args="--generate 400000 4096 --seed 7 -q --chunk 25000 --k 4"
+        ext=npy ;;
 jacobi) args="--n 130 --iters 60 --check 20 --cpu-only"; ext=raw ;;
-*) echo "usage: recover_app.sh NP APP knn|knnk|jacobi kill|freeze|second ..."; exit 2 ;;
+*) echo "usage: recover_app.sh NP APP knn|knnk|knngpu|jacobi kill|freeze|second ..."; exit 2 ;;
 esac
 "$app" $args --out "$tmp/one.$ext" > /dev/null || { echo "FAIL: one process"; exit 1; }
 
@@ -43,7 +48,7 @@ run() {
   rm -rf "$tmp/rc" "$tmp/many.$ext"
   mkdir "$tmp/rc"
   RC_DIR="$tmp/rc" "$here/run.sh" "$np" --survivors "$1" sh -c \
-    '"$@"; rc=$?; r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-$$}}; echo $rc > "$RC_DIR/rc.$r"
+    '"$@"; rc=$?; r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${CASK_RANK:-$$}}}; echo $rc > "$RC_DIR/rc.$r"
      [ $rc = 0 ] && : > "$CASK_TEST_DIR/ok.$r"; exit 0' sh "$app" $args --out "$tmp/many.$ext" \
     > "$tmp/log" 2>&1
   rc=$?
@@ -78,6 +83,6 @@ second)
   CASK_DIST_TEST_KILL="$1:$2,$3:r$4" run $((np - 2)) "rank $1 killed at task $2, rank $3 at recovery task $4"
   grep -q 'attempt 2' "$tmp/log" ||
     { echo "FAIL: the second failure did not hit a recovery"; exit 1; } ;;
-*) echo "usage: recover_app.sh NP APP knn|knnk|jacobi kill|freeze|second ..."; exit 2 ;;
+*) echo "usage: recover_app.sh NP APP knn|knnk|knngpu|jacobi kill|freeze|second ..."; exit 2 ;;
 esac
 exit 0

@@ -9,6 +9,12 @@
  * 0's workers copy nothing GPU to host either (x, made in place at home, gets a mark
  * task: it must run where x is, not read it on a CPU).
  *
+ * A second chunk, w, made on rank 1's GPU, is gathered to rank 0 (cask_dist_graph_gather
+ * into a host array): by the GPU route it leaves rank 1 from GPU memory and lands on rank
+ * 0's GPU, which copies it into the array (dist_plan_final.c). Then transfers_gpu_ucx is
+ * 2 on each rank and neither rank's workers copy anything GPU to host; by the host route
+ * the array gets the same bytes.
+ *
  *
  * sim and simhost do the same on two simulated GPUs per rank (CASK_SIM_GPUS: host
  * memory, the kernels' CPU implementations) with CASK_DIST_SIM_GPU_UCX=1, which gives
@@ -112,7 +118,9 @@ int main(int argc, char **argv)
     }
     CHECK_OK(cask_init(&cfg, &rt), "cask_init");
     cask_dist *dist;
-    cask_status st = cask_dist_init(rt, NULL, &dist);
+    /* tasks where their data is (no balancing): w made on rank 1, its owner */
+    cask_dist_config dcfg = { .field_mask = CASK_DIST_STEAL, .steal = 0 };
+    cask_status st = cask_dist_init(rt, &dcfg, &dist);
     char err[1024];
     cask_runtime_error(rt, err, sizeof err);
     CHECK_OK(st, "cask_dist_init: %s", err);
@@ -137,10 +145,13 @@ int main(int argc, char **argv)
 
     size_t bytes = kib << 10;
     unsigned char *ybuf = rank == 1 ? calloc(1, bytes) : NULL;
-    cask_data *x, *y, *z;
+    unsigned char *wbuf = rank == 0 ? calloc(1, bytes) : NULL;   /* w gathered here */
+    CHECK(rank || wbuf, "out of memory");
+    cask_data *x, *y, *z, *w;
     CHECK_OK(cask_dist_data_create(dist, bytes, 0, NULL, &x), "x");
     CHECK_OK(cask_dist_data_create(dist, 2 * bytes, 1, NULL, &z), "z");
     CHECK_OK(cask_dist_data_create(dist, bytes, 1, ybuf, &y), "y");
+    CHECK_OK(cask_dist_data_create(dist, bytes, 1, NULL, &w), "w");
     cask_dist_graph *g;
     CHECK_OK(cask_dist_graph_create(dist, &g), "graph");
     for (int run = 1; run <= 2; run++) {
@@ -158,27 +169,40 @@ int main(int argc, char **argv)
                                   .access = a2, .naccess = 3, .where = CASK_WHERE_GPU,
                                   .name = "read x" };
             CHECK_OK(cask_dist_graph_add_task(g, &t2, NULL), "add read");
+            pat_args pw = { bytes, 9 };
+            cask_access a3 = { w, CASK_WRITE };
+            cask_task_desc t3 = { .field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE | CASK_TASK_NAME,
+                                  .kernel = kp, .access = &a3, .naccess = 1, .args = &pw,
+                                  .args_size = sizeof pw, .where = CASK_WHERE_GPU,
+                                  .name = "make w" };
+            CHECK_OK(cask_dist_graph_add_task(g, &t3, NULL), "add make w");
+            CHECK_OK(cask_dist_graph_gather(g, w, 0, wbuf), "gather w");
         }
         if (ybuf)
             memset(ybuf, 0, bytes);
+        if (wbuf)
+            memset(wbuf, 0, bytes);
         CHECK_OK(cask_runtime_stats_reset(rt), "stats reset");
         st = cask_dist_graph_compute(g);
         CHECK_OK(st, "compute %d: %s", run, cask_dist_graph_error(g));
-        int r1 = -1;
+        int r1 = -1, r2 = -1;
         CHECK_OK(cask_dist_graph_task_rank(g, 1, &r1), "task rank");
         CHECK(r1 == 1, "the reading task runs on rank %d, not 1", r1);
+        CHECK_OK(cask_dist_graph_task_rank(g, 2, &r2), "task rank");
+        CHECK(r2 == 1, "w is made on rank %d, not 1 (its owner)", r2);
         cask_dist_graph_info info;
         CHECK_OK(cask_dist_graph_query(g, &info), "query");
         printf("[rank %d] run %d: %zu KiB chunk, %zu by UCX GPU memory, %zu by NCCL, "
                "%llu host staging bytes\n", rank, run, kib, info.transfers_gpu_ucx,
                info.transfers_nccl, (unsigned long long)info.host_staging_bytes);
         if (cuda_ucx) {
-            CHECK(info.transfers_gpu_ucx == 1, "%zu transfers by UCX GPU memory, expected 1",
-                  info.transfers_gpu_ucx);
+            CHECK(info.transfers_gpu_ucx == 2, "%zu transfers by UCX GPU memory, expected 2 "
+                  "(x, and w's gather)", info.transfers_gpu_ucx);
             CHECK(info.host_staging_bytes == 0, "%llu bytes crossed host memory",
                   (unsigned long long)info.host_staging_bytes);
-            if (rank == 0) {   /* x stays on the GPU: not even the mark that it is home
-                                  (a task of its own) may copy it off */
+            {   /* x stays on the GPU on rank 0: not even the mark that it is home (a task
+                   of its own) may copy it off; w leaves rank 1 from GPU memory, and
+                   reaches rank 0's array by the copy of its deliver task */
                 cask_worker_stats ws[64];
                 int nw = 0;
                 CHECK_OK(cask_runtime_nworkers(rt, &nw), "nworkers");
@@ -187,7 +211,8 @@ int main(int argc, char **argv)
                 unsigned long long d2h = 0;
                 for (int w = 0; w < nw; w++)
                     d2h += ws[w].bytes_d2h;
-                CHECK(d2h == 0, "run %d: %llu bytes copied GPU to host on rank 0", run, d2h);
+                CHECK(d2h == 0, "run %d: %llu bytes copied GPU to host on rank %d", run, d2h,
+                      rank);
             }
         } else if (!info.transfers_nccl) {
             CHECK(info.transfers_gpu_ucx == 0, "GPU memory by a UCX without CUDA support");
@@ -203,11 +228,15 @@ int main(int argc, char **argv)
                       run, i, b[i], dt_pattern(0, 7, i));
             CHECK_OK(cask_data_release(y), "release y");
         }
+        for (size_t i = 0; wbuf && i < bytes; i++)
+            CHECK(wbuf[i] == dt_pattern(0, 9, i), "run %d: byte %zu of gathered w is %u, "
+                  "expected %u", run, i, wbuf[i], dt_pattern(0, 9, i));
     }
     CHECK_OK(cask_dist_graph_destroy(g), "destroy");
     CHECK_OK(cask_dist_finalize(dist), "finalize");
     CHECK_OK(cask_shutdown(rt), "shutdown");
     free(ybuf);
+    free(wbuf);
     if (rank == 0)
         printf("test_gpux %s: ok\n", mode);
     return 0;
