@@ -91,42 +91,7 @@ static cask_status gsend_cuda(cask_task_ctx *ctx)
     return CASK_OK;
 }
 
-/* buffers: [0] the chunk that came (R, on this rank's GPU) */
-static cask_status gdeliver_cuda(cask_task_ctx *ctx)
-{
-    dist_slot *s = dist_xfer_arg_of(ctx);
-    size_t bytes = s->graph->dist->data[s->gid].bytes;
-    cudaStream_t stream = (cudaStream_t)cask_task_cuda_stream(ctx);
-    const void *src = cask_task_buffer(ctx, 0);
-    cudaError_t e = cudaSuccess;
-    if (s->dest)
-        e = cudaMemcpyAsync(s->dest, src, bytes, cudaMemcpyDeviceToHost, stream);
-    for (int i = 0; e == cudaSuccess && i < s->nalso; i++)   /* the same root's other gathers */
-        e = cudaMemcpyAsync(s->also[i], src, bytes, cudaMemcpyDeviceToHost, stream);
-    if (e != cudaSuccess)
-        return cask_task_fail(ctx, "delivering chunk #%u from rank %d off GPU %d: "
-                              "cudaMemcpyAsync: %s", s->gid, s->from, cask_task_device(ctx),
-                              cudaGetErrorString(e)), CASK_ERR_CUDA;
-    /* the run ends after the stream did (the task completes with it) */
-    s->done_run = s->graph->run;
-    return CASK_OK;
-}
-
 #endif   /* CASK_HAVE_CUDA */
-
-/* A simulated GPU's replica is host memory: the same copy by memcpy. */
-static cask_status gdeliver_cpu(cask_task_ctx *ctx)
-{
-    dist_slot *s = dist_xfer_arg_of(ctx);
-    size_t bytes = s->graph->dist->data[s->gid].bytes;
-    const void *src = cask_task_buffer(ctx, 0);
-    if (s->dest)
-        memcpy(s->dest, src, bytes);
-    for (int i = 0; i < s->nalso; i++)
-        memcpy(s->also[i], src, bytes);
-    s->done_run = s->graph->run;
-    return CASK_OK;
-}
 
 /* CUDA and simulated GPUs alike: no CUDA call */
 static cask_status grecv_any(cask_task_ctx *ctx)
@@ -158,9 +123,9 @@ cask_status dist_gpux_register(cask_dist *dist)
     ks.cuda = gsend_cuda;
     kr.cuda = grecv_any;
 #endif
-    cask_kernel_desc kd = { .name = "dist_gpu_deliver", .cpu = gdeliver_cpu };
+    cask_kernel_desc kd = { .name = "dist_gpu_deliver", .cpu = dist_xfer_deliver_mem };
 #ifdef CASK_HAVE_CUDA
-    kd.cuda = gdeliver_cuda;
+    kd.cuda = dist_xfer_deliver_gpu;
 #endif
     cask_status st = cask_kernel_register(dist->rt, &ks, &dist->k_gsend);
     if (!st)

@@ -532,6 +532,14 @@ void dist_xlog_send(cask_dist *dist, const dist_send *s, uint32_t run);   /* tak
 void dist_xlog_recv(cask_dist *dist, const dist_slot *s, uint32_t run, double t_wait);   /* under mu */
 void dist_xlog_wait(cask_dist *dist, const dist_slot *s, uint32_t run, double t);   /* under mu */
 
+/* dist_xfer.c: a final slot's deliver task after its chunk came into a GPU replica
+ * (buffers: [0] the replica, [1] the owner's handle if home): on the GPU, and where the
+ * replica is host memory (a simulated GPU's). */
+#ifdef CASK_HAVE_CUDA
+cask_status dist_xfer_deliver_gpu(cask_task_ctx *ctx);
+#endif
+cask_status dist_xfer_deliver_mem(cask_task_ctx *ctx);
+
 /* Pins slot s's GPU landing buffer (planning). */
 cask_status dist_gpux_pin(cask_dist_graph *g, dist_slot *s);
 /* Unpins every landing buffer of g (before its handles go). */

@@ -244,40 +244,6 @@ static cask_status nrecv_cuda(cask_task_ctx *ctx)
     return issue(ctx, s->graph, s->order, s->from, 1, s->graph->dist->data[s->gid].bytes, what);
 }
 
-/* buffers: [0] the chunk that came (R), [1] the owner's handle (W, if home) */
-static cask_status ndeliver_cuda(cask_task_ctx *ctx)
-{
-    dist_slot *s = dist_xfer_arg_of(ctx);
-    size_t bytes = s->graph->dist->data[s->gid].bytes;
-    cudaStream_t stream = (cudaStream_t)cask_task_cuda_stream(ctx);
-    const void *src = cask_task_buffer(ctx, 0);
-    cudaError_t e = cudaSuccess;
-    if (s->dest)
-        e = cudaMemcpyAsync(s->dest, src, bytes, cudaMemcpyDeviceToHost, stream);
-    for (int i = 0; e == cudaSuccess && i < s->nalso; i++)   /* the same root's other gathers */
-        e = cudaMemcpyAsync(s->also[i], src, bytes, cudaMemcpyDeviceToHost, stream);
-    if (e == cudaSuccess && s->home)
-        e = cudaMemcpyAsync(cask_task_buffer(ctx, 1), src, bytes, cudaMemcpyDeviceToDevice,
-                            stream);
-    if (e != cudaSuccess)
-        return cask_task_fail(ctx, "delivering chunk #%u: cudaMemcpyAsync: %s", s->gid,
-                              cudaGetErrorString(e)), CASK_ERR_CUDA;
-    return CASK_OK;
-}
-
-static cask_status ndeliver_cpu(cask_task_ctx *ctx)
-{
-    dist_slot *s = dist_xfer_arg_of(ctx);
-    size_t bytes = s->graph->dist->data[s->gid].bytes;
-    if (s->dest)
-        memcpy(s->dest, cask_task_buffer(ctx, 0), bytes);
-    for (int i = 0; i < s->nalso; i++)
-        memcpy(s->also[i], cask_task_buffer(ctx, 0), bytes);
-    if (s->home)
-        memcpy(cask_task_buffer(ctx, 1), cask_task_buffer(ctx, 0), bytes);
-    return CASK_OK;
-}
-
 cask_status dist_nccl_init(cask_dist *dist)
 {
     dist->nccl_all = 0;
@@ -311,8 +277,8 @@ cask_status dist_nccl_init(cask_dist *dist)
         return CASK_OK;
     cask_kernel_desc ks = { .name = "dist_nccl_send", .cuda = nsend_cuda };
     cask_kernel_desc kr = { .name = "dist_nccl_recv", .cuda = nrecv_cuda };
-    cask_kernel_desc kd = { .name = "dist_nccl_deliver", .cuda = ndeliver_cuda,
-                            .cpu = ndeliver_cpu };
+    cask_kernel_desc kd = { .name = "dist_nccl_deliver", .cuda = dist_xfer_deliver_gpu,
+                            .cpu = dist_xfer_deliver_mem };
     if ((st = cask_kernel_register(dist->rt, &ks, &dist->k_nsend)) ||
         (st = cask_kernel_register(dist->rt, &kr, &dist->k_nrecv)) ||
         (st = cask_kernel_register(dist->rt, &kd, &dist->k_ndeliver)))

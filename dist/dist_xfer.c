@@ -22,6 +22,9 @@
 #include <time.h>
 
 #include "runtime/log.h"
+#ifdef CASK_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#endif
 
 #define XFER_PRIORITY 100   /* transfers first: peers wait for them */
 
@@ -253,6 +256,49 @@ static cask_status deliver_cpu(cask_task_ctx *ctx)
     if (s->home)
         copy_to(cask_task_buffer(ctx, 0), src, bytes);
     s->done_run = s->graph->run;   /* read by the compute thread after the run */
+    return CASK_OK;
+}
+
+/* A final version that came into a GPU replica (NCCL, UCX GPU memory): buffers [0] that
+ * replica (R), [1] the owner's handle (W, if home). Copied on the task's stream into the
+ * gather destinations (device to host) and home (device to device); the run ends after
+ * the stream did (the task completes with it). */
+#ifdef CASK_HAVE_CUDA
+cask_status dist_xfer_deliver_gpu(cask_task_ctx *ctx)
+{
+    dist_slot *s = dist_xfer_arg_of(ctx);
+    size_t bytes = s->graph->dist->data[s->gid].bytes;
+    cudaStream_t stream = (cudaStream_t)cask_task_cuda_stream(ctx);
+    const void *src = cask_task_buffer(ctx, 0);
+    cudaError_t e = cudaSuccess;
+    if (s->dest)
+        e = cudaMemcpyAsync(s->dest, src, bytes, cudaMemcpyDeviceToHost, stream);
+    for (int i = 0; e == cudaSuccess && i < s->nalso; i++)   /* the same root's other gathers */
+        e = cudaMemcpyAsync(s->also[i], src, bytes, cudaMemcpyDeviceToHost, stream);
+    if (e == cudaSuccess && s->home)
+        e = cudaMemcpyAsync(cask_task_buffer(ctx, 1), src, bytes, cudaMemcpyDeviceToDevice,
+                            stream);
+    if (e != cudaSuccess)
+        return cask_task_fail(ctx, "delivering chunk #%u from rank %d off GPU %d: "
+                              "cudaMemcpyAsync: %s", s->gid, s->from, cask_task_device(ctx),
+                              cudaGetErrorString(e)), CASK_ERR_CUDA;
+    s->done_run = s->graph->run;
+    return CASK_OK;
+}
+#endif
+
+/* The same where the replica is host memory (a simulated GPU's, or read on a CPU). */
+cask_status dist_xfer_deliver_mem(cask_task_ctx *ctx)
+{
+    dist_slot *s = dist_xfer_arg_of(ctx);
+    size_t bytes = s->graph->dist->data[s->gid].bytes;
+    const void *src = cask_task_buffer(ctx, 0);
+    copy_to(s->dest, src, bytes);
+    for (int i = 0; i < s->nalso; i++)
+        copy_to(s->also[i], src, bytes);
+    if (s->home)
+        copy_to(cask_task_buffer(ctx, 1), src, bytes);
+    s->done_run = s->graph->run;
     return CASK_OK;
 }
 

@@ -82,6 +82,18 @@ static cask_status k_copy(cask_task_ctx *ctx)
 }
 #endif
 
+/* A GPU task writing the pattern of seed into d. */
+static void add_pattern(cask_dist_graph *g, cask_kernel *kp, cask_data *d, size_t bytes,
+                        uint64_t seed, const char *name)
+{
+    pat_args pa = { bytes, seed };
+    cask_access a = { d, CASK_WRITE };
+    cask_task_desc t = { .field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE | CASK_TASK_NAME,
+                         .kernel = kp, .access = &a, .naccess = 1, .args = &pa,
+                         .args_size = sizeof pa, .where = CASK_WHERE_GPU, .name = name };
+    CHECK_OK(cask_dist_graph_add_task(g, &t, NULL), "add %s", name);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -157,25 +169,13 @@ int main(int argc, char **argv)
     for (int run = 1; run <= 2; run++) {
         /* a graph per run would replan; the same graph twice reuses landing buffers */
         if (run == 1) {
-            pat_args pa = { bytes, 7 };
-            cask_access a1 = { x, CASK_WRITE };
-            cask_task_desc t1 = { .field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE | CASK_TASK_NAME,
-                                  .kernel = kp, .access = &a1, .naccess = 1, .args = &pa,
-                                  .args_size = sizeof pa, .where = CASK_WHERE_GPU,
-                                  .name = "make x" };
-            CHECK_OK(cask_dist_graph_add_task(g, &t1, NULL), "add make");
+            add_pattern(g, kp, x, bytes, 7, "make x");
             cask_access a2[3] = { { x, CASK_READ }, { z, CASK_READ }, { y, CASK_WRITE } };
             cask_task_desc t2 = { .field_mask = CASK_TASK_WHERE | CASK_TASK_NAME, .kernel = kc,
                                   .access = a2, .naccess = 3, .where = CASK_WHERE_GPU,
                                   .name = "read x" };
             CHECK_OK(cask_dist_graph_add_task(g, &t2, NULL), "add read");
-            pat_args pw = { bytes, 9 };
-            cask_access a3 = { w, CASK_WRITE };
-            cask_task_desc t3 = { .field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE | CASK_TASK_NAME,
-                                  .kernel = kp, .access = &a3, .naccess = 1, .args = &pw,
-                                  .args_size = sizeof pw, .where = CASK_WHERE_GPU,
-                                  .name = "make w" };
-            CHECK_OK(cask_dist_graph_add_task(g, &t3, NULL), "add make w");
+            add_pattern(g, kp, w, bytes, 9, "make w");
             CHECK_OK(cask_dist_graph_gather(g, w, 0, wbuf), "gather w");
         }
         if (ybuf)
