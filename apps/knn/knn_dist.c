@@ -6,7 +6,8 @@
  * a replica of the references (ref[r,j], refs[r]: the rank's own copy of the input) and
  * prepares it (prep[r,j]; sorted by prep_sorted for the k kernels), so every search
  * reads only data its rank holds and nothing travels but the results, gathered into rank
- * 0's arrays (the tasks are knn_tasks.c's, as in one process). Chunks owned by rank 0 write rank 0's arrays in place.
+ * 0's arrays (the tasks are knn_tasks.c's, as in one process). Chunks owned by rank 0
+ * write rank 0's arrays in place.
  * The same kernels, chunk boundaries and tie rule as one process make the output the
  * same bytes whatever P.
  *
