@@ -245,16 +245,24 @@ static void copy_to(void *dst, const void *src, size_t bytes)
         memcpy(dst, src, bytes);
 }
 
+/* src, a final version in host memory, into each of its places: the gather destination,
+ * the same root's other gathers (also, nalso), and home (each may be NULL or none). */
+static void copy_out(void *dest, void *const *also, int nalso, void *home, const void *src,
+                     size_t bytes)
+{
+    copy_to(dest, src, bytes);
+    for (int i = 0; i < nalso; i++)
+        copy_to(also[i], src, bytes);
+    copy_to(home, src, bytes);
+}
+
 static cask_status deliver_cpu(cask_task_ctx *ctx)
 {
     dist_slot *s = dist_xfer_arg_of(ctx);
     size_t bytes = s->graph->dist->data[s->gid].bytes;
     const void *src = s->landing_direct ? s->dest : s->buf;
-    copy_to(s->dest, src, bytes);
-    for (int i = 0; i < s->nalso; i++)
-        copy_to(s->also[i], src, bytes);
-    if (s->home)
-        copy_to(cask_task_buffer(ctx, 0), src, bytes);
+    copy_out(s->dest, s->also, s->nalso, s->home ? cask_task_buffer(ctx, 0) : NULL, src,
+             bytes);
     s->done_run = s->graph->run;   /* read by the compute thread after the run */
     return CASK_OK;
 }
@@ -292,12 +300,8 @@ cask_status dist_xfer_deliver_mem(cask_task_ctx *ctx)
 {
     dist_slot *s = dist_xfer_arg_of(ctx);
     size_t bytes = s->graph->dist->data[s->gid].bytes;
-    const void *src = cask_task_buffer(ctx, 0);
-    copy_to(s->dest, src, bytes);
-    for (int i = 0; i < s->nalso; i++)
-        copy_to(s->also[i], src, bytes);
-    if (s->home)
-        copy_to(cask_task_buffer(ctx, 1), src, bytes);
+    copy_out(s->dest, s->also, s->nalso, s->home ? cask_task_buffer(ctx, 1) : NULL,
+             cask_task_buffer(ctx, 0), bytes);
     s->done_run = s->graph->run;
     return CASK_OK;
 }
@@ -314,13 +318,8 @@ static cask_status mark_any(cask_task_ctx *ctx)
 static cask_status copy_cpu(cask_task_ctx *ctx)
 {
     dist_local_copy *c = dist_xfer_arg_of(ctx);
-    const void *src = cask_task_buffer(ctx, 0);
-    size_t bytes = cask_task_buffer_size(ctx, 0);
-    copy_to(c->dest, src, bytes);
-    for (int i = 0; i < c->nalso; i++)
-        copy_to(c->also[i], src, bytes);
-    if (c->to)
-        copy_to(cask_task_buffer(ctx, 1), src, bytes);
+    copy_out(c->dest, c->also, c->nalso, c->to ? cask_task_buffer(ctx, 1) : NULL,
+             cask_task_buffer(ctx, 0), cask_task_buffer_size(ctx, 0));
     c->done_run = c->graph->run;
     return CASK_OK;
 }
