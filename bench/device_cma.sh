@@ -9,20 +9,12 @@
 #   3. cask-knn 2^24 x 2^14, --k 8 and the default (auto): 1 process x 2 GPUs, and 2
 #      processes x 1 GPU with each setting; outputs compared byte for byte;
 #   4. cask-jacobi --n 16384 --iters 400, 2 processes, halos by UCX: both settings.
-#   . .devdeps/setup.sh; sh bench/device_cma.sh [BUILD_DIR]
+#   sh bench/device_cma.sh [BUILD_DIR]   (sources bench/device_ucx_wheel.sh)
 set -u
 B=${1:-build-cma}
 OUT=${OUT:-out}
 mkdir -p "$OUT"
-if [ -f .devdeps/setup.sh ]; then
-  . .devdeps/setup.sh
-  unset UCX_MODULE_DIR   # the wheel's UCX loads its own transport modules
-  rm -f /opt/devdeps/usr/lib/x86_64-linux-gnu/libuc[pmst]*   # not Debian's UCX 1.13
-  for w in .devdeps/libucx_cu13-*.whl; do
-    [ -f "$w" ] && python3 -m pip install --no-deps --no-index -q "$w" 2>&1 | tail -1
-  done
-fi
-export NCCL_NVLS_ENABLE=0
+. bench/device_ucx_wheel.sh
 [ -f "$B/build.ninja" ] || meson setup "$B" -Dbuildtype=release -Dgpu_arch=${GPU_ARCH:-sm_90} \
   > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
 grep -E "^ *(UCX|ucx)" "$OUT/setup.log" | head -3

@@ -15,10 +15,7 @@
 #   sh bench/device_gather.sh STEP...
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
-. .devdeps/setup.sh
-unset UCX_MODULE_DIR; rm -f /opt/devdeps/usr/lib/x86_64-linux-gnu/libuc[pmst]*
-python3 -m pip install --no-deps --no-index -q .devdeps/libucx_cu13-*.whl 2>&1 | tail -1
-export NCCL_NVLS_ENABLE=0
+. bench/device_ucx_wheel.sh
 B=build-gpu
 if [ ! -f $B/build.ninja ]; then
   meson setup $B -Dbuildtype=release > $OUT/setup.log 2>&1 || tail -30 $OUT/setup.log
