@@ -11,9 +11,16 @@
 #
 #   chaos.sh [--minutes M | --seconds S] [--cases N] [--np A..B | --np N] [--seed S]
 #            [--limit SEC] [--launcher mpirun|local] [--boot-faults] [--program PATH]
-#            [--logs DIR] [-v]
-#   chaos.sh --replay SEED --np N --fault SPEC      one case again, its log printed
+#            [--logs DIR] [--gpus PCT] [-v]
+#   chaos.sh --replay SEED --np N --fault SPEC [--sim-gpus G]   one case again, its log
+#                                                               printed
 #   chaos.sh --selftest                             the verdicts themselves can fail
+#
+# --gpus PCT: that share of the cases (a draw after the fault's, from the case's seed) runs
+# with 2 simulated GPUs a rank and the GPU route between ranks (CHAOS_SIM_GPUS, see
+# test_dist_chaos.c): about half of the tasks on GPUs, GPU-made results gathered GPU to
+# GPU; such a case prints "sim GPUs 2" and its replay command --sim-gpus 2 (a replay's
+# default: $CHAOS_SIM_GPUS, else 0).
 #
 # Each case must end within --limit seconds (default 90; a hang otherwise: every process
 # of the case is killed). Verdicts:
@@ -39,7 +46,8 @@
 # suspected (a freeze shorter than the peer timeout still made the survivors give up),
 # split (some ranks succeeded where others failed), missed (an outside fault whose
 # moment came after the victim, or every rank, was through), second (cases where a
-# second rank was killed). Split and suspected cases are printed.
+# second rank was killed), gpus (cases on simulated GPUs, --gpus). Split and suspected
+# cases are printed.
 # Exit status: 0 if no HANG, WRONG, CRASH, UNEXPLAINED or NOT-RECOVERED, else 1 (the
 # replay command of each bad case is printed, its log kept under --logs); 77 (skip)
 # without a launcher.
@@ -49,7 +57,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 seconds=60 cases=0 nplo=2 nphi=4 seed0="" limit=90 launcher="" program="" logs="" verbose=0
-replay="" rfault="" selftest=0 boot_faults=""
+replay="" rfault="" selftest=0 boot_faults="" gpus_pct=0 rgpus=${CHAOS_SIM_GPUS:-0}
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) seconds=$(( $2 * 60 )); shift 2 ;;
@@ -66,6 +74,8 @@ while [ $# -gt 0 ]; do
     --logs) logs=$2; shift 2 ;;
     --replay) replay=$2; shift 2 ;;
     --fault) rfault=$2; shift 2 ;;
+    --gpus) gpus_pct=$2; shift 2 ;;
+    --sim-gpus) rgpus=$2; shift 2 ;;
     --selftest) selftest=1; shift ;;
     --boot-faults) boot_faults=1; shift ;;
     -v) verbose=1; shift ;;
@@ -162,8 +172,8 @@ pid_of() {   # $1 dir, $2 rank: its pid once it joined, else before ("" if not y
 }
 
 # ---- one case: sets VERDICT, WHY, INFO ----
-run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
-  local seed=$1 np=$2 spec=${3%%,*} dir=$4 second=""
+run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory, $5 simulated GPUs a rank (0)
+  local seed=$1 np=$2 spec=${3%%,*} dir=$4 second="" gpus=${5:-0}
   case "$3" in *,*) second=${3#*,} ;; esac
   local kind a b c d e f mode="" victim=-1 delay=0 cont=none hook="none" victim2=-1 after2=0
   IFS=: read -r kind a b c d e f <<< "$spec"
@@ -176,11 +186,11 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   local log=$dir/log
   tick; local t0=$NOW
   if [ "$launcher" = mpirun ]; then
-    CHAOS_DIR=$dir CHAOS_FAULT=$hook setsid "$mpirun" -n "$np" --oversubscribe --enable-recovery \
-      -x CHAOS_DIR -x CHAOS_FAULT -x CHAOS_PEER_TIMEOUT_MS -x CHAOS_PEER_TIMEOUTS -x CASK_BOOT_TIMEOUT -x CHAOS_BARRIER_GO_ON \
+    CHAOS_DIR=$dir CHAOS_FAULT=$hook CHAOS_SIM_GPUS=$gpus setsid "$mpirun" -n "$np" --oversubscribe --enable-recovery \
+      -x CHAOS_DIR -x CHAOS_FAULT -x CHAOS_PEER_TIMEOUT_MS -x CHAOS_PEER_TIMEOUTS -x CASK_BOOT_TIMEOUT -x CHAOS_BARRIER_GO_ON -x CHAOS_SIM_GPUS \
       "$program" "$seed" > "$log" 2>&1 &
   else
-    CHAOS_DIR=$dir CHAOS_FAULT=$hook setsid "$here/launch-local.sh" "$np" "$program" "$seed" \
+    CHAOS_DIR=$dir CHAOS_FAULT=$hook CHAOS_SIM_GPUS=$gpus setsid "$here/launch-local.sh" "$np" "$program" "$seed" \
       > "$log" 2>&1 &
   fi
   local job=$!
@@ -269,6 +279,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory
   [ "$kind" = out ] && [ $hit = 0 ] && missed=1
   tick; local secs; secs=$(( (NOW - t0) / 1000 )).$(( (NOW - t0) % 1000 / 100 ))
   INFO="${secs} s"
+  [ "$gpus" -gt 0 ] && INFO="$INFO, sim GPUs $gpus"
   if [ $hung = 1 ]; then VERDICT=HANG; WHY=" no end within ${limit} s"; return; fi
   # the victim is gone for good if killed, or frozen and never continued
   local faulted=0 gone=0
@@ -387,7 +398,7 @@ fi
 
 if [ -n "$replay" ]; then
   [ -n "$rfault" ] || rfault=none
-  run_case "$replay" "$nplo" "$rfault" "$logs/replay"
+  run_case "$replay" "$nplo" "$rfault" "$logs/replay" "$rgpus"
   cat "$logs/replay/log"
   echo "replay: seed $replay np $nplo $rfault -> $VERDICT ($INFO)$WHY"
   case "$VERDICT" in ok|clean) exit 0 ;; *) exit 1 ;; esac
@@ -395,7 +406,7 @@ fi
 
 # ---- the soak ----
 [ -n "$seed0" ] || seed0=$(( $(date +%s) % 1000000 * 1000 ))
-echo "chaos.sh: ${seconds} s$( [ "$cases" -gt 0 ] && echo " (or $cases cases)"), $nplo..$nphi ranks, launcher $launcher, seeds from $seed0, limit ${limit} s a case, peer timeout ${CHAOS_PEER_TIMEOUT_MS} ms, require recovery $require_recovery, barrier go-on $CHAOS_BARRIER_GO_ON, logs $logs"
+echo "chaos.sh: ${seconds} s$( [ "$cases" -gt 0 ] && echo " (or $cases cases)"), $nplo..$nphi ranks, sim GPUs in ${gpus_pct}% of the cases, launcher $launcher, seeds from $seed0, limit ${limit} s a case, peer timeout ${CHAOS_PEER_TIMEOUT_MS} ms, require recovery $require_recovery, barrier go-on $CHAOS_BARRIER_GO_ON, logs $logs"
 declare -A count=()
 tick; start=$NOW; n=0; failed=0
 while :; do
@@ -406,14 +417,17 @@ while :; do
   RANDOM=$seed
   np=$(( nplo + RANDOM % (nphi - nplo + 1) ))
   spec=$(pick_fault "$np")
+  gpus=0
+  [ "$gpus_pct" -gt 0 ] && [ $(( RANDOM % 100 )) -lt "$gpus_pct" ] && gpus=2
   n=$((n + 1))
-  run_case "$seed" "$np" "$spec" "$logs/case.$seed"
+  run_case "$seed" "$np" "$spec" "$logs/case.$seed" "$gpus"
   count[$VERDICT]=$(( ${count[$VERDICT]:-0} + 1 ))
   case "$INFO" in *split*) count[split]=$(( ${count[split]:-0} + 1 )) ;; esac
   case "$INFO" in *suspected*) count[suspected]=$(( ${count[suspected]:-0} + 1 )) ;; esac
   case "$INFO" in *missed*) count[missed]=$(( ${count[missed]:-0} + 1 )) ;; esac
   case "$INFO" in *second*) count[second]=$(( ${count[second]:-0} + 1 )) ;; esac
   case "$INFO" in *"went on"*) count[went-on]=$(( ${count[went-on]:-0} + 1 )) ;; esac
+  case "$INFO" in *"sim GPUs"*) count[gpus]=$(( ${count[gpus]:-0} + 1 )) ;; esac
   case "$VERDICT" in
     ok|clean)
       case "$verbose$INFO" in
@@ -424,11 +438,11 @@ while :; do
       failed=$((failed + 1))
       echo "[$n] seed $seed np $np $spec -> $VERDICT ($INFO)$WHY"
       echo "    log: $logs/case.$seed/log"
-      echo "    replay: $0 --replay $seed --np $np --fault $spec" ;;
+      echo "    replay: $0 --replay $seed --np $np --fault $spec$( [ "$gpus" -gt 0 ] && echo " --sim-gpus $gpus")" ;;
   esac
 done
 summary="chaos.sh: $n cases in $(( (NOW - start) / 1000 )) s:"
-for k in ok clean HANG WRONG CRASH UNEXPLAINED NOT-RECOVERED split suspected missed second went-on; do
+for k in ok clean HANG WRONG CRASH UNEXPLAINED NOT-RECOVERED split suspected missed second went-on gpus; do
   summary="$summary $k ${count[$k]:-0}"
 done
 echo "$summary"

@@ -36,6 +36,12 @@
  * $CHAOS_BARRIER_GO_ON=1: a cask_dist_barrier that fails with CASK_ERR_PEER (a rank lost)
  * is counted (barriers_lost, the closing one included) and the rank goes on to its next
  * compute, which must then recover as any other; without it the rank stops there.
+ * $CHAOS_SIM_GPUS=N (N > 0): each rank has N simulated GPUs (CASK_SIM_GPUS: host memory,
+ * the kernel's CPU code on GPU workers) with the GPU route between ranks
+ * (CASK_DIST_SIM_GPU_UCX=1), and about half of the tasks, chosen from the seed, are GPU
+ * tasks: chunks move between the ranks' GPUs, and a gathered datum whose last writer
+ * ran on a GPU is gathered GPU to GPU (dist_plan_final.c), faults and recovery
+ * included.
  * $CHAOS_PEER_TIMEOUT_MS: cask_dist_config.peer_timeout_ms (default 4000).
  * $CHAOS_PEER_TIMEOUTS=MS0,MS1,...: per rank instead (a rank past the list keeps the
  * above): one rank that gives up on a frozen peer long before the others do, so that
@@ -216,6 +222,7 @@ typedef struct chaos_case {
     cask_dist *dist;
     cask_kernel *kernel;
     int rank;
+    int gpus;                      /* $CHAOS_SIM_GPUS: simulated GPUs per rank, 0: none */
     int go_on;                     /* $CHAOS_BARRIER_GO_ON: a barrier failed on a loss is
                                       noted and the program goes on to its next compute */
     uint64_t *mem[CG_MAXDATA];     /* the owner's memory of each datum (else NULL) */
@@ -262,6 +269,17 @@ static void check(chaos_case *c, int gi, int comp, outcome *o)
     }
 }
 
+/* Whether task k of graph gi runs on a (simulated) GPU: about half of them, from the
+ * seed, the same on every rank. */
+static int gpu_task(uint64_t seed, int gi, int k)
+{
+    uint64_t z = seed * 0x9e3779b97f4a7c15ull + (uint64_t)gi * 0xbf58476d1ce4e5b9ull +
+                 (uint64_t)k * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    z *= 0xd6e8feb86659fd93ull;
+    return (int)((z >> 40) & 1);
+}
+
 /* Builds, plans and computes graph gi; returns 0 once a call failed. */
 static int run_graph(chaos_case *c, int gi, outcome *o)
 {
@@ -281,6 +299,10 @@ static int run_graph(chaos_case *c, int gi, outcome *o)
         cask_task_desc d = { .field_mask = CASK_TASK_ARGS | CASK_TASK_NAME, .kernel = c->kernel,
                              .access = acc, .naccess = t->nacc, .args = &a,
                              .args_size = sizeof a, .name = name };
+        if (c->gpus && gpu_task(s->seed, gi, k)) {
+            d.field_mask |= CASK_TASK_WHERE;
+            d.where = CASK_WHERE_GPU;
+        }
         CHECK_OK(cask_dist_graph_add_task(dg, &d, NULL), "add task %s", name);
     }
     for (int k = 0; k < g->ngathers; k++) {
@@ -300,9 +322,14 @@ static int run_graph(chaos_case *c, int gi, outcome *o)
         ok = 0;
     }
     cask_dist_graph_info info;
-    if (ok && !cask_dist_graph_query(dg, &info) && F->armed && F->graph == gi && F->k >= 0 &&
-        info.ntasks_here)
-        F->ntasks_here = (long)info.ntasks_here;
+    if (ok && !cask_dist_graph_query(dg, &info)) {
+        if (F->armed && F->graph == gi && F->k >= 0 && info.ntasks_here)
+            F->ntasks_here = (long)info.ntasks_here;
+        if (c->gpus)   /* what the case covers: chunks by the GPU route, as planned */
+            printf("[rank %d] chaos: graph %d planned: %zu out, %zu in, %zu of them by the "
+                   "GPU route\n", c->rank, gi, info.transfers_out, info.transfers_in,
+                   info.transfers_gpu_ucx);
+    }
     for (int comp = 0; ok && comp < g->ncomputes; comp++) {
         for (int k = 0; k < g->ngathers; k++)
             if (c->dest[k])
@@ -402,8 +429,16 @@ int main(int argc, char **argv)
 
     int ncpu, steal;
     cg_settings(seed, &ncpu, &steal);
+    const char *sg = getenv("CHAOS_SIM_GPUS");
+    c.gpus = sg && atoi(sg) > 0 ? atoi(sg) : 0;
     cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_BIND | CASK_CONFIG_NGPU,
                         .ncpu = ncpu, .bind = 0, .ngpu = 0 };
+    if (c.gpus) {
+        cfg.field_mask |= CASK_CONFIG_SIM_GPUS;
+        cfg.sim_gpus = 1;
+        cfg.ngpu = c.gpus;
+        setenv("CASK_DIST_SIM_GPU_UCX", "1", 1);   /* the GPU route between the ranks */
+    }
     CHECK_OK(cask_init(&cfg, &c.rt), "cask_init");
     cask_dist_config dc = { .field_mask = CASK_DIST_PEER_TIMEOUT_MS | CASK_DIST_HEARTBEAT_MS |
                                           CASK_DIST_STEAL,
@@ -445,6 +480,8 @@ int main(int argc, char **argv)
     cg_generate(s, seed, cask_dist_size(c.dist));
     if (c.rank == 0) {
         printf("[rank 0] chaos: ");
+        if (c.gpus)
+            printf("%d simulated GPUs a rank, GPU route; ", c.gpus);
         cg_describe(s, stdout);
     }
     chaos_fault *F = &fault_;
