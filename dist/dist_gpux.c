@@ -170,15 +170,19 @@ cask_status dist_gpux_pin(cask_dist_graph *g, dist_slot *s)
     return st;
 }
 
+void dist_gpux_unpin(cask_dist *dist, dist_slot **slots, size_t n)
+{
+    int gpu = dist->nccl_device >= 0 ? dist->nccl_device : dist->gpu_device;
+    for (size_t i = 0; i < n; i++)
+        if (slots[i]->gpu_ucx && slots[i]->gbuf) {
+            data_unpin_gpu(slots[i]->h, gpu);
+            slots[i]->gbuf = NULL;
+        }
+}
+
 void dist_gpux_graph_free(cask_dist_graph *g)
 {
-    cask_dist *dist = g->dist;
-    int gpu = dist->nccl_device >= 0 ? dist->nccl_device : dist->gpu_device;
-    for (size_t i = 0; i < g->nslots; i++)
-        if (g->slots[i]->gpu_ucx && g->slots[i]->gbuf) {
-            data_unpin_gpu(g->slots[i]->h, gpu);
-            g->slots[i]->gbuf = NULL;
-        }
+    dist_gpux_unpin(g->dist, g->slots, g->nslots);
 }
 
 #else   /* no UCX: no transfers between processes at all */
@@ -197,5 +201,10 @@ cask_status dist_gpux_pin(cask_dist_graph *g, dist_slot *s)
 }
 
 void dist_gpux_graph_free(cask_dist_graph *g) { (void)g; }
+
+void dist_gpux_unpin(cask_dist *dist, dist_slot **slots, size_t n)
+{
+    (void)dist; (void)slots; (void)n;
+}
 
 #endif

@@ -544,6 +544,8 @@ cask_status dist_xfer_deliver_mem(cask_task_ctx *ctx);
 cask_status dist_gpux_pin(cask_dist_graph *g, dist_slot *s);
 /* Unpins every landing buffer of g (before its handles go). */
 void dist_gpux_graph_free(cask_dist_graph *g);
+/* The same for n slots taken out of their graph (drop_plan, dist_recover.c). */
+void dist_gpux_unpin(cask_dist *dist, dist_slot **slots, size_t n);
 #ifdef CASK_HAVE_UCX
 /* Before the transport is made: this rank's GPU (dist->gpu_device), and a progress
  * thread that makes it current (UCX's CUDA transports work in its context). */

@@ -124,7 +124,11 @@ static void drop_plan(cask_dist_graph *g)
      * dist_xfer_take_waiting) read the slots under mu while g->running, which stays set
      * through a recovery: they must not meet slots freed here (a survivor's ABORT came
      * while this rank re-planned, under ASan), nor a handler still ending tasks of the
-     * local graph that dist_plan_free destroys. The slots leave g under mu and go after. */
+     * local graph that dist_plan_free destroys. The slots leave g under mu, and are
+     * freed after the plan's handles: a handle registered over a slot's landing buffer
+     * writes its latest bytes back there when destroyed (from its GPU replica, where a
+     * chunk came by the GPU route), so the buffer must outlive it. Their GPU landing
+     * replicas are unpinned first, as dist_plan_free does for slots still in g. */
     while (g->handlers_in)
         pthread_cond_wait(&dist->cv, &dist->mu);
     dist_slot **slots = g->slots;
@@ -132,8 +136,9 @@ static void drop_plan(cask_dist_graph *g)
     g->slots = NULL;
     g->nslots = g->slots_cap = 0;
     pthread_mutex_unlock(&dist->mu);
-    dist_plan_free_slots(dist->rt, slots, nslots);
+    dist_gpux_unpin(dist, slots, nslots);
     dist_plan_free(g);
+    dist_plan_free_slots(dist->rt, slots, nslots);
     g->replan = NULL;
     if (g->rec)
         dist_lineage_free_plan(g->rec);

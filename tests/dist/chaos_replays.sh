@@ -32,6 +32,14 @@
 # 737253168 np 2 out:KILL:0:102, balancing on (the same soak): rank 0 killed before graph
 # 1 was planned; rank 1, alone, fenced itself in the plan's agreement, and the plan
 # failed with an empty message (UNEXPLAINED, 2 replays in 3). Now the fenced message.
+# 843764083 np 3 in:kill:1:0:0:32 on simulated GPUs with the GPU route (CHAOS_SIM_GPUS=2,
+# the soak's --gpus, session 16): rank 1 killed in graph 0 compute 0; re-planning for the
+# recovery freed the slots' landing buffers before the plan's handles, and a handle
+# registered over one, whose chunk had come into its GPU replica, wrote it back into
+# the freed buffer when destroyed: heap corruption (glibc "malloc_consolidate():
+# unaligned fastbin chunk detected", CRASH; ASan: heap-use-after-free in device_copy
+# from cask_data_destroy in dist_plan_free, drop_plan), 5 replays in 5. Now the slots go
+# after the handles (dist_recover.c, drop_plan).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 n=15
@@ -39,7 +47,8 @@ n=15
 logs=$(mktemp -d "${TMPDIR:-/tmp}/cask-replays.XXXXXX")
 # seed, ranks, fault, and the environment of the case (- for none)
 cases=("603143019 4 out:KILL:2:19 -" "606916636 3 out:KILL:1:41 -" "618022620 4 in:kill:0:0:1:19 -"
-       "737253524 3 in:kill:1:1:1:18 CASK_DIST_BALANCE=1" "737253168 2 out:KILL:0:102 CASK_DIST_BALANCE=1")
+       "737253524 3 in:kill:1:1:1:18 CASK_DIST_BALANCE=1" "737253168 2 out:KILL:0:102 CASK_DIST_BALANCE=1"
+       "843764083 3 in:kill:1:0:0:32 CHAOS_SIM_GPUS=2")
 for c in "${cases[@]}"; do
   read -r seed np fault cenv <<< "$c"
   [ "$cenv" = - ] && cenv=X_CASK_REPLAY=1
