@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/data.h"
 #include "runtime/log.h"
 #include "runtime/runtime.h"   /* struct cask_kernel: its name */
 
@@ -540,8 +541,10 @@ void dist_plan_free(cask_dist_graph *g)
     cask_graph_destroy(g->local);
     g->local = NULL;
     dist_nccl_graph_free(g);
+    /* the plan's copies: scratch, their bytes dead (a landing buffer's handle would
+       otherwise write back a chunk that came into its GPU replica) */
     for (size_t i = 0; i < g->nmade; i++)
-        cask_data_destroy(g->made[i]);
+        data_destroy_discard(g->made[i]);
     free(g->made);
     g->made = NULL;
     g->nmade = g->made_cap = 0;

@@ -156,16 +156,17 @@ static void data_free(cask_data *d)
     free(d);
 }
 
-cask_status cask_data_destroy(cask_data *d)
+/* cask_data_destroy, and (flush 0) data_destroy_discard. */
+static cask_status destroy(cask_data *d, int flush, const char *call)
 {
     if (!d)
         return CASK_OK;
     cask_runtime *rt = d->rt;
     if (atomic_load(&d->running))
-        return log_error(rt, CASK_ERR_BUSY, "cask_data_destroy(%s): used by a running graph", d->name);
-    cask_status st = coh_flush_user(d);
+        return log_error(rt, CASK_ERR_BUSY, "%s(%s): used by a running graph", call, d->name);
+    cask_status st = flush ? coh_flush_user(d) : CASK_OK;
     if (st)
-        return log_error(rt, st, "cask_data_destroy(%s): could not write back to host; handle kept",
+        return log_error(rt, st, "%s(%s): could not write back to host; handle kept", call,
                          d->name);
     pthread_mutex_lock(&rt->lock);
     if (d->prev) d->prev->next = d->next;
@@ -174,6 +175,16 @@ cask_status cask_data_destroy(cask_data *d)
     pthread_mutex_unlock(&rt->lock);
     data_free(d);
     return CASK_OK;
+}
+
+cask_status cask_data_destroy(cask_data *d)
+{
+    return destroy(d, 1, "cask_data_destroy");
+}
+
+cask_status data_destroy_discard(cask_data *d)
+{
+    return destroy(d, 0, "data_destroy_discard");
 }
 
 /* At shutdown: handles the user did not destroy are flushed to their host memory. */

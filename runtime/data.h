@@ -50,4 +50,10 @@ struct cask_data {
     struct cask_data *prev, *next;  /* runtime's list */
 };
 
+/* Destroys d as cask_data_destroy does, but without writing its latest bytes back to
+ * the host memory it was registered over: for a handle whose content is dead when it
+ * goes (the distributed plan's copies, dist_plan_free, whose landing buffers are freed
+ * next). Errors: CASK_ERR_BUSY while a running graph uses d (d kept). */
+cask_status data_destroy_discard(cask_data *d);
+
 #endif
