@@ -2,7 +2,8 @@
  * what is busy when, names in errors; and, with simulated GPUs (host memory standing in
  * for device memory, separate replicas per GPU), the coherence of replicas: the latest
  * write is what every reader sees wherever it runs, write-back, and eviction/spill
- * under a tiny GPU memory limit without losing data. */
+ * under a tiny GPU memory limit without losing data; the internal discard, which
+ * writes nothing back. */
 #include <criterion/criterion.h>
 #include <limits.h>
 #include <stdatomic.h>
@@ -13,6 +14,7 @@
 #include <time.h>
 
 #include "cask/cask.h"
+#include "runtime/data.h"   /* data_destroy_discard */
 #include "test_helpers.h"
 
 
@@ -801,6 +803,28 @@ Test(data, destroy_flushes_the_latest_gpu_write_to_registered_memory)
     cr_assert_eq(cask_data_destroy(da), CASK_OK);
     for (int i = 0; i < N; i++)
         cr_assert_eq(a[i], 3 * i + 1);
+    cr_assert_eq(cask_shutdown(rt), CASK_OK);
+}
+
+/* The internal discard (the distributed plan's scratch copies, dist_plan_free): the
+ * handle goes without the write-back that cask_data_destroy does above. */
+Test(data, discard_leaves_registered_memory_as_it_was)
+{
+    cask_runtime *rt = start_sim(1, 2, 0);
+    cask_kernel *fill = dual_kernel(rt, "fill", fill_k);
+    static int32_t a[N];
+    memset(a, 0, sizeof a);
+    cask_data *da;
+    cr_assert_eq(cask_data_register(rt, a, sizeof a, &da), CASK_OK);
+    cask_graph *g = graph(rt);
+    cask_access wa = { da, CASK_WRITE };
+    add_on(g, fill, 1, 1, &wa, 1);
+    compute_ok(g);
+    cr_assert_eq(cask_graph_destroy(g), CASK_OK);
+    cr_assert_eq(data_destroy_discard(da), CASK_OK);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(a[i], 0, "word %d written back by a discard", i);
+    cr_assert_eq(data_destroy_discard(NULL), CASK_OK);
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
 }
 
