@@ -17,10 +17,11 @@
 #   chaos.sh --selftest                             the verdicts themselves can fail
 #
 # --gpus PCT: that share of the cases (a draw after the fault's, from the case's seed) runs
-# with 2 simulated GPUs a rank and the GPU route between ranks (CHAOS_SIM_GPUS, see
-# test_dist_chaos.c): about half of the tasks on GPUs, GPU-made results gathered GPU to
-# GPU; such a case prints "sim GPUs 2" and its replay command --sim-gpus 2 (a replay's
-# default: $CHAOS_SIM_GPUS, else 0).
+# with 2 simulated GPUs a rank (CHAOS_SIM_GPUS, see test_dist_chaos.c), about half of the
+# tasks on GPUs; half of those cases with the GPU route between ranks (chunks GPU to GPU,
+# GPU-made results gathered GPU to GPU: "sim GPUs 2", replayed with --sim-gpus 2), half
+# with the host route (GPU-made chunks staged through host memory, as between hosts:
+# "sim GPUs 2h", --sim-gpus 2h). A replay's default: $CHAOS_SIM_GPUS, else 0.
 #
 # Each case must end within --limit seconds (default 90; a hang otherwise: every process
 # of the case is killed). Verdicts:
@@ -279,7 +280,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory, $5 simulated GPUs a
   [ "$kind" = out ] && [ $hit = 0 ] && missed=1
   tick; local secs; secs=$(( (NOW - t0) / 1000 )).$(( (NOW - t0) % 1000 / 100 ))
   INFO="${secs} s"
-  [ "$gpus" -gt 0 ] && INFO="$INFO, sim GPUs $gpus"
+  [ "$gpus" != 0 ] && INFO="$INFO, sim GPUs $gpus"
   if [ $hung = 1 ]; then VERDICT=HANG; WHY=" no end within ${limit} s"; return; fi
   # the victim is gone for good if killed, or frozen and never continued
   local faulted=0 gone=0
@@ -418,7 +419,9 @@ while :; do
   np=$(( nplo + RANDOM % (nphi - nplo + 1) ))
   spec=$(pick_fault "$np")
   gpus=0
-  [ "$gpus_pct" -gt 0 ] && [ $(( RANDOM % 100 )) -lt "$gpus_pct" ] && gpus=2
+  if [ "$gpus_pct" -gt 0 ] && [ $(( RANDOM % 100 )) -lt "$gpus_pct" ]; then
+    gpus=2; [ $(( RANDOM % 2 )) = 1 ] && gpus=2h
+  fi
   n=$((n + 1))
   run_case "$seed" "$np" "$spec" "$logs/case.$seed" "$gpus"
   count[$VERDICT]=$(( ${count[$VERDICT]:-0} + 1 ))
@@ -438,7 +441,7 @@ while :; do
       failed=$((failed + 1))
       echo "[$n] seed $seed np $np $spec -> $VERDICT ($INFO)$WHY"
       echo "    log: $logs/case.$seed/log"
-      echo "    replay: $0 --replay $seed --np $np --fault $spec$( [ "$gpus" -gt 0 ] && echo " --sim-gpus $gpus")" ;;
+      echo "    replay: $0 --replay $seed --np $np --fault $spec$( [ "$gpus" != 0 ] && echo " --sim-gpus $gpus")" ;;
   esac
 done
 summary="chaos.sh: $n cases in $(( (NOW - start) / 1000 )) s:"

@@ -41,7 +41,8 @@
  * (CASK_DIST_SIM_GPU_UCX=1), and about half of the tasks, chosen from the seed, are GPU
  * tasks: chunks move between the ranks' GPUs, and a gathered datum whose last writer
  * ran on a GPU is gathered GPU to GPU (dist_plan_final.c), faults and recovery
- * included.
+ * included. N followed by h (2h): the same GPU tasks with the host route between ranks
+ * (GPU-made chunks staged through host memory, as between hosts).
  * $CHAOS_PEER_TIMEOUT_MS: cask_dist_config.peer_timeout_ms (default 4000).
  * $CHAOS_PEER_TIMEOUTS=MS0,MS1,...: per rank instead (a rank past the list keeps the
  * above): one rank that gives up on a frozen peer long before the others do, so that
@@ -223,6 +224,7 @@ typedef struct chaos_case {
     cask_kernel *kernel;
     int rank;
     int gpus;                      /* $CHAOS_SIM_GPUS: simulated GPUs per rank, 0: none */
+    int host_route;                /* $CHAOS_SIM_GPUS=Nh: chunks between ranks by host */
     int go_on;                     /* $CHAOS_BARRIER_GO_ON: a barrier failed on a loss is
                                       noted and the program goes on to its next compute */
     uint64_t *mem[CG_MAXDATA];     /* the owner's memory of each datum (else NULL) */
@@ -431,13 +433,15 @@ int main(int argc, char **argv)
     cg_settings(seed, &ncpu, &steal);
     const char *sg = getenv("CHAOS_SIM_GPUS");
     c.gpus = sg && atoi(sg) > 0 ? atoi(sg) : 0;
+    c.host_route = c.gpus && strchr(sg, 'h');
     cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_BIND | CASK_CONFIG_NGPU,
                         .ncpu = ncpu, .bind = 0, .ngpu = 0 };
     if (c.gpus) {
         cfg.field_mask |= CASK_CONFIG_SIM_GPUS;
         cfg.sim_gpus = 1;
         cfg.ngpu = c.gpus;
-        setenv("CASK_DIST_SIM_GPU_UCX", "1", 1);   /* the GPU route between the ranks */
+        if (!c.host_route)
+            setenv("CASK_DIST_SIM_GPU_UCX", "1", 1);   /* the GPU route between the ranks */
     }
     CHECK_OK(cask_init(&cfg, &c.rt), "cask_init");
     cask_dist_config dc = { .field_mask = CASK_DIST_PEER_TIMEOUT_MS | CASK_DIST_HEARTBEAT_MS |
@@ -481,7 +485,8 @@ int main(int argc, char **argv)
     if (c.rank == 0) {
         printf("[rank 0] chaos: ");
         if (c.gpus)
-            printf("%d simulated GPUs a rank, GPU route; ", c.gpus);
+            printf("%d simulated GPUs a rank, %s route; ", c.gpus,
+                   c.host_route ? "host" : "GPU");
         cg_describe(s, stdout);
     }
     chaos_fault *F = &fault_;
