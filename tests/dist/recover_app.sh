@@ -5,7 +5,9 @@
 #   recover_app.sh NP APP knn|jacobi kill VICTIM K...    VICTIM is SIGKILLed when its K-th
 #                                                        task starts, once per K
 #   (knnk: cask-knn --k 4 --method pruned, as knn in every mode; knngpu: cask-knn --k 4
-#   on the GPUs, for the device machine, with CASK_RECOVER_UCX_TLS= for its cuda_ipc)
+#   on the GPUs, for the device machine, with CASK_RECOVER_UCX_TLS= for its cuda_ipc;
+#   knnsim: cask-knn --k 4 on one simulated GPU a rank with the GPU route between the
+#   ranks, CPU only, and at least one transfer of the last run must have taken it)
 #   recover_app.sh NP APP knn|jacobi freeze VICTIM K MS  VICTIM stops for MS ms at its K-th
 #                                                        task (peer timeout 1.5 s): fenced
 #                                                        out, it must exit non-zero
@@ -38,15 +40,21 @@ knngpu) # on GPUs (the device machine): results gathered by the GPU route
         # (dist_plan_final.c) where the ranks' UCX moves CUDA memory
         args="--generate 400000 4096 --seed 7 -q --chunk 25000 --k 4"
         ext=npy ;;
+knnsim) # the same on simulated GPUs (host memory, the kernels' CPU code), the GPU route
+        # between ranks as on one host with CUDA-aware UCX (dist_gpux.c)
+        export CASK_SIM_GPUS=1 CASK_DIST_SIM_GPU_UCX=1
+        args="--generate 40000 1024 --seed 7 -q --chunk 2500 --k 4"
+        ext=npy ;;
 jacobi) args="--n 130 --iters 60 --check 20 --cpu-only"; ext=raw ;;
-*) echo "usage: recover_app.sh NP APP knn|knnk|knngpu|jacobi kill|freeze|second ..."; exit 2 ;;
+*) echo "usage: recover_app.sh NP APP knn|knnk|knngpu|knnsim|jacobi kill|freeze|second ..."; exit 2 ;;
 esac
 "$app" $args --out "$tmp/one.$ext" > /dev/null || { echo "FAIL: one process"; exit 1; }
 
 # run SURVIVORS LABEL: the job, every rank recording its exit status in $tmp/rc
 run() {
-  rm -rf "$tmp/rc" "$tmp/many.$ext"
+  rm -rf "$tmp/rc" "$tmp/many.$ext" "$tmp"/rx.*
   mkdir "$tmp/rc"
+  [ "$kind" = knnsim ] && export CASK_DIST_XFER_LOG="$tmp/rx"
   RC_DIR="$tmp/rc" "$here/run.sh" "$np" --survivors "$1" sh -c \
     '"$@"; rc=$?; r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${CASK_RANK:-$$}}}; echo $rc > "$RC_DIR/rc.$r"
      [ $rc = 0 ] && : > "$CASK_TEST_DIR/ok.$r"; exit 0' sh "$app" $args --out "$tmp/many.$ext" \
@@ -58,6 +66,10 @@ run() {
     echo "FAIL: $2: job status $rc, ranks: $(cd "$tmp/rc" && grep . rc.* | tr '\n' ' ')"
     cmp "$tmp/one.$ext" "$tmp/many.$ext"
     exit 1
+  fi
+  # (the transfer log's sixth field is the route: gpu or host)
+  if [ "$kind" = knnsim ] && ! cat "$tmp"/rx.* 2>/dev/null | awk '$6 == "gpu" { n++ } END { exit !n }'; then
+    echo "FAIL: $2: no transfer went by the GPU route"; exit 1
   fi
   grep -c 'recovered on' "$tmp/log" > "$tmp/nrec"
   echo "ok: $2: $(cat "$tmp/nrec") survivors recovered, output identical" \
@@ -83,6 +95,6 @@ second)
   CASK_DIST_TEST_KILL="$1:$2,$3:r$4" run $((np - 2)) "rank $1 killed at task $2, rank $3 at recovery task $4"
   grep -q 'attempt 2' "$tmp/log" ||
     { echo "FAIL: the second failure did not hit a recovery"; exit 1; } ;;
-*) echo "usage: recover_app.sh NP APP knn|knnk|knngpu|jacobi kill|freeze|second ..."; exit 2 ;;
+*) echo "usage: recover_app.sh NP APP knn|knnk|knngpu|knnsim|jacobi kill|freeze|second ..."; exit 2 ;;
 esac
 exit 0
