@@ -125,9 +125,10 @@ static void drop_plan(cask_dist_graph *g)
      * through a recovery: they must not meet slots freed here (a survivor's ABORT came
      * while this rank re-planned, under ASan), nor a handler still ending tasks of the
      * local graph that dist_plan_free destroys. The slots leave g under mu, and are
-     * freed after the plan's handles: a handle registered over a slot's landing buffer
-     * writes its latest bytes back there when destroyed (from its GPU replica, where a
-     * chunk came by the GPU route), so the buffer must outlive it. Their GPU landing
+     * freed after the plan's handles, some of which are registered over their landing
+     * buffers: a buffer must outlive its handle (freed first, a handle whose chunk had
+     * come into its GPU replica wrote it back into freed memory when destroyed; the
+     * plan's copies are now discarded, without a write-back). Their GPU landing
      * replicas are unpinned first, as dist_plan_free does for slots still in g. */
     while (g->handlers_in)
         pthread_cond_wait(&dist->cv, &dist->mu);
