@@ -630,17 +630,28 @@ Test(data, write_on_one_gpu_invalidates_the_other)
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
 }
 
+/* a (N words, zeroed by the caller or static) registered as *da, with write-back on if
+ * asked, then written 3i+1 by fill on simulated GPU gpu: the graph, computed. */
+static cask_graph *fill_on_gpu(cask_runtime *rt, int32_t *a, int gpu, int writeback,
+                               cask_data **da)
+{
+    cask_kernel *fill = dual_kernel(rt, "fill", fill_k);
+    cr_assert_eq(cask_data_register(rt, a, N * sizeof *a, da), CASK_OK);
+    if (writeback)
+        cr_assert_eq(cask_data_set_writeback(*da, 1), CASK_OK);
+    cask_graph *g = graph(rt);
+    cask_access wa = { *da, CASK_WRITE };
+    add_on(g, fill, gpu, 1, &wa, 1);
+    compute_ok(g);
+    return g;
+}
+
 Test(data, acquire_returns_the_latest_gpu_write)
 {
     cask_runtime *rt = start_sim(1, 2, 0);
-    cask_kernel *fill = dual_kernel(rt, "fill", fill_k);
     static int32_t a[N];
     cask_data *da;
-    cr_assert_eq(cask_data_register(rt, a, sizeof a, &da), CASK_OK);
-    cask_graph *g = graph(rt);
-    cask_access wa = { da, CASK_WRITE };
-    add_on(g, fill, 1, 1, &wa, 1);
-    compute_ok(g);
+    cask_graph *g = fill_on_gpu(rt, a, 1, 0, &da);
     int32_t *p;
     cr_assert_eq(cask_data_acquire(da, CASK_READ, (void **)&p), CASK_OK);
     cr_assert_eq(p, a);
@@ -734,15 +745,9 @@ Test(data, gpu_reads_count_host_to_device_bytes)
 Test(data, writeback_puts_gpu_results_in_host_memory_when_the_graph_ends)
 {
     cask_runtime *rt = start_sim(1, 2, 0);
-    cask_kernel *fill = dual_kernel(rt, "fill", fill_k);
     static int32_t a[N];
     cask_data *da;
-    cr_assert_eq(cask_data_register(rt, a, sizeof a, &da), CASK_OK);
-    cr_assert_eq(cask_data_set_writeback(da, 1), CASK_OK);
-    cask_graph *g = graph(rt);
-    cask_access wa = { da, CASK_WRITE };
-    add_on(g, fill, 1, 1, &wa, 1);
-    compute_ok(g);
+    cask_graph *g = fill_on_gpu(rt, a, 1, 1, &da);
     /* Written back: the host memory is current without an acquire. */
     for (int i = 0; i < N; i++)
         cr_assert_eq(a[i], 3 * i + 1, "a[%d] = %d before any acquire", i, a[i]);
@@ -758,15 +763,10 @@ Test(data, writeback_puts_gpu_results_in_host_memory_when_the_graph_ends)
 Test(data, without_writeback_host_memory_waits_for_acquire)
 {
     cask_runtime *rt = start_sim(1, 2, 0);
-    cask_kernel *fill = dual_kernel(rt, "fill", fill_k);
     static int32_t a[N];
     memset(a, 0, sizeof a);
     cask_data *da;
-    cr_assert_eq(cask_data_register(rt, a, sizeof a, &da), CASK_OK);
-    cask_graph *g = graph(rt);
-    cask_access wa = { da, CASK_WRITE };
-    add_on(g, fill, 1, 1, &wa, 1);
-    compute_ok(g);
+    cask_graph *g = fill_on_gpu(rt, a, 1, 0, &da);
     /* The result lives on GPU 1 only; the host copy is brought up to date lazily. */
     cr_assert_eq(a[5], 0, "the result reached the host without write-back or acquire");
     expect_array(da, 3, 1, "acquired");
@@ -791,14 +791,9 @@ Test(data, writeback_can_be_switched_off_again)
 Test(data, destroy_flushes_the_latest_gpu_write_to_registered_memory)
 {
     cask_runtime *rt = start_sim(1, 2, 0);
-    cask_kernel *fill = dual_kernel(rt, "fill", fill_k);
     static int32_t a[N];
     cask_data *da;
-    cr_assert_eq(cask_data_register(rt, a, sizeof a, &da), CASK_OK);
-    cask_graph *g = graph(rt);
-    cask_access wa = { da, CASK_WRITE };
-    add_on(g, fill, 0, 1, &wa, 1);
-    compute_ok(g);
+    cask_graph *g = fill_on_gpu(rt, a, 0, 0, &da);
     cr_assert_eq(cask_graph_destroy(g), CASK_OK);
     cr_assert_eq(cask_data_destroy(da), CASK_OK);
     for (int i = 0; i < N; i++)
@@ -811,15 +806,10 @@ Test(data, destroy_flushes_the_latest_gpu_write_to_registered_memory)
 Test(data, discard_leaves_registered_memory_as_it_was)
 {
     cask_runtime *rt = start_sim(1, 2, 0);
-    cask_kernel *fill = dual_kernel(rt, "fill", fill_k);
     static int32_t a[N];
     memset(a, 0, sizeof a);
     cask_data *da;
-    cr_assert_eq(cask_data_register(rt, a, sizeof a, &da), CASK_OK);
-    cask_graph *g = graph(rt);
-    cask_access wa = { da, CASK_WRITE };
-    add_on(g, fill, 1, 1, &wa, 1);
-    compute_ok(g);
+    cask_graph *g = fill_on_gpu(rt, a, 1, 0, &da);
     cr_assert_eq(cask_graph_destroy(g), CASK_OK);
     cr_assert_eq(data_destroy_discard(da), CASK_OK);
     for (int i = 0; i < N; i++)
@@ -831,14 +821,9 @@ Test(data, discard_leaves_registered_memory_as_it_was)
 Test(data, shutdown_flushes_the_latest_gpu_write_to_registered_memory)
 {
     cask_runtime *rt = start_sim(1, 2, 0);
-    cask_kernel *fill = dual_kernel(rt, "fill", fill_k);
     static int32_t a[N];
     cask_data *da;
-    cr_assert_eq(cask_data_register(rt, a, sizeof a, &da), CASK_OK);
-    cask_graph *g = graph(rt);
-    cask_access wa = { da, CASK_WRITE };
-    add_on(g, fill, 1, 1, &wa, 1);
-    compute_ok(g);
+    cask_graph *g = fill_on_gpu(rt, a, 1, 0, &da);
     cr_assert_eq(cask_graph_destroy(g), CASK_OK);
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
     for (int i = 0; i < N; i++)
