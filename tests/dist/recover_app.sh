@@ -7,7 +7,7 @@
 #   (knnk: cask-knn --k 4 --method pruned, as knn in every mode; knngpu: cask-knn --k 4
 #   on the GPUs, for the device machine, with CASK_RECOVER_UCX_TLS= for its cuda_ipc;
 #   knnsim: cask-knn --k 4 on one simulated GPU a rank with the GPU route between the
-#   ranks, CPU only, and at least one transfer of the last run must have taken it)
+#   ranks, CPU only, and some transfer of each run must have taken it)
 #   recover_app.sh NP APP knn|jacobi freeze VICTIM K MS  VICTIM stops for MS ms at its K-th
 #                                                        task (peer timeout 1.5 s): fenced
 #                                                        out, it must exit non-zero
@@ -30,6 +30,10 @@ export CASK_NCPU=1 CASK_TEST_TIMEOUT=${CASK_TEST_TIMEOUT:-60}
 # keeps cask's choice.
 export UCX_TLS=${CASK_RECOVER_UCX_TLS-tcp,self}
 [ -n "$UCX_TLS" ] || unset UCX_TLS
+usage() {
+  echo "usage: recover_app.sh NP APP knn|knnk|knngpu|knnsim|jacobi kill|freeze|second ..."
+  exit 2
+}
 case "$kind" in
 knn)    args="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q --ref-chunk 128 --chunk 3000"
         ext=npy ;;
@@ -42,11 +46,11 @@ knngpu) # on GPUs (the device machine): results gathered by the GPU route
         ext=npy ;;
 knnsim) # the same on simulated GPUs (host memory, the kernels' CPU code), the GPU route
         # between ranks as on one host with CUDA-aware UCX (dist_gpux.c)
-        export CASK_SIM_GPUS=1 CASK_DIST_SIM_GPU_UCX=1
+        export CASK_SIM_GPUS=1 CASK_DIST_SIM_GPU_UCX=1 CASK_DIST_XFER_LOG="$tmp/rx"
         args="--generate 40000 1024 --seed 7 -q --chunk 2500 --k 4"
         ext=npy ;;
 jacobi) args="--n 130 --iters 60 --check 20 --cpu-only"; ext=raw ;;
-*) echo "usage: recover_app.sh NP APP knn|knnk|knngpu|knnsim|jacobi kill|freeze|second ..."; exit 2 ;;
+*) usage ;;
 esac
 "$app" $args --out "$tmp/one.$ext" > /dev/null || { echo "FAIL: one process"; exit 1; }
 
@@ -54,7 +58,6 @@ esac
 run() {
   rm -rf "$tmp/rc" "$tmp/many.$ext" "$tmp"/rx.*
   mkdir "$tmp/rc"
-  [ "$kind" = knnsim ] && export CASK_DIST_XFER_LOG="$tmp/rx"
   RC_DIR="$tmp/rc" "$here/run.sh" "$np" --survivors "$1" sh -c \
     '"$@"; rc=$?; r=${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${CASK_RANK:-$$}}}; echo $rc > "$RC_DIR/rc.$r"
      [ $rc = 0 ] && : > "$CASK_TEST_DIR/ok.$r"; exit 0' sh "$app" $args --out "$tmp/many.$ext" \
@@ -95,6 +98,6 @@ second)
   CASK_DIST_TEST_KILL="$1:$2,$3:r$4" run $((np - 2)) "rank $1 killed at task $2, rank $3 at recovery task $4"
   grep -q 'attempt 2' "$tmp/log" ||
     { echo "FAIL: the second failure did not hit a recovery"; exit 1; } ;;
-*) echo "usage: recover_app.sh NP APP knn|knnk|knngpu|knnsim|jacobi kill|freeze|second ..."; exit 2 ;;
+*) usage ;;
 esac
 exit 0
