@@ -71,7 +71,8 @@ run() {
     exit 1
   fi
   # (the transfer log's sixth field is the route: gpu or host)
-  if [ "$kind" = knnsim ] && ! cat "$tmp"/rx.* 2>/dev/null | awk '$6 == "gpu" { n++ } END { exit !n }'; then
+  if [ "$kind" = knnsim ] &&
+     ! cat "$tmp"/rx.* 2>/dev/null | awk '$6 == "gpu" { n++ } END { exit !n }'; then
     echo "FAIL: $2: no transfer went by the GPU route"; exit 1
   fi
   grep -c 'recovered on' "$tmp/log" > "$tmp/nrec"
