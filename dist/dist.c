@@ -236,6 +236,48 @@ void dist_ctrl_all(cask_dist *dist, uint32_t graph, uint32_t run, uint32_t type,
 
 /* ---- joining and leaving ---- */
 
+#ifdef CASK_HAVE_UCX
+/* The bootstrap's watch while joining (xport_boot_set_watch): a rank the transport
+ * found failed, not one only silent (it may yet come), ends the wait, named. */
+static int join_watch(void *arg, char *why, size_t len)
+{
+    cask_dist *dist = arg;
+    int lost = 0;
+    pthread_mutex_lock(&dist->mu);
+    for (int r = 0; r < dist->size && !lost; r++)
+        lost = dist->lost[r] && !(r < 64 && (dist->silent >> r & 1));
+    if (lost)
+        snprintf(why, len, "%s", dist->err);
+    pthread_mutex_unlock(&dist->mu);
+    return lost;
+}
+
+/* A step of the join failed: its message says why, naming the lost rank where the
+ * bootstrap (a rank that did not arrive) or the transport (a rank it saw fail) knows. */
+enum { JOIN_NAME_WAIT_S = 5 };
+static cask_status join_fail(cask_dist *dist, cask_status st, const char *step)
+{
+    char lost[sizeof dist->err];
+    pthread_mutex_lock(&dist->mu);
+    if (st == CASK_ERR_PEER && xport_boot_kind(dist->boot) == XPORT_BOOT_PMIX) {
+        /* a PMIx fence that a rank's death failed names no rank; the transport, whose
+         * endpoint to a dead process fails within moments, usually can: wait a little */
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += JOIN_NAME_WAIT_S;
+        while (!dist->nlost && pthread_cond_timedwait(&dist->cv, &dist->mu, &until) == 0)
+            ;
+    }
+    snprintf(lost, sizeof lost, "%s", dist->err);
+    pthread_mutex_unlock(&dist->mu);
+    const char *boot = xport_boot_error(dist->boot);
+    int both = boot[0] && lost[0] && !strstr(boot, lost);
+    return log_error(dist->rt, st, "cask_dist_init on rank %d: %s: %s%s%s", dist->rank, step,
+                     boot[0] ? boot : lost[0] ? lost : cask_status_string(st),
+                     both ? "; " : "", both ? lost : "");
+}
+#endif
+
 cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_dist **out)
 {
     if (!rt || !out)
@@ -319,13 +361,16 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
             st = log_error(rt, st, "cask_dist_init on rank %d: %s", dist->rank, err);
             goto fail;
         }
+        /* from here on a rank lost while joining ends the bootstrap's waits */
+        xport_boot_set_watch(dist->boot, join_watch, dist);
+        dist_testkill_join(dist, "nccl");
         if ((st = dist_nccl_init(dist))) {
-            st = log_error(rt, st, "cask_dist_init on rank %d: agreeing on NCCL", dist->rank);
+            st = join_fail(dist, st, "agreeing on NCCL");
             goto fail;
         }
+        dist_testkill_join(dist, "route");
         if ((st = dist_gpux_register(dist)) || (st = dist_route_init(dist))) {
-            st = log_error(rt, st, "cask_dist_init on rank %d: routes of GPU chunks",
-                           dist->rank);
+            st = join_fail(dist, st, "routes of GPU chunks");
             goto fail;
         }
 #else

@@ -28,6 +28,8 @@ struct xport_boot {
     char job[256];
     char err[512];
     char dir[1024];            /* XPORT_BOOT_FILE: the shared folder */
+    xport_boot_watch_fn watch; /* file waits: a loss seen elsewhere ends them */
+    void *watch_arg;
 #ifdef CASK_HAVE_PMIX
     pmix_proc_t me;
     pmix_proc_t all;           /* {namespace, PMIX_RANK_WILDCARD} */
@@ -286,6 +288,10 @@ static cask_status file_wait(xport_boot *b, const char *name, int r)
             next++;
             continue;
         }
+        char why[400];
+        if (b->watch && b->watch(b->watch_arg, why, sizeof why))
+            return boot_fail(b, CASK_ERR_PEER, "bootstrap (%s) on rank %d, waiting for rank "
+                             "%d: %s", name, b->rank, next, why);
         clock_gettime(CLOCK_MONOTONIC, &now);
         if (b->timeout_s > 0 && now.tv_sec - t0.tv_sec > b->timeout_s)
             return boot_fail(b, CASK_ERR_PEER, "bootstrap (%s) on rank %d: rank %d did not "
@@ -418,6 +424,14 @@ int xport_boot_local_size(const xport_boot *b) { return b->local_size; }
 int xport_boot_kind(const xport_boot *b) { return b->kind; }
 const char *xport_boot_job(const xport_boot *b) { return b->job; }
 const char *xport_boot_error(const xport_boot *b) { return b->err; }
+
+void xport_boot_set_watch(xport_boot *b, xport_boot_watch_fn fn, void *arg)
+{
+    if (!b)
+        return;
+    b->watch = fn;
+    b->watch_arg = arg;
+}
 
 void xport_boot_free_blobs(const xport_boot *b, void **blobs, size_t *lens)
 {

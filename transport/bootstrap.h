@@ -102,6 +102,17 @@ cask_status xport_boot_barrier(xport_boot *b);
  * n bytes: processes that share it run on one host (same kernel). */
 void xport_boot_host_id(char *out, size_t n);
 
+/* A check that a collective's wait makes while the other ranks are not all there: 1
+ * when a rank is known lost (by another channel, as UCX's endpoints once up), with why
+ * (len bytes, a message naming the rank); else 0. Called on the waiting thread. */
+typedef int (*xport_boot_watch_fn)(void *arg, char *why, size_t len);
+
+/* Sets (fn NULL: clears) b's watch: a collective of the file bootstrap then fails with
+ * CASK_ERR_PEER and the watch's why, within about 10 ms of it seeing a loss, rather
+ * than after the timeout. PMIx fences block in the launcher's server and keep their
+ * timeout (the launcher sees lost ranks itself). Call it between collectives. */
+void xport_boot_set_watch(xport_boot *b, xport_boot_watch_fn fn, void *arg);
+
 /* Message of the last failure of b ("" if none); valid until the next call on b. */
 const char *xport_boot_error(const xport_boot *b);
 
