@@ -31,6 +31,10 @@
  *                                      chunk), after the others heard its STATE: its
  *                                      compute fails (an ABORT tells the others; quiet:
  *                                      none, as one the others drop, of an older view)
+ *   CASK_DIST_TEST_JOIN_KILL=R:STEP    rank R SIGKILLs itself in cask_dist_init, with its
+ *                                      UCX endpoints up, just before the collective STEP
+ *                                      of the join: nccl (agreeing on NCCL) or route (the
+ *                                      routes of GPU chunks): a rank lost while joining
  *
  * With a hook set, a probe task precedes each task of the local graph, using the same
  * handles (so it starts when the task could), and counts. */
@@ -129,6 +133,18 @@ static int parse(dist_testkill *tk, const char *s, int freeze)
             return -1;
     }
     return 0;
+}
+
+void dist_testkill_join(const cask_dist *dist, const char *step)
+{
+    const char *s = getenv("CASK_DIST_TEST_JOIN_KILL");
+    int rank, used = 0;
+    if (!s || !*s || sscanf(s, "%d:%n", &rank, &used) != 1 || !used || rank != dist->rank ||
+        strcmp(s + used, step))
+        return;
+    fprintf(stderr, "cask test hook: rank %d is killed while joining, before %s\n", rank, step);
+    fflush(stderr);
+    raise(SIGKILL);
 }
 
 cask_status dist_testkill_init(cask_dist *dist)

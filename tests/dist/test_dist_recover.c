@@ -31,6 +31,14 @@
  *                                The survivors recover and finish with the right values.
  *                                The others dropped that PLAN as stale and waited for it
  *                                (chaos seed 606916636: UNEXPLAINED, "rank 0 left the job").
+ *   test_dist_recover joinlost STEP (with CASK_DIST_TEST_JOIN_KILL=1:STEP) rank 1 is
+ *                                killed in cask_dist_init, its UCX endpoints up, before
+ *                                the join's collective STEP (nccl, route): every other
+ *                                rank's cask_dist_init fails with CASK_ERR_PEER within
+ *                                the peer timeout and a few seconds, naming rank 1. They
+ *                                waited out CASK_BOOT_TIMEOUT (120 s by default) and then
+ *                                said "agreeing on NCCL" alone (chaos soak 10, seed
+ *                                850517044, --launcher local: UNEXPLAINED).
  */
 #include <signal.h>
 #include <unistd.h>
@@ -271,6 +279,43 @@ static void test_gather_lost(void)
     _exit(0);
 }
 
+static void test_join_lost(const char *step)
+{
+    /* dist is NULL when the join fails: the rank from the launcher's variables */
+    const char *r = getenv("CASK_RANK");
+    if (!r)
+        r = getenv("PMIX_RANK");
+    int rank = dt_rank_ = r ? atoi(r) : -1;
+    const char *hook = getenv("CASK_DIST_TEST_JOIN_KILL");
+    char want[32];
+    snprintf(want, sizeof want, "1:%s", step);
+    CHECK(hook && !strcmp(hook, want), "run with CASK_DIST_TEST_JOIN_KILL=%s", want);
+    cask_runtime *rt;
+    cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_BIND | CASK_CONFIG_NGPU,
+                        .ncpu = 1, .bind = 0, .ngpu = 0 };
+    CHECK_OK(cask_init(&cfg, &rt), "cask_init");
+    cask_dist_config dc = { .field_mask = CASK_DIST_PEER_TIMEOUT_MS | CASK_DIST_HEARTBEAT_MS,
+                            .peer_timeout_ms = 3000, .heartbeat_ms = 200 };
+    cask_dist *dist = NULL;
+    double t0 = dt_now();
+    cask_status st = cask_dist_init(rt, &dc, &dist);
+    double dt = dt_now() - t0;
+    char msg[1024] = "";
+    cask_runtime_error(rt, msg, sizeof msg);
+    printf("[rank %d] joinlost %s: cask_dist_init %s after %.2f s: %s\n", rank, step,
+           cask_status_string(st), dt, msg);
+    CHECK(rank != 1, "rank 1 was not killed");
+    CHECK(st == CASK_ERR_PEER, "cask_dist_init returned %s", cask_status_string(st));
+    CHECK(!dist, "a failed join left a cask_dist");
+    CHECK(strstr(msg, "rank 1 "), "the message names the lost rank: %s", msg);
+    CHECK(dt < 15, "the join failed after %.1f s (peer timeout 3 s)", dt);
+    cask_shutdown(rt);
+    dt_report_survivor(rank);
+    printf("[rank %d] survived\n", rank);
+    fflush(stdout);
+    _exit(0);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -287,6 +332,9 @@ int main(int argc, char **argv)
         test(1, 3);
     else if (!strcmp(what, "gatherlost"))
         test_gather_lost();
-    fprintf(stderr, "usage: test_dist_recover noloader|loader|gatherlost|giveup|giveupquiet|planlate\n");
+    else if (!strcmp(what, "joinlost") && argc > 2)
+        test_join_lost(argv[2]);
+    fprintf(stderr, "usage: test_dist_recover noloader|loader|gatherlost|giveup|giveupquiet|"
+            "planlate|joinlost nccl|route\n");
     return 2;
 }
