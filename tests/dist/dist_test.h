@@ -49,6 +49,16 @@ static inline unsigned char dt_pattern(int r, uint64_t k, uint64_t i)
     return (unsigned char)(v >> 56);
 }
 
+/* This process's rank as its launcher set it (PMIX_RANK under mpirun, CASK_RANK with the
+ * file bootstrap), before or without a cask_dist; -1 if neither is set. */
+static inline int dt_launcher_rank(void)
+{
+    const char *r = getenv("PMIX_RANK");
+    if (!r)
+        r = getenv("CASK_RANK");
+    return r ? atoi(r) : -1;
+}
+
 /* Survivor tests: writes "ok" into $CASK_TEST_DIR/ok.<rank>, which run.sh counts. */
 static inline void dt_report_survivor(int rank)
 {

@@ -448,11 +448,11 @@ int main(int argc, char **argv)
                                           CASK_DIST_STEAL,
                             .peer_timeout_ms = pt && *pt ? atoi(pt) : 4000, .heartbeat_ms = 250,
                             .steal = steal };
-    const char *envrank = getenv("PMIX_RANK") ? getenv("PMIX_RANK") : getenv("CASK_RANK");
+    int envrank = dt_launcher_rank();
     const char *pts = getenv("CHAOS_PEER_TIMEOUTS");
-    if (pts && *pts && envrank) {
+    if (pts && *pts && envrank >= 0) {
         const char *q = pts;
-        for (int i = 0, me = atoi(envrank); q; i++) {
+        for (int i = 0, me = envrank; q; i++) {
             if (i == me && atoi(q) > 0)
                 dc.peer_timeout_ms = atoi(q);
             if ((q = strchr(q, ',')))
@@ -461,8 +461,8 @@ int main(int argc, char **argv)
     }
     char pid[32];
     snprintf(pid, sizeof pid, "%d\n", (int)getpid());
-    if (envrank)
-        write_file(dir, "boot", atoi(envrank), pid);
+    if (envrank >= 0)
+        write_file(dir, "boot", envrank, pid);
     double t0 = dt_now();
     cask_status st = cask_dist_init(c.rt, &dc, &c.dist);
     if (st) {
@@ -471,10 +471,10 @@ int main(int argc, char **argv)
         char err[1024];
         cask_runtime_error(c.rt, err, sizeof err);
         failed(&o, "init", st, dt_now() - t0, err);
-        dt_rank_ = envrank ? atoi(envrank) : -1;
+        dt_rank_ = envrank;
         fprintf(stderr, "[rank %d] chaos: cask_dist_init: %s\n", dt_rank_, err);
         CHECK_OK(cask_shutdown(c.rt), "cask_shutdown");
-        if (envrank)
+        if (envrank >= 0)
             write_outcome(dir, dt_rank_, &o, CASK_OK);
         return 0;
     }

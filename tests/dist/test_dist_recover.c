@@ -282,10 +282,7 @@ static void test_gather_lost(void)
 static void test_join_lost(const char *step)
 {
     /* dist is NULL when the join fails: the rank from the launcher's variables */
-    const char *r = getenv("CASK_RANK");
-    if (!r)
-        r = getenv("PMIX_RANK");
-    int rank = dt_rank_ = r ? atoi(r) : -1;
+    int rank = dt_rank_ = dt_launcher_rank();
     const char *hook = getenv("CASK_DIST_TEST_JOIN_KILL");
     char want[32];
     snprintf(want, sizeof want, "1:%s", step);
