@@ -466,9 +466,10 @@ int dist_testkill_give_up(cask_dist *dist);
 /* CASK_DIST_TEST_PLAN_LATE=R:MS: on rank R, each plan waits MS ms after it settled the
  * view (dist_run.c). Not under dist->mu. */
 void dist_testkill_plan_late(const cask_dist *dist);
-/* CASK_DIST_TEST_JOIN_KILL=R:STEP: rank R SIGKILLs itself in cask_dist_init just before
- * the join's collective named step ("nccl", "route"). */
-void dist_testkill_join(const cask_dist *dist, const char *step);
+/* CASK_DIST_TEST_JOIN_KILL=R:STEP[:late]: rank R SIGKILLs itself in cask_dist_init just
+ * before the join's collective named step ("nccl", "route"); with late, the others
+ * begin that step only once they have seen R lost (at most 10 s). */
+void dist_testkill_join(cask_dist *dist, const char *step);
 
 /* dist_xfer.c: the tasks that move chunks (send, receive, deliver, copy) and the
  * handler of data messages. */

@@ -34,18 +34,22 @@
  *   CASK_DIST_TEST_JOIN_KILL=R:STEP    rank R SIGKILLs itself in cask_dist_init, with its
  *                                      UCX endpoints up, just before the collective STEP
  *                                      of the join: nccl (agreeing on NCCL) or route (the
- *                                      routes of GPU chunks): a rank lost while joining
+ *                                      routes of GPU chunks): a rank lost while joining;
+ *                                      R:STEP:late, the others begin STEP only once they
+ *                                      have seen R lost (its collective after the death)
  *
  * With a hook set, a probe task precedes each task of the local graph, using the same
  * handles (so it starts when the task could), and counts. */
 #include "dist/dist_impl.h"
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { TK_MAX = 8 };
@@ -135,16 +139,32 @@ static int parse(dist_testkill *tk, const char *s, int freeze)
     return 0;
 }
 
-void dist_testkill_join(const cask_dist *dist, const char *step)
+void dist_testkill_join(cask_dist *dist, const char *step)
 {
     const char *s = getenv("CASK_DIST_TEST_JOIN_KILL");
     int rank, used = 0;
-    if (!s || !*s || sscanf(s, "%d:%n", &rank, &used) != 1 || !used || rank != dist->rank ||
-        strcmp(s + used, step))
+    if (!s || !*s || sscanf(s, "%d:%n", &rank, &used) != 1 || !used)
         return;
-    fprintf(stderr, "cask test hook: rank %d is killed while joining, before %s\n", rank, step);
-    fflush(stderr);
-    raise(SIGKILL);
+    const char *rest = s + used;
+    size_t n = strlen(step);
+    if (strncmp(rest, step, n) || (rest[n] && strcmp(rest + n, ":late")))
+        return;
+    if (rank == dist->rank) {
+        fprintf(stderr, "cask test hook: rank %d is killed while joining, before %s\n", rank,
+                step);
+        fflush(stderr);
+        raise(SIGKILL);
+    }
+    if (!rest[n] || rank < 0 || rank >= dist->size)
+        return;
+    /* late: the collective begins only after the death is known (up to 10 s) */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    pthread_mutex_lock(&dist->mu);
+    while (!dist->lost[rank] && pthread_cond_timedwait(&dist->cv, &dist->mu, &until) == 0)
+        ;
+    pthread_mutex_unlock(&dist->mu);
 }
 
 cask_status dist_testkill_init(cask_dist *dist)

@@ -12,6 +12,7 @@
 
 #ifdef CASK_HAVE_PMIX
 #include <pmix.h>
+#include <pthread.h>
 #endif
 
 #define BOOT_DEFAULT_TIMEOUT_S 120
@@ -28,7 +29,7 @@ struct xport_boot {
     char job[256];
     char err[512];
     char dir[1024];            /* XPORT_BOOT_FILE: the shared folder */
-    xport_boot_watch_fn watch; /* file waits: a loss seen elsewhere ends them */
+    xport_boot_watch_fn watch; /* waits: a loss seen elsewhere ends them */
     void *watch_arg;
 #ifdef CASK_HAVE_PMIX
     pmix_proc_t me;
@@ -150,14 +151,89 @@ static void fence_info(pmix_info_t *info, int *n, const xport_boot *b, int colle
         PMIX_INFO_LOAD(&info[(*n)++], PMIX_TIMEOUT, &t, PMIX_INT);
 }
 
+/* One fence in flight: shared by the waiting thread and PMIx's callback, which may
+ * come after the wait gave up (a loss seen by the watch); the last of the two frees it.
+ * The info array lives here until then, as PMIx may read it until the callback. */
+typedef struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs, done, ninfo;
+    pmix_status_t rc;
+    pmix_info_t info[2];
+} fence_op;
+
+static void fence_op_put(fence_op *f)
+{
+    pthread_mutex_lock(&f->mu);
+    int last = --f->refs == 0;
+    pthread_mutex_unlock(&f->mu);
+    if (!last)
+        return;
+    for (int i = 0; i < f->ninfo; i++)
+        PMIX_INFO_DESTRUCT(&f->info[i]);
+    pthread_cond_destroy(&f->cv);
+    pthread_mutex_destroy(&f->mu);
+    free(f);
+}
+
+static void fence_done(pmix_status_t status, void *cbdata)
+{
+    fence_op *f = cbdata;
+    pthread_mutex_lock(&f->mu);
+    f->rc = status;
+    f->done = 1;
+    pthread_cond_signal(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    fence_op_put(f);
+}
+
+/* PMIx_Fence_nb, waited for in steps of FENCE_TICK_MS so that the watch is asked between
+ * them: a fence blocks in the launcher's server, which may not fail it when a rank died
+ * before it began (it then waits out PMIX_TIMEOUT). */
+enum { FENCE_TICK_MS = 10 };
 static cask_status pmix_fence(xport_boot *b, int collect, const char *what)
 {
-    pmix_info_t info[2];
-    int n;
-    fence_info(info, &n, b, collect);
-    pmix_status_t rc = PMIx_Fence(&b->all, 1, info, (size_t)n);
-    for (int i = 0; i < n; i++)
-        PMIX_INFO_DESTRUCT(&info[i]);
+    fence_op *f = calloc(1, sizeof *f);
+    if (!f)
+        return boot_fail(b, CASK_ERR_NOMEM, "PMIx_Fence (%s) on rank %d: out of memory",
+                         what, b->rank);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    f->refs = 2;   /* this wait and the callback */
+    fence_info(f->info, &f->ninfo, b, collect);
+    pmix_status_t rc = PMIx_Fence_nb(&b->all, 1, f->info, (size_t)f->ninfo, fence_done, f);
+    if (rc != PMIX_SUCCESS) {   /* no callback will come */
+        f->refs = 1;
+        fence_op_put(f);
+        return boot_fail(b, CASK_ERR_PEER, "PMIx_Fence_nb (%s) on rank %d of %d: %s", what,
+                         b->rank, b->size, PMIx_Error_string(rc));
+    }
+    char why[400];
+    int lost = 0;
+    pthread_mutex_lock(&f->mu);
+    while (!f->done) {
+        pthread_mutex_unlock(&f->mu);
+        lost = b->watch && b->watch(b->watch_arg, why, sizeof why);
+        pthread_mutex_lock(&f->mu);
+        if (lost)
+            break;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += FENCE_TICK_MS * 1000000L;
+        if (until.tv_nsec >= 1000000000L) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000L;
+        }
+        if (!f->done)
+            pthread_cond_timedwait(&f->cv, &f->mu, &until);
+    }
+    int done = f->done;
+    rc = f->rc;
+    pthread_mutex_unlock(&f->mu);
+    fence_op_put(f);
+    if (!done)
+        return boot_fail(b, CASK_ERR_PEER, "PMIx_Fence (%s) on rank %d of %d: %s", what,
+                         b->rank, b->size, why);
     if (rc != PMIX_SUCCESS)
         return boot_fail(b, CASK_ERR_PEER,
                          "PMIx_Fence (%s) on rank %d of %d: %s%s", what, b->rank, b->size,

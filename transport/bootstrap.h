@@ -107,10 +107,11 @@ void xport_boot_host_id(char *out, size_t n);
  * (len bytes, a message naming the rank); else 0. Called on the waiting thread. */
 typedef int (*xport_boot_watch_fn)(void *arg, char *why, size_t len);
 
-/* Sets (fn NULL: clears) b's watch: a collective of the file bootstrap then fails with
- * CASK_ERR_PEER and the watch's why, within about 10 ms of it seeing a loss, rather
- * than after the timeout. PMIx fences block in the launcher's server and keep their
- * timeout (the launcher sees lost ranks itself). Call it between collectives. */
+/* Sets (fn NULL: clears) b's watch: a collective's wait (for the other ranks' files, or
+ * for a PMIx fence, begun non-blocking) then fails with CASK_ERR_PEER and the watch's
+ * why, within about 10 ms of it seeing a loss, rather than after the timeout: the
+ * launcher's server does not fail a fence that began after a rank's death. Call it
+ * between collectives. */
 void xport_boot_set_watch(xport_boot *b, xport_boot_watch_fn fn, void *arg);
 
 /* Message of the last failure of b ("" if none); valid until the next call on b. */
