@@ -10,7 +10,7 @@
 # killed up to 3 s after the first fault.
 #
 #   chaos.sh [--minutes M | --seconds S] [--cases N] [--np A..B | --np N] [--seed S]
-#            [--limit SEC] [--launcher mpirun|local] [--boot-faults] [--program PATH]
+#            [--limit SEC] [--launcher mpirun|local|netns] [--boot-faults] [--program PATH]
 #            [--logs DIR] [--gpus PCT] [-v]
 #   chaos.sh --replay SEED --np N --fault SPEC [--sim-gpus G]   one case again, its log
 #                                                               printed
@@ -22,6 +22,11 @@
 # GPU-made results gathered GPU to GPU: "sim GPUs 2", replayed with --sim-gpus 2), half
 # with the host route (GPU-made chunks staged through host memory, as between hosts:
 # "sim GPUs 2h", --sim-gpus 2h). A replay's default: $CHAOS_SIM_GPUS, else 0.
+#
+# --launcher: mpirun (PMIx; the default where Open MPI's is found), local (the file
+# bootstrap, launch-local.sh), netns (the file bootstrap, each rank an emulated host of
+# its own: network, UTS, IPC and PID namespaces, TCP between them; launch-netns.sh, as
+# root). Faults while joining (--boot-faults) are the default with the file bootstrap.
 #
 # Each case must end within --limit seconds (default 90; a hang otherwise: every process
 # of the case is killed). Verdicts:
@@ -105,10 +110,16 @@ if [ "$launcher" = mpirun ]; then
   export PRTE_ALLOW_RUN_AS_ROOT=1 PRTE_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export OMPI_MCA_plm_rsh_agent=${OMPI_MCA_plm_rsh_agent:-false}
 fi
+case "$launcher" in
+  mpirun|local) ;;
+  netns) "$here/launch-netns.sh" 1 true 2>&1 | tail -n 1
+         [ "${PIPESTATUS[0]}" = 0 ] || { echo "chaos.sh: no network-namespace hosts here: skipped"; exit 77; } ;;
+  *) echo "chaos.sh: --launcher mpirun, local or netns" >&2; exit 2 ;;
+esac
 # A rank killed inside PMIx_Init leaves Open MPI 4.1's PMIx server unable to serve the
 # others, whose PMIx_Init then never returns (seen with mpirun 4.1.4: "PMIX ERROR:
 # UNREACHABLE"): faults while joining only with the file bootstrap, unless asked.
-[ -n "$boot_faults" ] || { [ "$launcher" = local ] && boot_faults=1 || boot_faults=0; }
+[ -n "$boot_faults" ] || { [ "$launcher" != mpirun ] && boot_faults=1 || boot_faults=0; }
 export CHAOS_PEER_TIMEOUT_MS=${CHAOS_PEER_TIMEOUT_MS:-4000} CHAOS_PEER_TIMEOUTS=${CHAOS_PEER_TIMEOUTS:-}
 export CASK_BOOT_TIMEOUT=${CASK_BOOT_TIMEOUT:-20}
 require_recovery=${CHAOS_REQUIRE_RECOVERY:-0}
@@ -191,7 +202,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory, $5 simulated GPUs a
       -x CHAOS_DIR -x CHAOS_FAULT -x CHAOS_PEER_TIMEOUT_MS -x CHAOS_PEER_TIMEOUTS -x CASK_BOOT_TIMEOUT -x CHAOS_BARRIER_GO_ON -x CHAOS_SIM_GPUS \
       "$program" "$seed" > "$log" 2>&1 &
   else
-    CHAOS_DIR=$dir CHAOS_FAULT=$hook CHAOS_SIM_GPUS=$gpus setsid "$here/launch-local.sh" "$np" "$program" "$seed" \
+    CHAOS_DIR=$dir CHAOS_FAULT=$hook CHAOS_SIM_GPUS=$gpus setsid "$here/launch-$launcher.sh" "$np" "$program" "$seed" \
       > "$log" 2>&1 &
   fi
   local job=$!
