@@ -25,8 +25,9 @@
 #
 # --launcher: mpirun (PMIx; the default where Open MPI's is found), local (the file
 # bootstrap, launch-local.sh), netns (the file bootstrap, each rank an emulated host of
-# its own: network, UTS, IPC and PID namespaces, TCP between them; launch-netns.sh, as
-# root). Faults while joining (--boot-faults) are the default with the file bootstrap.
+# its own: network, UTS, IPC, PID and mount namespaces, TCP between them;
+# launch-netns.sh, as root, whose hostpid.R files give the pids to signal). Faults
+# while joining (--boot-faults) are the default with the file bootstrap.
 #
 # Each case must end within --limit seconds (default 90; a hang otherwise: every process
 # of the case is killed). Verdicts:
@@ -179,7 +180,11 @@ field() {   # $1 line, $2 name: the value of name=... (msg: the rest of the line
 }
 
 pid_of() {   # $1 dir, $2 rank: its pid once it joined, else before ("" if not yet)
-  if [ -e "$1/pid.$2" ]; then cat "$1/pid.$2"
+  if [ "$launcher" = netns ]; then   # its getpid() is its PID namespace's: the launcher's
+    if [ -e "$1/pid.$2" ] || [ -e "$1/boot.$2" ]; then
+      [ -e "$1/hostpid.$2" ] && cat "$1/hostpid.$2"
+    fi
+  elif [ -e "$1/pid.$2" ]; then cat "$1/pid.$2"
   elif [ -e "$1/boot.$2" ]; then cat "$1/boot.$2"; fi
 }
 
@@ -202,7 +207,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory, $5 simulated GPUs a
       -x CHAOS_DIR -x CHAOS_FAULT -x CHAOS_PEER_TIMEOUT_MS -x CHAOS_PEER_TIMEOUTS -x CASK_BOOT_TIMEOUT -x CHAOS_BARRIER_GO_ON -x CHAOS_SIM_GPUS \
       "$program" "$seed" > "$log" 2>&1 &
   else
-    CHAOS_DIR=$dir CHAOS_FAULT=$hook CHAOS_SIM_GPUS=$gpus setsid "$here/launch-$launcher.sh" "$np" "$program" "$seed" \
+    CHAOS_DIR=$dir CHAOS_FAULT=$hook CHAOS_SIM_GPUS=$gpus CASK_HOST_PID_DIR=$dir setsid "$here/launch-$launcher.sh" "$np" "$program" "$seed" \
       > "$log" 2>&1 &
   fi
   local job=$!

@@ -5,29 +5,38 @@
 #
 #   launch-netns.sh NP PROGRAM [ARGS...]
 #
-# Rank r runs in network, UTS, IPC and PID namespaces of its own, its veth (eth0,
+# Rank r runs in network, UTS, IPC, PID and mount namespaces of its own, its veth (eth0,
 # 10.199.H.L/16) on a bridge in a switch namespace, as in netns_hosts.sh: it shares no
 # network, shared memory or process table with the others, so UCX reaches them by TCP
-# and cask sees them as other hosts (no pid-based liveness). Unlike netns_hosts.sh the
-# namespaces have no names: they are held by this launch's processes alone and vanish
-# with them, even when the launch is ended by SIGKILL to its process group (chaos.sh on
-# a hang), so nothing is left on this machine. /proc is this host's: a rank's pid as
-# /proc/self names it is the one `kill` from outside reaches (test_dist_chaos writes it).
+# and cask sees them as other hosts (no pid-based liveness). Like a container, it has
+# the /proc of its PID namespace (--mount-proc): with this host's /proc, UCX read a
+# process's own start time at its own pid there (a keepalive of its endpoint to itself),
+# found another process or none, and ucp_ep_create to itself failed with "Endpoint
+# timeout" where that pid was free on this host (chaos soak 14, 1 case in 256; every
+# time with the pid forced to one). Unlike netns_hosts.sh the namespaces have no names:
+# they are held by this launch's processes alone and vanish with them, even when the
+# launch is ended by SIGKILL to its process group (chaos.sh on a hang), so nothing is
+# left on this machine.
+#
+# CASK_HOST_PID_DIR=DIR: the launcher writes there hostpid.R, rank r's pid on this host
+# (its getpid() is the one of its own namespace), once it runs: what a `kill` from
+# outside needs (chaos.sh --launcher netns).
 #
 # Exit status: 0 if every rank exited 0, else 1; 77 (meson: SKIP), saying why, where the
-# namespaces cannot be made (not root, no `ip`, `unshare` or `nsenter`, refused).
+# namespaces cannot be made (not root, no `ip`, `unshare`, `nsenter`, `mkfifo` or
+# `timeout`, refused).
 set -u
 np=${1:?usage: launch-netns.sh NP PROGRAM [ARGS...]}; shift
 [ "$np" -ge 1 ] 2>/dev/null && [ "$np" -le 200 ] || { echo "launch-netns.sh: NP 1 to 200" >&2; exit 2; }
 skip() { echo "SKIP: launch-netns.sh: $*" >&2; exit 77; }
 [ "$(id -u 2> /dev/null)" = 0 ] || skip "not root (network namespaces need CAP_SYS_ADMIN)"
-for c in ip unshare nsenter; do
+for c in ip unshare nsenter mkfifo timeout; do
   command -v $c > /dev/null 2>&1 || skip "no $c command"
 done
 dir=$(mktemp -d "${TMPDIR:-/tmp}/cask-boot.XXXXXX") || exit 1
-sw="" holders="" pids=""
+sw="" pids=""
 cleanup() {
-  for p in $pids $holders $sw; do kill -KILL "$p" 2> /dev/null; done
+  for p in $pids $sw; do kill -KILL "$p" 2> /dev/null; done
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -52,14 +61,16 @@ own_ns "$sw" || skip "unshare --net refused"
 nsenter -t "$sw" -n ip link add br0 type bridge 2> "$dir/err" || skip "no bridge ($(cat "$dir/err"))"
 nsenter -t "$sw" -n ip link set br0 up || exit 1
 
-# rank r: its namespaces made first (the program waits for go.r), then its veth
+# rank r: its namespaces made first (the program waits on the pipe go.r), then its veth
 r=0
 while [ "$r" -lt "$np" ]; do
-  # sh is the PID namespace's pid 1 and the program its child: pid 1 would ignore the
-  # signals the program raises itself (a test's rank dies by raise(SIGKILL))
+  mkfifo "$dir/go.$r" || exit 1
+  # sh is the PID namespace's pid 1 and the program its only child after the go (the
+  # read is a builtin; not an exec: pid 1 would ignore the signals the program raises
+  # itself, as a test's rank dies by raise(SIGKILL))
   CASK_BOOT_DIR="$dir" CASK_RANK=$r CASK_SIZE=$np CASK_LOCAL_RANK=0 CASK_LOCAL_SIZE=1 \
-    unshare --net --uts --ipc --pid --fork --kill-child \
-    sh -c 'while [ ! -e "$1" ]; do sleep 0.01; done; hostname "$2"; shift 2; "$@"' \
+    unshare --net --uts --ipc --pid --mount --mount-proc --fork --kill-child \
+    sh -c 'hostname "$2"; read -r go < "$1" && shift 2 && "$@"; exit $?' \
     sh "$dir/go.$r" "cask-host$r" "$@" &
   p=$!
   pids="$pids $p"
@@ -70,9 +81,31 @@ while [ "$r" -lt "$np" ]; do
   nsenter -t "$p" -n ip addr add "10.199.$((r / 250)).$((r % 250 + 1))/16" dev eth0 || exit 1
   nsenter -t "$p" -n ip link set eth0 up || exit 1
   nsenter -t "$p" -n ip link set lo up || exit 1
-  : > "$dir/go.$r"
+  timeout 30 sh -c 'echo go > "$1"' sh "$dir/go.$r" ||
+    { echo "launch-netns.sh: rank $r did not start" >&2; exit 1; }
   r=$((r + 1))
 done
+# the ranks' pids on this host: unshare's one child is the namespace's sh, whose one
+# child after the go is the program
+if [ -n "${CASK_HOST_PID_DIR:-}" ]; then
+  r=0
+  for p in $pids; do
+    n=0 c=""
+    while [ -z "$c" ] && [ $n -lt 1000 ] && kill -0 "$p" 2> /dev/null; do
+      s=$(cat "/proc/$p/task/$p/children" 2> /dev/null)
+      s=${s%% *}
+      [ -n "$s" ] && c=$(cat "/proc/$s/task/$s/children" 2> /dev/null)
+      [ -n "$c" ] || sleep 0.005
+      n=$((n + 1))
+    done
+    c=${c%% *}
+    if [ -n "$c" ]; then
+      echo "$c" > "$CASK_HOST_PID_DIR/hostpid.$r.tmp" &&
+        mv "$CASK_HOST_PID_DIR/hostpid.$r.tmp" "$CASK_HOST_PID_DIR/hostpid.$r"
+    fi
+    r=$((r + 1))
+  done
+fi
 rc=0
 for p in $pids; do
   wait "$p" || rc=1

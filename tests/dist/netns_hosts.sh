@@ -10,7 +10,10 @@
 # rank runs there in its own UTS (hostname), IPC (System V shared memory) and PID
 # namespaces, so it shares no network, no shared-memory segment and no process table
 # with the others: UCX must reach them by TCP, and cask must see them as other hosts
-# (no pid-based liveness). The ranks are started with the file bootstrap
+# (no pid-based liveness). Each has the /proc of its PID namespace (a mount namespace,
+# --mount-proc), as a container has: with this host's, UCX read its own start time at
+# its own pid there, and its endpoint to itself failed where that pid was free here
+# (launch-netns.sh). The ranks are started with the file bootstrap
 # (CASK_BOOT_DIR on the shared file system, CASK_RANK, CASK_SIZE; CASK_LOCAL_SIZE=1:
 # alone on its host) through `ip netns exec` + `unshare`.
 #
@@ -80,7 +83,7 @@ while [ $h -lt "$nh" ]; do
   ip -n "$ns" link set lo up || exit 1
   h=$((h + 1))
 done
-if ! unshare --uts --ipc --pid --fork --kill-child true 2> "$tmp/err"; then
+if ! unshare --uts --ipc --pid --mount --mount-proc --fork --kill-child true 2> "$tmp/err"; then
   skip "unshare refused ($(cat "$tmp/err"))"
 fi
 echo "$nh hosts: network namespaces ${tag}h0..${tag}h$((nh - 1)), bridge in $sw"
@@ -98,7 +101,7 @@ start() {
     # sh is the namespace's pid 1 and the program its child: pid 1 would ignore the
     # signals it raises itself (the kill test's rank dies by raise(SIGKILL))
     timeout -k 5 "$limit" ip netns exec "${tag}h$h" \
-      unshare --uts --ipc --pid --fork --kill-child \
+      unshare --uts --ipc --pid --mount --mount-proc --fork --kill-child \
       sh -c 'hostname "$1" && shift && "$@"' sh "${tag}-host$h" \
       env CASK_BOOT_DIR="$boot" CASK_RANK=$h CASK_SIZE="$nh" CASK_LOCAL_RANK=0 \
           CASK_LOCAL_SIZE=1 CASK_UCX_EP_INFO=1 "$@" \

@@ -12,9 +12,7 @@
  * chaos.sh, which knows which rank it killed or froze, judges. Files in $CHAOS_DIR
  * (nothing is written without it):
  *   boot.R    this process's pid before it joins (R from the launcher's environment:
- *             PMIX_RANK, or CASK_RANK with the file bootstrap); a pid as /proc/self
- *             names it, which a kill from outside reaches where the rank has a PID
- *             namespace of its own (launch-netns.sh)
+ *             PMIX_RANK, or CASK_RANK with the file bootstrap)
  *   pid.R     this rank's pid, once cask_dist_init returned (chaos.sh signals it)
  *   fault.R   written by the fault hook just before this rank kills or stops itself
  *   out.R     the outcome, written last, after cask_shutdown: one line,
@@ -98,20 +96,6 @@ static void write_file(const char *dir, const char *name, int rank, const char *
     rename(tmp, path);   /* appears whole */
 }
 
-/* This process's pid as this host's /proc names it: getpid() is the one of its own PID
- * namespace (launch-netns.sh), which chaos.sh, outside it, cannot signal. */
-static int visible_pid(void)
-{
-    char b[32];
-    ssize_t n = readlink("/proc/self", b, sizeof b - 1);
-    int p = 0;
-    if (n > 0) {
-        b[n] = 0;
-        p = atoi(b);
-    }
-    return p > 0 ? p : (int)getpid();
-}
-
 static void fire(const char *where)
 {
     chaos_fault *F = &fault_;
@@ -119,7 +103,7 @@ static void fire(const char *where)
         return;
     char text[256];
     snprintf(text, sizeof text, "%s %s graph %d compute %d pid %d\n", mode_names[F->mode],
-             where, F->graph, F->compute, visible_pid());
+             where, F->graph, F->compute, (int)getpid());
     write_file(F->dir, "fault", F->me, text);
     fprintf(stderr, "[rank %d] chaos: %s myself %s of graph %d compute %d\n", F->me,
             mode_names[F->mode], where, F->graph, F->compute);
@@ -476,7 +460,7 @@ int main(int argc, char **argv)
         }
     }
     char pid[32];
-    snprintf(pid, sizeof pid, "%d\n", visible_pid());
+    snprintf(pid, sizeof pid, "%d\n", (int)getpid());
     if (envrank >= 0)
         write_file(dir, "boot", envrank, pid);
     double t0 = dt_now();
