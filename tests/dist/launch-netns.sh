@@ -106,9 +106,8 @@ if [ -n "${CASK_HOST_PID_DIR:-}" ]; then
     r=$((r + 1))
   done
 fi
-rc=0
-for p in $pids; do
-  wait "$p" || rc=1
-done
-pids=""
-exit $rc
+# every rank's status (a rank killed on purpose counts as a failure, as in launch-local)
+status=0
+for p in $pids; do wait "$p" || status=1; done
+pids=""   # all reaped: nothing for the trap to kill but the switch
+exit $status
