@@ -1,6 +1,7 @@
 /* transport/bootstrap.c: rank, size and blob exchange through the launcher's PMIx
  * server, or a job of one process when there is no launcher. See bootstrap.h. */
 #include "transport/bootstrap.h"
+#include "transport/deadline.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -218,12 +219,7 @@ static cask_status pmix_fence(xport_boot *b, int collect, const char *what)
         if (lost)
             break;
         struct timespec until;
-        clock_gettime(CLOCK_REALTIME, &until);
-        until.tv_nsec += FENCE_TICK_MS * 1000000L;
-        if (until.tv_nsec >= 1000000000L) {
-            until.tv_sec++;
-            until.tv_nsec -= 1000000000L;
-        }
+        deadline_in(&until, FENCE_TICK_MS);
         if (!f->done)
             pthread_cond_timedwait(&f->cv, &f->mu, &until);
     }

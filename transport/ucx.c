@@ -2,6 +2,7 @@
  * thread may make (send, status, counters). What the progress thread does is in
  * ucx_progress.c. See ucx.h for the model. */
 #include "transport/ucx_impl.h"
+#include "transport/deadline.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -303,17 +304,6 @@ static cask_status exchange_and_connect(xport_ucx *x)
     xport_boot_free_blobs(x->boot, blobs, lens);
     x->connect_ns[2] = ucx_now_ns();
     return st;
-}
-
-static void deadline_in(struct timespec *ts, int ms)
-{
-    clock_gettime(CLOCK_REALTIME, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
 }
 
 /* How long connect and destroy wait for the other ranks' handshakes. */
