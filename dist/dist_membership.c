@@ -32,6 +32,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/deadline.h"
 #include "runtime/log.h"
 
 static uint64_t excluded_mask(const cask_dist *dist)
@@ -400,12 +401,7 @@ cask_status dist_member_agree(cask_dist *dist, char *err, size_t errlen)
             break;
         }
         struct timespec dl;
-        clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_nsec += 50 * 1000000L;
-        if (dl.tv_nsec >= 1000000000L) {
-            dl.tv_sec++;
-            dl.tv_nsec -= 1000000000L;
-        }
+        deadline_in(&dl, 50);
         pthread_cond_timedwait(&dist->cv, &dist->mu, &dl);
     }
     if (!st && !quorum(dist, M)) {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/deadline.h"
 #include "runtime/log.h"
 #include "runtime/runtime.h"
 #include "scheduler/sched.h"    /* sleeping workers: idleness */
@@ -441,13 +442,7 @@ void *steal_thread(void *arg)
         }
         if (!S->qhead && !S->stop) {   /* deferred tasks are looked at again then */
             struct timespec dl;
-            clock_gettime(CLOCK_REALTIME, &dl);
-            long ns = atomic_load(&S->active) > 0 || S->deferred ? 2000000L : 50000000L;
-            dl.tv_nsec += ns;
-            if (dl.tv_nsec >= 1000000000L) {
-                dl.tv_sec++;
-                dl.tv_nsec -= 1000000000L;
-            }
+            deadline_in(&dl, atomic_load(&S->active) > 0 || S->deferred ? 2 : 50);
             pthread_cond_timedwait(&S->cv, &S->mu, &dl);
         }
     }

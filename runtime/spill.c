@@ -13,6 +13,7 @@
 #include "runtime/spill.h"
 #include "runtime/graph.h"
 #include "runtime/log.h"
+#include "runtime/deadline.h"
 #include "scheduler/sched.h"
 
 #define SPILL_THREADS 2
@@ -179,12 +180,7 @@ static void *io_main(void *arg)
                 pthread_cond_broadcast(&s->room);
             }
             struct timespec ts;
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += saw_locked ? 200000 : 5000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
+            deadline_after_ns(&ts, CLOCK_REALTIME, saw_locked ? 200000 : 5000000);
             pthread_cond_timedwait(&s->work, &s->lock, &ts);
             continue;
         }
@@ -306,12 +302,7 @@ cask_status spill_host_alloc(cask_runtime *rt, cask_data *d, int may_wait)
         struct timespec t0, ts;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         while (s->used > s->limit && !s->failed && !s->stop && s->empty_scans == scans) {
-            clock_gettime(CLOCK_REALTIME, &ts);
-            ts.tv_nsec += 50000000;
-            if (ts.tv_nsec >= 1000000000) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000;
-            }
+            deadline_in(&ts, 50);
             pthread_cond_timedwait(&s->room, &s->lock, &ts);
             struct timespec t1;
             clock_gettime(CLOCK_MONOTONIC, &t1);

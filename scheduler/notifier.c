@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <time.h>
 #include "scheduler/notifier.h"
+#include "runtime/deadline.h"
 
 int notifier_init(notifier *n)
 {
@@ -43,13 +44,7 @@ void notifier_commit(notifier *n, uint64_t epoch, uint64_t timeout_ns)
     pthread_mutex_lock(&n->lock);
     if (timeout_ns) {
         struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_sec += (time_t)(timeout_ns / 1000000000u);
-        ts.tv_nsec += (long)(timeout_ns % 1000000000u);
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        deadline_after_ns(&ts, CLOCK_MONOTONIC, timeout_ns);
         while (atomic_load_explicit(&n->epoch, memory_order_relaxed) == epoch)
             if (pthread_cond_timedwait(&n->cond, &n->lock, &ts) == ETIMEDOUT)
                 break;

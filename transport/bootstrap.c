@@ -1,7 +1,7 @@
 /* transport/bootstrap.c: rank, size and blob exchange through the launcher's PMIx
  * server, or a job of one process when there is no launcher. See bootstrap.h. */
 #include "transport/bootstrap.h"
-#include "transport/deadline.h"
+#include "runtime/deadline.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -2,7 +2,7 @@
  * thread may make (send, status, counters). What the progress thread does is in
  * ucx_progress.c. See ucx.h for the model. */
 #include "transport/ucx_impl.h"
-#include "transport/deadline.h"
+#include "runtime/deadline.h"
 
 #include <errno.h>
 #include <stdarg.h>
