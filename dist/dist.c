@@ -278,6 +278,25 @@ static cask_status join_fail(cask_dist *dist, cask_status st, const char *step)
 }
 #endif
 
+/* The record's own memory, last (a failed init, finalize): what the parts made is gone. */
+static void dist_free(cask_dist *dist)
+{
+    xport_boot_finalize(dist->boot);
+    free(dist->data);
+    free(dist->index_keys);
+    free(dist->index_vals);
+    free(dist->lost);
+    free(dist->left);
+    free(dist->excluded);
+    free(dist->mem_epoch);
+    free(dist->mem_mask);
+    free(dist->barrier_seen);
+    free(dist->testkill);
+    pthread_mutex_destroy(&dist->mu);
+    pthread_cond_destroy(&dist->cv);
+    free(dist);
+}
+
 cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_dist **out)
 {
     if (!rt || !out)
@@ -400,17 +419,7 @@ fail:
 #endif
     dist_xlog_close(dist);
     dist_steal_finalize(dist);
-    xport_boot_finalize(dist->boot);
-    free(dist->lost);
-    free(dist->left);
-    free(dist->excluded);
-    free(dist->mem_epoch);
-    free(dist->mem_mask);
-    free(dist->barrier_seen);
-    free(dist->testkill);
-    pthread_mutex_destroy(&dist->mu);
-    pthread_cond_destroy(&dist->cv);
-    free(dist);
+    dist_free(dist);
     return st;
 }
 
@@ -465,20 +474,7 @@ cask_status cask_dist_finalize(cask_dist *dist)
     } else {
         xport_boot_barrier(dist->boot);   /* everybody leaves together */
     }
-    xport_boot_finalize(dist->boot);
-    free(dist->data);
-    free(dist->index_keys);
-    free(dist->index_vals);
-    free(dist->lost);
-    free(dist->left);
-    free(dist->excluded);
-    free(dist->mem_epoch);
-    free(dist->mem_mask);
-    free(dist->barrier_seen);
-    free(dist->testkill);
-    pthread_mutex_destroy(&dist->mu);
-    pthread_cond_destroy(&dist->cv);
-    free(dist);
+    dist_free(dist);
     return st;
 }
 
