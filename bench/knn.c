@@ -9,7 +9,8 @@
  * Each time is host input to host output, median of --reps runs after a warm-up; the
  * inputs are moved to the GPUs again in every run. Results of cask and the baseline are
  * compared exactly, and a float64 brute force checks --check K sampled observations.
- * Prints a table and one JSON line per measurement. */
+ * --case even|uneven|hog runs one case alone (hog: then the results under the load are
+ * compared too). Prints a table and one JSON line per measurement. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -142,7 +143,7 @@ int main(int argc, char **argv)
     ctx c = { .n = 1 << 24, .m = 1 << 14, .gpus = 0, .reps = 7 };
     int64_t chunk = 0, check = 2000;
     double uneven[KNN_BASELINE_MAX_GPUS] = {0};
-    int nuneven = 0, do_hog = 1;
+    int nuneven = 0, do_hog = 1, only = 0;   /* only: 1 even, 2 uneven, 3 hog; 0 all */
     uint64_t seed = 42;
     int64_t clusters = 0; /* --clusters C: a mixture of C blobs instead of uniform points */
     for (int i = 1; i < argc; i++) {
@@ -155,6 +156,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--clusters") && i + 1 < argc) clusters = atoll(argv[++i]);
         else if (!strcmp(argv[i], "--no-hog")) do_hog = 0;
+        else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
+            const char *k = argv[++i];
+            only = !strcmp(k, "even") ? 1 : !strcmp(k, "uneven") ? 2 : !strcmp(k, "hog") ? 3 : -1;
+            if (only < 0) {
+                fprintf(stderr, "%s: --case %s: even, uneven or hog\n", argv[0], k);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--uneven") && i + 1 < argc) {
             char *s = argv[++i];
             while (*s && nuneven < KNN_BASELINE_MAX_GPUS) {
@@ -163,7 +172,8 @@ int main(int argc, char **argv)
             }
         } else {
             fprintf(stderr, "usage: %s [--n N] [--m M] [--gpus G] [--reps R] [--chunk C] [--check K]"
-                            " [--uneven f0,f1,...] [--no-hog] [--seed S] [--clusters C]\n", argv[0]);
+                            " [--uneven f0,f1,...] [--no-hog] [--case even|uneven|hog] [--seed S]"
+                            " [--clusters C]\n", argv[0]);
             return 2;
         }
     }
@@ -198,23 +208,28 @@ int main(int argc, char **argv)
     printf("# bench-knn: %lld x %lld = %.4g pairs, %d GPU(s), chunk %lld rows, median of %d\n",
            (long long)c.n, (long long)c.m, (double)c.n * c.m, c.gpus, (long long)chunk, c.reps);
     printf("%-9s %-9s %10s %7s %4s %10s %12s\n", "case", "impl", "N", "M", "gpus", "ms", "pairs/s");
-    double tb = time_base(&c, NULL);
-    double tc = time_cask(&c);
-    row(&c, "even", "baseline", tb, 0);
-    row(&c, "even", "cask", tc, tb);
-    int64_t diff = compare(&c);
-    printf("# cask vs baseline results: %lld of %lld observations differ\n", (long long)diff, (long long)c.n);
-    printf("{\"bench\":\"knn\",\"case\":\"agreement\",\"differing\":%lld,\"n\":%lld}\n", (long long)diff,
-           (long long)c.n);
-    if (check > 0) {
-        knn_check_report rep;
-        CS(knn_check(&c.obs, &c.ref, c.idx_cask, c.dist_cask, CASK_EARTH_RADIUS_KM, check, &rep));
-        knn_check_print(stdout, "# bench-knn", &rep);
-        printf("{\"bench\":\"knn\",\"case\":\"exactness\",\"checked\":%lld,\"max_err_chosen\":%.3g,"
-               "\"max_err_reported\":%.3g,\"ok\":%s}\n", (long long)rep.checked, rep.max_err_chosen,
-               rep.max_err_reported,
-               rep.max_err_chosen <= KNN_CHECK_TOL_CHOSEN && rep.max_err_reported <= KNN_CHECK_TOL_REPORTED &&
-               !rep.bad_index ? "true" : "false");
+    int64_t ndiff = 0;   /* observations where cask and the baseline differ */
+    if (only == 0 || only == 1) {
+        double tb = time_base(&c, NULL);
+        double tc = time_cask(&c);
+        c.cask_base_s = tc;
+        row(&c, "even", "baseline", tb, 0);
+        row(&c, "even", "cask", tc, tb);
+        int64_t diff = compare(&c);
+        ndiff += diff;
+        printf("# cask vs baseline results: %lld of %lld observations differ\n", (long long)diff, (long long)c.n);
+        printf("{\"bench\":\"knn\",\"case\":\"agreement\",\"differing\":%lld,\"n\":%lld}\n", (long long)diff,
+               (long long)c.n);
+        if (check > 0) {
+            knn_check_report rep;
+            CS(knn_check(&c.obs, &c.ref, c.idx_cask, c.dist_cask, CASK_EARTH_RADIUS_KM, check, &rep));
+            knn_check_print(stdout, "# bench-knn", &rep);
+            printf("{\"bench\":\"knn\",\"case\":\"exactness\",\"checked\":%lld,\"max_err_chosen\":%.3g,"
+                   "\"max_err_reported\":%.3g,\"ok\":%s}\n", (long long)rep.checked, rep.max_err_chosen,
+                   rep.max_err_reported,
+                   rep.max_err_chosen <= KNN_CHECK_TOL_CHOSEN && rep.max_err_reported <= KNN_CHECK_TOL_REPORTED &&
+                   !rep.bad_index ? "true" : "false");
+        }
     }
     if (c.gpus > 1) {
         if (!nuneven) {     /* one GPU gets 3x its share: a split that is off */
@@ -222,10 +237,13 @@ int main(int argc, char **argv)
                 uneven[g] = g == 0 ? 3.0 : 1.0;
             nuneven = c.gpus;
         }
-        double tu = time_base(&c, uneven);
-        row(&c, "uneven", "baseline", tu, 0);
-        row(&c, "uneven", "cask", tc, tu);
-        if (do_hog) {
+        if (only == 0 || only == 2) {
+            double tu = time_base(&c, uneven);
+            double tc = only ? time_cask(&c) : c.cask_base_s;   /* cask's own split is the even one */
+            row(&c, "uneven", "baseline", tu, 0);
+            row(&c, "uneven", "cask", tc, tu);
+        }
+        if (do_hog && (only == 0 || only == 3)) {
             hog h;
             hog_start(&h, c.gpus - 1);
             double bh = time_base(&c, NULL);
@@ -233,6 +251,13 @@ int main(int argc, char **argv)
             hog_stop(&h);
             row(&c, "hog", "baseline", bh, 0);
             row(&c, "hog", "cask", ch, bh);
+            if (only == 3) {   /* the same results under the load */
+                time_base(&c, NULL);
+                int64_t diff = compare(&c);
+                ndiff += diff;
+                printf("# hog: cask vs baseline results: %lld of %lld observations differ\n",
+                       (long long)diff, (long long)c.n);
+            }
         }
     }
     knn_job_destroy(c.job);
@@ -243,5 +268,5 @@ int main(int argc, char **argv)
     cask_host_free(c.rt, c.idx_base);
     cask_host_free(c.rt, c.dist_base);
     cask_shutdown(c.rt);
-    return diff ? 1 : 0;
+    return ndiff ? 1 : 0;
 }
