@@ -32,6 +32,24 @@ void gpu_est_learn(cask_kernel *k, int gpu, uint64_t sample_ns)
     atomic_store_explicit(&k->gpu_ns[gpu], v, memory_order_relaxed);
 }
 
+void gpu_est_add(gpu_est_sum *s, cask_kernel *k, int gpu, int depth, int ntasks, uint64_t ns)
+{
+    if (ntasks <= 0)
+        return;
+    if (s->kernel != k || !s->tasks) {   /* a new sum */
+        s->kernel = k;
+        s->ns = 0;
+        s->tasks = 0;
+        s->need = depth > ntasks ? depth : ntasks;
+    }
+    s->ns += ns;
+    s->tasks += ntasks;
+    if (s->tasks < s->need)
+        return;
+    gpu_est_learn(k, gpu, s->ns / (uint64_t)s->tasks);
+    s->tasks = 0;
+}
+
 static uint64_t left(const worker *o, uint64_t now)
 {
     uint64_t b = atomic_load_explicit(&o->busy_until_ns, memory_order_relaxed);

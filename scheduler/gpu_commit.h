@@ -22,6 +22,25 @@ uint64_t gpu_est(const cask_kernel *k, int gpu);
  * moves it a quarter only. Called by that GPU's worker only. */
 void gpu_est_learn(cask_kernel *k, int gpu, uint64_t sample_ns);
 
+/* A GPU's running sum of device time per kernel, over the groups of tasks finished since
+ * its last estimate. Groups that run side by side on a GPU's streams finish in bursts:
+ * with two in flight, one finishes after the whole of both and the other a moment later,
+ * so one group's time says nothing of a task's cost; the sum over as many tasks as were
+ * in flight together does (the device time per task, the figure placement and late
+ * binding compare across GPUs). Owned by that GPU's worker; zeroed to start. */
+typedef struct gpu_est_sum {
+    const cask_kernel *kernel;    /* the kernel summed, NULL none */
+    uint64_t ns;
+    int tasks, need;
+} gpu_est_sum;
+
+/* Adds a finished group of ntasks tasks of k on GPU gpu that took ns of device time (from
+ * its issue or the device's previous completion, whichever was later), finished with
+ * depth tasks in flight on the device (its own included). A sum of another kernel starts
+ * over. Once the sum holds as many tasks as were in flight when it began, their mean is
+ * learnt (gpu_est_learn) and the sum starts over. */
+void gpu_est_add(gpu_est_sum *s, cask_kernel *k, int gpu, int depth, int ntasks, uint64_t ns);
+
 /* 1 if GPU worker w should start t now; 0 if another GPU, with what it already has in
  * flight and every GPU task still queued, is expected to finish t clearly sooner. Tasks
  * bound to a device, a single GPU, and kernels not yet timed on every GPU always give 1.

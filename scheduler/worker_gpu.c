@@ -159,13 +159,15 @@ void gpu_finish_one(worker *w, cask_task *t, inflight *f)
 
 /* Updates the kernel's service-time estimate on this GPU from a finished group: the time
  * since the group was issued or the device last finished a group, whichever is later
- * (what the device took for it, overlapped work not counted twice). Then republishes
- * when the device is expected to be done with the rest. */
+ * (what the device took for it, overlapped work not counted twice), summed over as many
+ * tasks as were in flight together (gpu_est_add). Then republishes when the device is
+ * expected to be done with the rest. */
 static void learn_cost(worker *w, inflight *f)
 {
     gpu_worker *gw = w->gpu;
     uint64_t now = sched_now_ns();
     uint64_t from = f->t_issue > gw->dev_done_ns ? f->t_issue : gw->dev_done_ns;
+    int depth = gw->tasks_inflight;   /* in flight until now, f's tasks included */
     gw->dev_done_ns = now;
     gw->tasks_inflight -= f->ntasks;
     if (w->live && gw->tasks_inflight == 0)
@@ -177,9 +179,9 @@ static void learn_cost(worker *w, inflight *f)
     else if (!w->sched->rt->sim && (bu <= now || bu > now + gw->est_inflight_ns))
         bu = now + gw->est_inflight_ns;   /* (a simulated GPU's is exact already) */
     atomic_store_explicit(&w->busy_until_ns, bu, memory_order_relaxed);
-    if (f->ntasks == 0 || now <= from)
-        return;
-    gpu_est_learn(f->t[0]->kernel, w->device, (now - from) / (uint64_t)f->ntasks);
+    if (f->ntasks)
+        gpu_est_add(&gw->est_sum, f->t[0]->kernel, w->device, depth, f->ntasks,
+                    now > from ? now - from : 0);
 }
 
 static void finish_group(worker *w, inflight *f)

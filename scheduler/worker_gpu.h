@@ -5,6 +5,7 @@
 
 #include <stdint.h>
 #include "scheduler/sched.h"
+#include "scheduler/gpu_commit.h"
 #include "runtime/coherence.h"
 #include "runtime/sim_slow.h"
 
@@ -30,9 +31,14 @@ typedef struct inflight {
 
 /* In-flight depth: at least MIN_INFLIGHT tasks, more while the estimated work in flight
  * is under INFLIGHT_BUDGET_NS. Tiny tasks still fill the streams; long ones stay in the
- * deque, where an idle GPU can steal them. */
+ * deque, where an idle GPU can steal them. Both can be set at build time for experiments
+ * (-Dc_args=-DMIN_INFLIGHT=4; bench/RESULTS.md section 17). */
+#ifndef MIN_INFLIGHT
 #define MIN_INFLIGHT 2
+#endif
+#ifndef INFLIGHT_BUDGET_NS
 #define INFLIGHT_BUDGET_NS 2000000ull
+#endif
 
 typedef struct writeback {
     cask_data *d;
@@ -68,6 +74,7 @@ typedef struct gpu_worker {
     int tasks_inflight;
     uint64_t est_inflight_ns;
     uint64_t dev_done_ns;          /* when the device last finished a group */
+    gpu_est_sum est_sum;           /* the device time of groups since the last estimate */
     int declined;        /* left a task for a faster GPU in this round of the loop */
     uint64_t decline_deadline;     /* take it anyway after this (0: none) */
     const sim_slow *slow;          /* simulated GPU: its slowdown, NULL if none */
