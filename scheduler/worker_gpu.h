@@ -37,7 +37,7 @@ typedef struct inflight {
 #define MIN_INFLIGHT 2
 #endif
 #ifndef INFLIGHT_BUDGET_NS
-#define INFLIGHT_BUDGET_NS 2000000ull
+#define INFLIGHT_BUDGET_NS 4000000ull
 #endif
 
 typedef struct writeback {
