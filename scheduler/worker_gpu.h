@@ -31,10 +31,16 @@ typedef struct inflight {
 
 /* In-flight depth: at least MIN_INFLIGHT tasks, more while the estimated work in flight
  * is under INFLIGHT_BUDGET_NS. Tiny tasks still fill the streams; long ones stay in the
- * deque, where an idle GPU can steal them. Both can be set at build time for experiments
- * (-Dc_args=-DMIN_INFLIGHT=4; bench/RESULTS.md section 17). */
+ * deque, where an idle GPU can steal them. Tasks side by side on the streams finish
+ * together, so the budget is counted above what they take (4 ms: with 2, each wave of
+ * 0.7 ms tasks waited for the host to commit the next). Three long tasks rather than two:
+ * on a GPU shared with another load, cask's share of it grows with its kernels there
+ * (2 H200s, bench-knn hog: 1.03 of the static split with 2, 0.97-0.98 with 3, 1.01 with
+ * 4, which also commits half of a GPU's share before anything is timed). Both can be set
+ * at build time for experiments (-Dc_args=-DMIN_INFLIGHT=4; bench/RESULTS.md section
+ * 17). */
 #ifndef MIN_INFLIGHT
-#define MIN_INFLIGHT 2
+#define MIN_INFLIGHT 3
 #endif
 #ifndef INFLIGHT_BUDGET_NS
 #define INFLIGHT_BUDGET_NS 4000000ull
