@@ -32,10 +32,10 @@ void gpu_est_learn(cask_kernel *k, int gpu, uint64_t sample_ns)
     atomic_store_explicit(&k->gpu_ns[gpu], v, memory_order_relaxed);
 }
 
-void gpu_est_add(gpu_est_sum *s, cask_kernel *k, int gpu, int depth, int ntasks, uint64_t ns)
+int gpu_est_add(gpu_est_sum *s, cask_kernel *k, int gpu, int depth, int ntasks, uint64_t ns)
 {
     if (ntasks <= 0)
-        return;
+        return 0;
     if (s->kernel != k || !s->tasks) {   /* a new sum */
         s->kernel = k;
         s->ns = 0;
@@ -45,9 +45,29 @@ void gpu_est_add(gpu_est_sum *s, cask_kernel *k, int gpu, int depth, int ntasks,
     s->ns += ns;
     s->tasks += ntasks;
     if (s->tasks < s->need)
-        return;
+        return 0;
     gpu_est_learn(k, gpu, s->ns / (uint64_t)s->tasks);
     s->tasks = 0;
+    return 1;
+}
+
+void gpu_note_speeds(sched *s, const cask_kernel *k)
+{
+    if (s->ngpu < 2)
+        return;
+    uint64_t e[CASK_MAX_GPUS], min = UINT64_MAX;
+    for (int g = 0; g < s->ngpu; g++) {
+        e[g] = gpu_est(k, g);
+        if (!e[g])
+            return;
+        if (e[g] < min)
+            min = e[g];
+    }
+    for (int g = 0; g < s->ngpu; g++) {
+        double r = (double)e[g] / (double)min * 1e6;
+        atomic_store_explicit(&s->gpu_slow_ppm[g], r < 4e9 ? (uint32_t)r : 4000000000u,
+                              memory_order_relaxed);
+    }
 }
 
 static uint64_t left(const worker *o, uint64_t now)

@@ -38,8 +38,13 @@ typedef struct gpu_est_sum {
  * its issue or the device's previous completion, whichever was later), finished with
  * depth tasks in flight on the device (its own included). A sum of another kernel starts
  * over. Once the sum holds as many tasks as were in flight when it began, their mean is
- * learnt (gpu_est_learn) and the sum starts over. */
-void gpu_est_add(gpu_est_sum *s, cask_kernel *k, int gpu, int depth, int ntasks, uint64_t ns);
+ * learnt (gpu_est_learn) and the sum starts over: then 1, else 0. */
+int gpu_est_add(gpu_est_sum *s, cask_kernel *k, int gpu, int depth, int ntasks, uint64_t ns);
+
+/* After k's estimate changed: if k is timed on every GPU of s, each GPU's time for it
+ * against the fastest's becomes that GPU's s->gpu_slow_ppm (a hint for kernels not timed
+ * everywhere yet: placement_pick_gpu). Any GPU worker; relaxed atomics. */
+void gpu_note_speeds(sched *s, const cask_kernel *k);
 
 /* 1 if GPU worker w should start t now; 0 if another GPU, with what it already has in
  * flight and every GPU task still queued, is expected to finish t clearly sooner. Tasks

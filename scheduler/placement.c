@@ -45,9 +45,17 @@ int placement_pick_gpu(sched *s, const cask_task *t)
             }
             if (q < minq)
                 minq = q;
-        } else if (q < minq) {
-            minq = q;
-            shortest = g;
+        } else {
+            /* not timed everywhere: the shortest queue, weighed by how much slower this
+               GPU was on the last kernel timed on all (a GPU under another load, say) */
+            uint32_t slow = atomic_load_explicit(&s->gpu_slow_ppm[g], memory_order_relaxed);
+            double end = (double)(q + 1) * (slow ? (double)slow : 1e6);
+            if (end < best_end) {
+                best_end = end;
+                shortest = g;
+            }
+            if (q < minq)
+                minq = q;
         }
     }
     if (s->rt->cfg.sched != CASK_SCHED_LOCALITY || s->ngpu == 1)

@@ -108,6 +108,10 @@ typedef struct sched {
     _Atomic int stop;
     _Atomic int nsleep[2];
     _Atomic uint32_t rr;
+    /* each GPU's time for a task against the fastest GPU's, in millionths (0: not known),
+     * from the last kernel timed on every GPU (gpu_note_speeds): how placement weighs a
+     * GPU for a kernel not timed there yet */
+    _Atomic uint32_t gpu_slow_ppm[CASK_MAX_GPUS];
     _Atomic uint64_t sim_origin_ns;   /* simulated GPUs: when the first task started on
                                          one (CASK_SIM_GPU_SLOW windows count from it) */
     _Atomic int ending;          /* cask_task_async_end calls under way (sched_destroy

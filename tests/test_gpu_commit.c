@@ -5,9 +5,12 @@
  * competing load: "0.14 ms per task here" for tasks of 3.6 ms), and late binding then
  * committed to the loaded GPU what the other would have finished sooner. Learnt over as
  * many tasks as were in flight together, it is the device time per task. */
+#include <stdlib.h>
 #include "test_helpers.h"
 #include "runtime/runtime.h"
 #include "scheduler/gpu_commit.h"
+#include "scheduler/placement.h"
+#include "runtime/graph.h"
 
 TestSuite(gpu_commit);
 
@@ -95,4 +98,50 @@ Test(gpu_commit, a_device_that_slows_down_is_followed)
         gpu_est_add(&s, &k, 0, 2, 1, 200000);
     }
     expect_near(gpu_est(&k, 0), 3.6, "slowed");
+}
+
+/* Placement of a task whose kernel is not timed on every GPU: no estimate to compare, so
+ * the shortest queue, each GPU weighed by its speed on the last kernel timed on all
+ * (gpu_note_speeds). On 2 H200s the reference's one prep task of cask-knn, whose kernel
+ * runs once a run and so was timed on one GPU only, went by turns and landed on the GPU
+ * with a competing load: 0.45-0.9 ms there against 0.02-0.04, while every search waited
+ * for it. */
+Test(gpu_commit, a_kernel_not_timed_everywhere_goes_to_the_faster_gpu)
+{
+    cask_runtime *rt = calloc(1, sizeof *rt);
+    sched *s = calloc(1, sizeof *s);
+    worker *w = calloc(2, sizeof *w);
+    cr_assert(rt && s && w);
+    rt->cfg.sched = CASK_SCHED_LOCALITY;
+    s->rt = rt;
+    s->ngpu = 2;
+    s->w = w;
+    struct cask_kernel timed = { 0 }, fresh = { 0 };
+    /* a kernel timed on both: GPU 1 takes 3x as long */
+    gpu_est_learn(&timed, 0, 2 * MS);
+    gpu_est_learn(&timed, 1, 6 * MS);
+    gpu_note_speeds(s, &timed);
+    cr_expect_eq(atomic_load(&s->gpu_slow_ppm[0]), 1000000u);
+    cr_expect_eq(atomic_load(&s->gpu_slow_ppm[1]), 3000000u);
+    /* a kernel timed on GPU 1 only (it ran there once): placed 8 times with both queues
+       empty, never on GPU 1; by turns, half would be */
+    gpu_est_learn(&fresh, 1, 1 * MS);
+    cask_task t = { .kernel = &fresh, .device = -1 };
+    int on1 = 0;
+    for (int i = 0; i < 8; i++)
+        on1 += placement_pick_gpu(s, &t) == 1;
+    cr_expect_eq(on1, 0, "%d of 8 went to the GPU 3x slower", on1);
+    /* a longer queue still moves it: 3 tasks queued on GPU 0 against none on GPU 1 */
+    atomic_store(&w[0].queued, 3);
+    cr_expect_eq(placement_pick_gpu(s, &t), 1, "GPU 0 with 3 queued is not the shorter wait");
+    /* equal GPUs, or speeds not known: by turns, as before */
+    atomic_store(&w[0].queued, 0);
+    atomic_store(&s->gpu_slow_ppm[1], 0);
+    on1 = 0;
+    for (int i = 0; i < 8; i++)
+        on1 += placement_pick_gpu(s, &t) == 1;
+    cr_expect_eq(on1, 4, "speeds unknown: %d of 8 on GPU 1, not by turns", on1);
+    free(w);
+    free(s);
+    free(rt);
 }
