@@ -24,25 +24,28 @@ static void expect_near(uint64_t est, double want_ms, const char *what)
               what, got, want_ms);
 }
 
+/* n pairs of tasks side by side on GPU gpu: the first of each pair finishes first_ns
+ * after the task before it, the second 0.2 ms later. */
+static void pairs(gpu_est_sum *s, struct cask_kernel *k, int gpu, int n, uint64_t first_ns)
+{
+    for (int i = 0; i < n; i++) {
+        gpu_est_add(s, k, gpu, 2, 1, first_ns);
+        gpu_est_add(s, k, gpu, 2, 1, 200000);
+    }
+}
+
 Test(gpu_commit, two_in_flight_learn_the_device_time_per_task)
 {
     struct cask_kernel k = { 0 };
     gpu_est_sum s = { 0 };
-    /* pairs on two streams: the first of each pair finishes 5.3 ms after the one before
-       it, the second 0.2 ms later (2.75 ms of device time per task) */
-    for (int i = 0; i < 12; i++) {
-        gpu_est_add(&s, &k, 0, 2, 1, 5300000);
-        gpu_est_add(&s, &k, 0, 2, 1, 200000);
-    }
+    /* pairs on two streams: 2.75 ms of device time per task */
+    pairs(&s, &k, 0, 12, 5300000);
     expect_near(gpu_est(&k, 0), 2.75, "pairs");
     /* and the sum's phase does not matter: it may begin with the short one */
     struct cask_kernel k2 = { 0 };
     gpu_est_sum s2 = { 0 };
     gpu_est_add(&s2, &k2, 1, 2, 1, 200000);
-    for (int i = 0; i < 12; i++) {
-        gpu_est_add(&s2, &k2, 1, 2, 1, 5300000);
-        gpu_est_add(&s2, &k2, 1, 2, 1, 200000);
-    }
+    pairs(&s2, &k2, 1, 12, 5300000);
     expect_near(gpu_est(&k2, 1), 2.75, "pairs, out of phase");
     cr_expect_eq(gpu_est(&k2, 0), 0, "GPU 0 learnt what GPU 1 ran");
 }
@@ -73,14 +76,10 @@ Test(gpu_commit, another_kernel_starts_the_sum_over)
 {
     struct cask_kernel a = { 0 }, b = { 0 };
     gpu_est_sum s = { 0 };
-    for (int i = 0; i < 6; i++) {
-        gpu_est_add(&s, &a, 0, 2, 1, 5300000);
-        gpu_est_add(&s, &a, 0, 2, 1, 200000);
-    }
+    pairs(&s, &a, 0, 6, 5300000);
     /* a short task of another kernel between two of a's: its time is not a's */
     gpu_est_add(&s, &b, 0, 1, 1, 40000);
-    gpu_est_add(&s, &a, 0, 2, 1, 5300000);
-    gpu_est_add(&s, &a, 0, 2, 1, 200000);
+    pairs(&s, &a, 0, 1, 5300000);
     expect_near(gpu_est(&a, 0), 2.75, "a, after b");
     expect_near(gpu_est(&b, 0), 0.04, "b");
 }
@@ -89,14 +88,8 @@ Test(gpu_commit, a_device_that_slows_down_is_followed)
 {
     struct cask_kernel k = { 0 };
     gpu_est_sum s = { 0 };
-    for (int i = 0; i < 6; i++) {
-        gpu_est_add(&s, &k, 0, 2, 1, 5300000);
-        gpu_est_add(&s, &k, 0, 2, 1, 200000);
-    }
-    for (int i = 0; i < 10; i++) {   /* a competing load: 3.6 ms per task from now */
-        gpu_est_add(&s, &k, 0, 2, 1, 7000000);
-        gpu_est_add(&s, &k, 0, 2, 1, 200000);
-    }
+    pairs(&s, &k, 0, 6, 5300000);
+    pairs(&s, &k, 0, 10, 7000000);   /* a competing load: 3.6 ms per task from now */
     expect_near(gpu_est(&k, 0), 3.6, "slowed");
 }
 
