@@ -278,7 +278,8 @@ static cask_status join_fail(cask_dist *dist, cask_status st, const char *step)
 }
 #endif
 
-/* The record's own memory, last (a failed init, finalize): what the parts made is gone. */
+/* The bootstrap, then the record's own memory, last (a failed init, finalize): what the
+ * parts made is gone by then. */
 static void dist_free(cask_dist *dist)
 {
     xport_boot_finalize(dist->boot);

@@ -36,27 +36,22 @@ int placement_pick_gpu(sched *s, const cask_task *t)
         /* the shortest queue, counting work committed to the device as one more task;
          * with service times, the GPU expected to finish t first (a slow one gets less) */
         q += bu > now;
+        double end;
         if (timed) {
-            double end = (double)(bu > now ? bu - now : 0) +
-                         (double)(q + 1) * (double)gpu_est(t->kernel, g);
-            if (end < best_end) {
-                best_end = end;
-                shortest = g;
-            }
-            if (q < minq)
-                minq = q;
+            end = (double)(bu > now ? bu - now : 0) +
+                  (double)(q + 1) * (double)gpu_est(t->kernel, g);
         } else {
             /* not timed everywhere: the shortest queue, weighed by how much slower this
                GPU was on the last kernel timed on all (a GPU under another load, say) */
             uint32_t slow = atomic_load_explicit(&s->gpu_slow_ppm[g], memory_order_relaxed);
-            double end = (double)(q + 1) * (slow ? (double)slow : 1e6);
-            if (end < best_end) {
-                best_end = end;
-                shortest = g;
-            }
-            if (q < minq)
-                minq = q;
+            end = (double)(q + 1) * (slow ? (double)slow : 1e6);
         }
+        if (end < best_end) {
+            best_end = end;
+            shortest = g;
+        }
+        if (q < minq)
+            minq = q;
     }
     if (s->rt->cfg.sched != CASK_SCHED_LOCALITY || s->ngpu == 1)
         return base + shortest;
