@@ -15,16 +15,17 @@
 #   sh bench/bcd_ab.sh .bcdbase/build-bcd build-bcd 9 5 && python3 bench/bcd_ab.py $OUT/bcd_pinned.jsonl
 set -u
 base=$1 new=$2 rounds=${3:-9} core=${4:-5}
+[ "$new" = "$base" ] && new=   # one build alone: its rounds, no pairs
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT"
 r=1
-probe="$new/bench/bench-mem-probe"
+probe="${new:-$base}/bench/bench-mem-probe"
 while [ "$r" -le "$rounds" ]; do
   # the host's memory at the start of the round (when the new build has the probe)
   [ -x "$probe" ] && taskset -c "$core" "$probe" 1 | grep '^{' |
     sed "s|^{|{\"round\":$r,|" >> "$OUT/mem_probe.jsonl"
   for c in ${BCD_CASES:-independent fanout chains random}; do
-    for b in "$base" "$new" ${BCD_MORE:-}; do
+    for b in "$base" ${new:+"$new"} ${BCD_MORE:-}; do
       BENCH_REP_LOG=1 taskset -c "$core" "$b/bench/bench-sched" --mode bcd --workers 1 \
         --tasks 1000000 --reps 5 --cases "$c" --json-only 2>"$OUT/bcd_rep.tmp" |
         sed "s|^{|{\"bin\":\"$b\",\"round\":$r,|" >> "$OUT/bcd_pinned.jsonl"

@@ -5,6 +5,7 @@
  *   bench-sched [--workers 1,2,4,16] [--tasks N] [--reps R] [--cases a,b] [--window W]
  *               [--chains C] [--sched ws|locality|eager] [--work-ns NS] [--json-only]
  *               [--mode compute|bcd] [--peers starpu,openmp]
+ *               [--edges depend|deps|both|batch|all]
  *
  * Shapes: independent (T tasks, no edges); fanout (1 root -> T children -> 1 sink, explicit
  * edges); chains (C chains of T/C tasks); random (each task depends on up to 3 distinct
@@ -17,6 +18,8 @@
  * --mode bcd times what a program that builds once and runs once pays: a fresh graph per
  * repetition, built, computed and destroyed (sched_build.c), beside the peers asked for
  * with --peers and built in (StarPU, OpenMP tasks: sched_peers.c) on the same shapes.
+ * --edges: how cask's builds name edges (bcd: all three by default): cask_task_depend,
+ * deps named at add (CASK_TASK_DEPS), or the whole graph from arrays (cask_graph_add_batch).
  * Output: one JSON object per measurement on stdout as it is taken, then a table on
  * stderr (--json-only: no table). */
 #include <errno.h>
@@ -176,7 +179,7 @@ cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
         break;
     case FANOUT: {
         cask_task *root = add_empty(g, &plain);
-        if (o->deps == 1) {
+        if (o->deps == EDGES_DEPS) {
             cask_task **kids = malloc((size_t)T * sizeof *kids);
             if (!kids) {
                 fprintf(stderr, "bench-sched: out of memory\n");
@@ -203,7 +206,7 @@ cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
             cask_task *prev = NULL;
             for (long i = 0; i < len; i++) {
                 cask_task *t;
-                if (o->deps == 1) {
+                if (o->deps == EDGES_DEPS) {
                     t = add_after(g, &after, &prev, prev ? 1 : 0);
                 } else {
                     t = add_empty(g, &plain);
@@ -223,7 +226,7 @@ cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
             exit(1);
         }
         for (long i = 0; i < d->n; i++) {
-            if (o->deps == 1) {
+            if (o->deps == EDGES_DEPS) {
                 cask_task *in[3];
                 for (int j = 0; j < d->npred[i]; j++)
                     in[j] = t[d->preds[i][j]];
@@ -389,7 +392,8 @@ static void usage(void)
             "usage: bench-sched [--workers 1,2,4,...] [--tasks N] [--reps R]\n"
             "                   [--cases independent,fanout,chains,random] [--window W]\n"
             "                   [--chains C] [--sched ws|locality|eager] [--work-ns NS]\n"
-            "                   [--mode compute|bcd] [--peers starpu,openmp] [--json-only]\n");
+            "                   [--mode compute|bcd] [--peers starpu,openmp] [--json-only]\n"
+            "                   [--edges depend|deps|both|batch|all]\n");
     exit(2);
 }
 
@@ -415,7 +419,7 @@ static void parse(int argc, char **argv, options *o)
     o->tasks = 1000000;
     o->reps = 5;
     o->window = 100;
-    o->deps = -1;   /* default: cask_task_depend; both in --mode bcd */
+    o->deps = -1;   /* default: cask_task_depend; all three in --mode bcd */
     o->chains = 64;
     o->sched = -1;
     for (int s = 0; s < NSHAPES; s++)
@@ -446,14 +450,13 @@ static void parse(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--window")) {
             o->window = (int)parse_long(v, 1);
         } else if (!strcmp(a, "--edges")) {
-            if (!strcmp(v, "depend"))
-                o->deps = 0;
-            else if (!strcmp(v, "deps"))
-                o->deps = 1;
-            else if (!strcmp(v, "both"))
-                o->deps = 2;
-            else {
-                fprintf(stderr, "bench-sched: --edges depend|deps|both, not %s\n", v);
+            static const char *edges[] = { "depend", "deps", "both", "batch", "all" };
+            o->deps = -1;
+            for (int e = EDGES_DEPEND; e <= EDGES_ALL; e++)
+                if (!strcmp(v, edges[e]))
+                    o->deps = e;
+            if (o->deps < 0) {
+                fprintf(stderr, "bench-sched: --edges depend|deps|both|batch|all, not %s\n", v);
                 exit(2);
             }
         } else if (!strcmp(a, "--work-ns")) {

@@ -24,9 +24,12 @@ typedef struct options {
     long work_ns;
     int bcd;            /* --mode bcd: build + compute + destroy per repetition */
     int peers;          /* PEER_* bits (--peers starpu,openmp) */
-    int deps;           /* cask: edges given at add (CASK_TASK_DEPS), not by cask_task_depend */
+    int deps;           /* cask's edges: EDGES_* (--edges), or -1 (default) */
 } options;
 enum { PEER_STARPU = 1, PEER_OPENMP = 2 };
+/* cask's edges (options.deps): by cask_task_depend, named at add (CASK_TASK_DEPS), the
+ * first two (--edges both), from arrays (cask_graph_add_batch), all three */
+enum { EDGES_DEPEND, EDGES_DEPS, EDGES_BOTH, EDGES_BATCH, EDGES_ALL };
 
 /* The random DAG, shared by both implementations: preds[i][0..npred[i]-1]. */
 typedef struct dag {
@@ -57,6 +60,16 @@ cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
                               const options *o, const dag *d, long *ntasks);
 double bench_time_cask(enum shape s, int workers, const options *o, const dag *d,
                        long *ntasks);
+
+/* A shape as arrays for cask_graph_add_batch (sched_batch.c): made before the timed
+ * builds (0, or -1 out of memory); a graph built from them in one call. */
+typedef struct batch_arrays {
+    size_t n;
+    uint32_t *ds, *di;   /* dep_start, dep_index (NULL: no edges) */
+} batch_arrays;
+int bench_batch_make(enum shape s, const options *o, const dag *d, batch_arrays *ba);
+void bench_batch_free(batch_arrays *ba);
+cask_graph *bench_build_batch(cask_runtime *rt, cask_kernel *k, const batch_arrays *ba);
 
 /* Build + compute + destroy mode (sched_build.c): a fresh graph per repetition, timed in
  * phases, then the peers that were found (sched_peers.c). */

@@ -49,6 +49,8 @@ static double thread_cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+static const char *api_names[] = { "depend", "deps", "both", "batch", "all" };
+
 static phases time_bcd(enum shape s, int workers, const options *o, const dag *d, long *ntasks)
 {
     cask_config cfg = { 0 };
@@ -72,11 +74,19 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
     int counting = pmu_open(&pm) == 0;
     const char *rl = getenv("BENCH_REP_LOG");
     int rep_log = rl && *rl && strcmp(rl, "0");
+    batch_arrays ba = { 0 };
+    if (o->deps == EDGES_BATCH && bench_batch_make(s, o, d, &ba)) {
+        fprintf(stderr, "bench-sched: out of memory\n");
+        exit(1);
+    }
     for (int r = -1; r < o->reps; r++) {   /* r = -1: warm-up */
         if (r >= 0)
             pmu_start(&pm);
         double c0 = thread_cpu_s(), t0 = bench_now_s();
-        cask_graph *g = bench_build_graph(rt, k, s, o, d, ntasks);
+        cask_graph *g = o->deps == EDGES_BATCH ? bench_build_batch(rt, k, &ba)
+                                               : bench_build_graph(rt, k, s, o, d, ntasks);
+        if (o->deps == EDGES_BATCH)
+            *ntasks = (long)ba.n;
         double c1 = thread_cpu_s(), t1 = bench_now_s();
         if (r >= 0)
             pmu_stop(&pm);
@@ -105,11 +115,12 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
             getrusage(RUSAGE_THREAD, &ru);
             double ghz = bench_clock_ghz(1000000);
             fprintf(stderr, "rep %s %s %d build_destroy_ns %.2f clock_ghz %.3f minflt %ld "
-                    "core_ipc %.2f\n", shape_names[s], o->deps ? "deps" : "depend", r,
+                    "core_ipc %.2f\n", shape_names[s], api_names[o->deps], r,
                     (t1 - t0 + t3 - t2) * 1e9 / (double)*ntasks, ghz, ru.ru_minflt,
                     bench_core_ipc(400000, ghz));
         }
     }
+    bench_batch_free(&ba);
     int R = o->reps;
     phases p = { bench_median(v, R), bench_median(v + R, R), bench_median(v + 2 * R, R),
                  bench_median(v + 3 * R, R), bench_median(v + 4 * R, R),
@@ -163,19 +174,27 @@ void bench_bcd(const options *o, const dag *d)
             int workers = o->workers[w];
             long n = 0;
             double reused = bench_time_cask((enum shape)s, workers, o, d, &n);
-            /* edges by cask_task_depend ("cask"), and the same edges named at add
-               (CASK_TASK_DEPS, "cask-deps"), as --edges asks (default both) */
-            int both = o->deps < 0 || o->deps == 2;
+            /* edges by cask_task_depend ("cask"), the same edges named at add
+               (CASK_TASK_DEPS, "cask-deps"), the graph from arrays (cask_graph_add_batch,
+               "cask-batch"), as --edges asks (default all three) */
+            int all = o->deps < 0 || o->deps == EDGES_ALL;
+            int both = all || o->deps == EDGES_BOTH;
             options od = *o;
-            if (both || o->deps == 0) {
-                od.deps = 0;
+            if (both || o->deps == EDGES_DEPEND) {
+                od.deps = EDGES_DEPEND;
                 phases p = time_bcd((enum shape)s, workers, &od, d, &n);
                 row(shape_names[s], workers, "cask", n, p.total, &p, reused, o->work_ns, NULL);
             }
-            if ((both && s != INDEPENDENT) || o->deps == 1) {
-                od.deps = 1;
+            if ((both && s != INDEPENDENT) || o->deps == EDGES_DEPS) {
+                od.deps = EDGES_DEPS;
                 phases p = time_bcd((enum shape)s, workers, &od, d, &n);
                 row(shape_names[s], workers, "cask-deps", n, p.total, &p, reused, o->work_ns, NULL);
+            }
+            if (all || o->deps == EDGES_BATCH) {
+                od.deps = EDGES_BATCH;
+                phases p = time_bcd((enum shape)s, workers, &od, d, &n);
+                row(shape_names[s], workers, "cask-batch", n, p.total, &p, reused, o->work_ns,
+                    NULL);
             }
             if (w == 0)   /* one thread, whatever the workers: the machine's floor */
                 for (int b = 0; b < 3; b++) {

@@ -8,20 +8,12 @@
 #include <time.h>
 #include <unistd.h>
 #include "runtime/graph.h"
+#include "runtime/graph_build.h"
 #include "runtime/graph_succ.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
 #include "runtime/subflow.h"
 #include "scheduler/sched.h"
-
-/* Tasks are written to memory that is not in cache (a big graph's blocks were last used
- * by the graph before): the lines of the task 8 places on are asked for as each task is
- * made, so that its stores do not wait for them. */
-#define TASK_PREFETCH(t)                                                                  \
-    do {                                                                                  \
-        __builtin_prefetch((t) + 8, 1);                                                   \
-        __builtin_prefetch((char *)((t) + 8) + 64, 1);                                    \
-    } while (0)
 
 _Static_assert(sizeof(struct cask_task) == 96, "a task is 96 bytes (see graph.h)");
 _Static_assert(offsetof(struct cask_task, where) == offsetof(struct cask_task, node.kind) + 1 &&
@@ -108,7 +100,7 @@ static inline void count_pred(cask_graph *g, cask_task *after)
      * check. The branch is on which task gains the edge, not on which of its edges this
      * is: in a graph built task by task it is the newest, every time. An edge to any
      * other task also voids the check: the newest task is kept aside only between an add
-     * (which voided it: task_room, append_task) and the next check (which flushes it),
+     * (which voided it: graph_task_room, append_task) and the next check (which flushes it),
      * so an edge to it needs no store for that (add_edge_quick). */
     if (g && __builtin_expect(after != g->pend, 0)) {
         g->roots_stale |= d == 0;
@@ -197,38 +189,6 @@ int graph_note_data(cask_graph *g, cask_data *d)
     g->datas[g->ndatas++] = d;
     d->listed_in = g->id;
     return 0;
-}
-
-/* Every field of a new task written once (no memset of the whole task); priority 0 (a
- * priority, a name, arguments come after, from graph_task_extras). */
-static inline __attribute__((always_inline)) void init_task(cask_task *t, cask_graph *g,
-                                                            cask_kernel *k, uint32_t where,
-                                                            int na, cask_access *acc,
-                                                            int device, uint32_t ord, uint32_t id,
-                                                            int32_t npred)
-{
-    /* in the order of the fields, so that neighbours are written together */
-    t->node.next = NULL;
-    t->node.kind = SCHED_NODE_TASK;
-    t->where = (uint8_t)where;
-    t->naccess = (uint8_t)na;
-    t->level = (int8_t)sched_prio_level(0);
-    t->indegree = npred;
-    atomic_init(&t->pending, npred);
-    atomic_init(&t->done_run, 0);
-    t->id = id;
-    t->last_worker = -1;
-    t->device = (int8_t)device;
-    t->flags = 0;
-    t->nsucc = 0;
-    t->ord = ord;
-    t->succ1 = NULL;   /* add_edge compares it with the task it adds */
-    t->graph = g;
-    atomic_init(&t->cold, NULL);
-    t->kernel = k;
-    t->access = acc;
-    t->args = NULL;
-    atomic_init(&t->dyn, 0);
 }
 
 /* Validates desc and makes its task at mem (NULL: from arena ar), not linked anywhere. */
@@ -335,7 +295,7 @@ static inline int roots_short(const cask_graph *g)
  * checking g->tfast alone: while each takes one place and at most one slot of the roots
  * (graph_roots_keep), the room kept stays (the check, and a new slab, end that); and
  * roots_valid is cleared here for them. -1 out of memory. */
-static __attribute__((noinline)) int task_room(cask_graph *g, int building)
+int graph_task_room(cask_graph *g, int building)
 {
     if (g->tcur == g->tend && graph_new_slab(g))
         return -1;
@@ -397,18 +357,6 @@ static inline cask_status link_static(cask_graph *g, cask_task *t)
 }
 
 static cask_status add_task_general(cask_graph *g, const cask_task_desc *desc, cask_task **out);
-
-/* g's newest task t (at g->tcur), with npred predecessors: counted, and a root while it
- * has none. */
-static inline __attribute__((always_inline)) void append_plain(cask_graph *g, cask_task *t,
-                                                               cask_kernel *k, int32_t npred)
-{
-    uint32_t id = (uint32_t)g->ntasks;
-    init_task(t, g, k, k->where_any, 0, NULL, -1, g->next_ord++, id, npred);
-    g->tcur = t + 1;
-    g->ntasks = id + 1;
-    graph_roots_keep(g, t);   /* (roots_valid: cleared by task_room, see tfast) */
-}
 
 /* A plain task naming up to this many deps links them with the arena's free pointer in a
  * register (add_plain_deps), in a block with an array of 4 free per dep. */
@@ -563,7 +511,7 @@ static __attribute__((noinline)) cask_status add_task_general(cask_graph *g,
     if ((mask & CASK_TASK_DEPS) && (st = graph_check_deps(g, NULL, desc, "cask_graph_add_task")))
         return st;
     cask_task *t = NULL;
-    if (task_room(g, 1))
+    if (graph_task_room(g, 1))
         return log_error(g->rt, CASK_ERR_NOMEM, "cask_graph_add_task(%s)",
                          desc->kernel ? desc->kernel->name : "?");
     if ((st = make_task(g, &g->ar, desc, "cask_graph_add_task", g->tcur, &t)))
@@ -718,7 +666,7 @@ cask_status graph_make_task(cask_graph *g, arena *ar, const cask_task_desc *desc
 {
     if (ar)
         return make_task(g, ar, desc, call, NULL, out);
-    if (task_room(g, 0))
+    if (graph_task_room(g, 0))
         return log_error(g->rt, CASK_ERR_NOMEM, "%s(%s)", call,
                          desc->kernel ? desc->kernel->name : "?");
     return make_task(g, &g->ar, desc, call, g->tcur, out);

@@ -146,7 +146,7 @@ struct cask_graph {
     cask_task *tfast;             /* building: tasks before it have a place in the slab
                                      and the room kept in the roots, so an add checks
                                      this alone; NULL (every add takes the general path
-                                     once) after a new slab or a check; set by task_room */
+                                     once) after a new slab or a check; set by graph_task_room */
     cask_task **slabs;            /* nslabs of them (arena) */
     size_t nslabs, slabs_cap;
     size_t ntasks, nedges;

@@ -133,7 +133,7 @@ cask_status graph_check(cask_graph *g)
     cask_runtime *rt = g->rt;
     int nw = rt->sched->nworkers;
     graph_roots_flush(g);
-    g->tfast = NULL;   /* the next add takes the general path (task_room): it clears
+    g->tfast = NULL;   /* the next add takes the general path (graph_task_room): it clears
                           roots_valid and finds the room in the roots again */
     if (g->late && merge_late(g))
         return log_error(rt, CASK_ERR_NOMEM, "graph check");

@@ -85,6 +85,36 @@ cask_status cask_graph_create(cask_runtime *rt, cask_graph **out);
  * nothing is added then. */
 cask_status cask_graph_add_task(cask_graph *g, const cask_task_desc *desc, cask_task **out);
 
+/* Many tasks described by arrays, as a Dask graph is a table of tasks naming their inputs
+ * (a graph exported from another system, one generated from an index): task i of the
+ * batch runs kernels[i] (or kernel, for all) with its own copy of args_size bytes at
+ * (const char *)args + i * args_size (args NULL: none), and waits for the tasks of the
+ * same batch dep_index[dep_start[i]] .. dep_index[dep_start[i + 1] - 1] (indexes into
+ * the batch, each below i; dep_start NULL: no edges). Edges to tasks outside the batch:
+ * cask_task_depend on the handles in out. */
+typedef struct cask_task_batch {
+    size_t ntasks;
+    cask_kernel *kernel;            /* every task's kernel, unless kernels */
+    cask_kernel *const *kernels;    /* NULL, or ntasks kernels */
+    const void *args;               /* NULL, or ntasks records of args_size bytes */
+    size_t args_size;               /* at most UINT32_MAX */
+    const uint32_t *dep_start;      /* NULL, or ntasks + 1 offsets into dep_index, not
+                                       decreasing */
+    const uint32_t *dep_index;      /* batch indexes */
+} cask_task_batch;
+
+/* Adds the batch's tasks to g in order, as if each were added by cask_graph_add_task with
+ * its deps named (CASK_TASK_DEPS), in one call: no access modes, names or priorities
+ * (give those through cask_graph_add_task). out (may be NULL) receives the ntasks
+ * handles. The arrays are read during the call only. Not thread safe for one graph (as
+ * building). Errors: CASK_ERR_INVALID (b NULL, no kernel for a task, a kernel that
+ * runs nowhere, args_size past UINT32_MAX or without args, dep_start decreasing or
+ * without dep_index, a dep not before its task, more tasks than a graph holds: 2^32);
+ * nothing is added then. CASK_ERR_STATE (the graph is running: tasks added while it runs
+ * take their order from access modes); nothing is added. CASK_ERR_NOMEM: the tasks
+ * before the one that failed are in g (their handles in out); destroy it. */
+cask_status cask_graph_add_batch(cask_graph *g, const cask_task_batch *b, cask_task **out);
+
 /* Adds an explicit edge: `after` waits for `before`. Both in g. A cycle is reported by
  * compute (CASK_ERR_CYCLE). Also between two children of one subflow before the kernel
  * that spawned them returns (cask/future.h). Errors: CASK_ERR_INVALID (different
