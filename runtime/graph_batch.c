@@ -98,9 +98,12 @@ static __attribute__((noinline)) int32_t link_other(cask_graph *g, cask_task **s
         size_t x = di[j];
         if (x >= i)
             return -2;
-        if (ahead) {
-            size_t y = base + di[j + BATCH_AHEAD < e ? j + BATCH_AHEAD : j];
-            __builtin_prefetch(&slabs[y >> TASK_SLAB_SHIFT][y & (TASK_SLAB - 1)].nsucc, 1);
+        if (ahead) {   /* (a dep further on is not checked yet: only if in the batch) */
+            size_t y = di[j + BATCH_AHEAD < e ? j + BATCH_AHEAD : j];
+            if (y < i) {
+                y += base;
+                __builtin_prefetch(&slabs[y >> TASK_SLAB_SHIFT][y & (TASK_SLAB - 1)].nsucc, 1);
+            }
         }
         x += base;
         cask_task *p = &slabs[x >> TASK_SLAB_SHIFT][x & (TASK_SLAB - 1)];

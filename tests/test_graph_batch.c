@@ -105,7 +105,7 @@ static cask_task *add_alone(cask_graph *g, cask_kernel *k, uint32_t i, cask_task
 }
 
 /* A random DAG of n tasks, each naming up to 4 of the 60 before it, repeats allowed; task
- * fan (if any) is a fan-in of the fan - 1 tasks before it, and task 0 precedes every task
+ * fan (if any) is a fan-in of the fan tasks before it, and task 0 precedes every task
  * after fan (a fan-out of n - fan - 1). */
 static uint32_t random_table(uint32_t n, uint32_t fan, uint64_t seed)
 {
@@ -333,6 +333,25 @@ Test(graph_batch, a_bad_dep_late_in_a_batch_adds_nothing, .timeout = 60)
         want[i] = value_of(i, want);
     for (uint32_t i = 0; i < n; i++)
         cr_assert_eq(val[i], want[i], "task %u: value differs from the sequential one", i);
+    cask_graph_destroy(g);
+    cask_shutdown(rt);
+}
+
+/* A bad index far out in a long list (a fan-in's, whose deps are asked for ahead of the
+ * one linked) is refused, and nothing is read through it. */
+Test(graph_batch, a_bad_index_in_a_long_list_is_refused)
+{
+    uint32_t n = 12000, fan = 10000;
+    random_table(n, fan, 3);
+    cask_runtime *rt = start_runtime(1, 0);
+    cask_kernel *k = kernel(rt, "value", value_task);
+    cask_graph *g = graph(rt);
+    cask_task_batch b = table_batch(k, n);
+    dep_index[dep_start[fan] + 5000] = 0xfffffff0u;
+    cr_assert_eq(cask_graph_add_batch(g, &b, NULL), CASK_ERR_INVALID);
+    cr_assert(strstr(last_error(rt), "task 10000 waits for task 4294967280"), "%s",
+              last_error(rt));
+    assert_tasks(g, 0);
     cask_graph_destroy(g);
     cask_shutdown(rt);
 }
