@@ -6,6 +6,9 @@
 # same call, BCD_BASE=<its source tree or build dir> (a source tree is built CPU-only
 # in it), or BCD_BASE_REF=<git ref> (needs .git) builds that code too; BCD_ROUNDS=R
 # alternates base and this tree R times (default 1). A call of bcd alone skips the GPU build.
+# The StarPU peer needs Debian's StarPU on that machine: in .devdeps, `apt-get download
+# libstarpu-dev libstarpu-1.3-9 libglpk40 libamd2 libcolamd2 libsuitesparseconfig5
+# libltdl7 ocl-icd-libopencl1` (3 MB); without it the table says StarPU was not built in.
 #   sh bench/device_run.sh gpu gpubench knn
 # Each step prints its table; full logs go to $OUT/<step>.log.
 set -u
