@@ -109,10 +109,10 @@ typedef struct cask_task_batch {
  * handles. The arrays are read during the call only. Not thread safe for one graph (as
  * building). Errors: CASK_ERR_INVALID (b NULL, no kernel for a task, a kernel that
  * runs nowhere, args_size past UINT32_MAX or without args, dep_start decreasing or
- * without dep_index, a dep not before its task, more tasks than a graph holds: 2^32);
- * nothing is added then. CASK_ERR_STATE (the graph is running: tasks added while it runs
- * take their order from access modes); nothing is added. CASK_ERR_NOMEM: the tasks
- * before the one that failed are in g (their handles in out); destroy it. */
+ * without dep_index, a dep not before its task, more tasks than a graph holds: 2^32),
+ * CASK_ERR_STATE (the graph is running: tasks added while it runs take their order from
+ * access modes), CASK_ERR_NOMEM; on any error nothing of the batch is added (out may have
+ * been written). */
 cask_status cask_graph_add_batch(cask_graph *g, const cask_task_batch *b, cask_task **out);
 
 /* Adds an explicit edge: `after` waits for `before`. Both in g. A cycle is reported by
