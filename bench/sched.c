@@ -49,6 +49,7 @@ static void empty_body(void)
 static void (*volatile empty_fn)(void) = empty_body;
 
 const char *shape_names[NSHAPES] = { "independent", "fanout", "chains", "random" };
+const char *edges_names[EDGES_ALL + 1] = { "depend", "deps", "both", "batch", "all" };
 
 void bench_task_body(void)
 {
@@ -450,10 +451,9 @@ static void parse(int argc, char **argv, options *o)
         } else if (!strcmp(a, "--window")) {
             o->window = (int)parse_long(v, 1);
         } else if (!strcmp(a, "--edges")) {
-            static const char *edges[] = { "depend", "deps", "both", "batch", "all" };
             o->deps = -1;
             for (int e = EDGES_DEPEND; e <= EDGES_ALL; e++)
-                if (!strcmp(v, edges[e]))
+                if (!strcmp(v, edges_names[e]))
                     o->deps = e;
             if (o->deps < 0) {
                 fprintf(stderr, "bench-sched: --edges depend|deps|both|batch|all, not %s\n", v);

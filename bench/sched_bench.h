@@ -30,6 +30,7 @@ enum { PEER_STARPU = 1, PEER_OPENMP = 2 };
 /* cask's edges (options.deps): by cask_task_depend, named at add (CASK_TASK_DEPS), the
  * first two (--edges both), from arrays (cask_graph_add_batch), all three */
 enum { EDGES_DEPEND, EDGES_DEPS, EDGES_BOTH, EDGES_BATCH, EDGES_ALL };
+extern const char *edges_names[EDGES_ALL + 1];   /* --edges values, as above */
 
 /* The random DAG, shared by both implementations: preds[i][0..npred[i]-1]. */
 typedef struct dag {

@@ -49,8 +49,6 @@ static double thread_cpu_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static const char *api_names[] = { "depend", "deps", "both", "batch", "all" };
-
 static phases time_bcd(enum shape s, int workers, const options *o, const dag *d, long *ntasks)
 {
     cask_config cfg = { 0 };
@@ -75,9 +73,12 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
     const char *rl = getenv("BENCH_REP_LOG");
     int rep_log = rl && *rl && strcmp(rl, "0");
     batch_arrays ba = { 0 };
-    if (o->deps == EDGES_BATCH && bench_batch_make(s, o, d, &ba)) {
-        fprintf(stderr, "bench-sched: out of memory\n");
-        exit(1);
+    if (o->deps == EDGES_BATCH) {
+        if (bench_batch_make(s, o, d, &ba)) {
+            fprintf(stderr, "bench-sched: out of memory\n");
+            exit(1);
+        }
+        *ntasks = (long)ba.n;
     }
     for (int r = -1; r < o->reps; r++) {   /* r = -1: warm-up */
         if (r >= 0)
@@ -85,8 +86,6 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
         double c0 = thread_cpu_s(), t0 = bench_now_s();
         cask_graph *g = o->deps == EDGES_BATCH ? bench_build_batch(rt, k, &ba)
                                                : bench_build_graph(rt, k, s, o, d, ntasks);
-        if (o->deps == EDGES_BATCH)
-            *ntasks = (long)ba.n;
         double c1 = thread_cpu_s(), t1 = bench_now_s();
         if (r >= 0)
             pmu_stop(&pm);
@@ -115,7 +114,7 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
             getrusage(RUSAGE_THREAD, &ru);
             double ghz = bench_clock_ghz(1000000);
             fprintf(stderr, "rep %s %s %d build_destroy_ns %.2f clock_ghz %.3f minflt %ld "
-                    "core_ipc %.2f\n", shape_names[s], api_names[o->deps], r,
+                    "core_ipc %.2f\n", shape_names[s], edges_names[o->deps], r,
                     (t1 - t0 + t3 - t2) * 1e9 / (double)*ntasks, ghz, ru.ru_minflt,
                     bench_core_ipc(400000, ghz));
         }

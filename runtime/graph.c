@@ -358,12 +358,6 @@ static inline cask_status link_static(cask_graph *g, cask_task *t)
 
 static cask_status add_task_general(cask_graph *g, const cask_task_desc *desc, cask_task **out);
 
-/* A plain task naming up to this many deps links them with the arena's free pointer in a
- * register (add_plain_deps), in a block with an array of 4 free per dep. */
-#define PLAIN_DEPS_ROOM 64
-/* A longer list asks for the deps this far ahead of the one it links. */
-#define PLAIN_DEPS_AHEAD 16
-
 /* The edges of plain task t (not written yet) from its deps i0.. (the edges of those
  * before are made), each dep checked on the way, their count in *nadded: 0, or -1 if a
  * dep is NULL, of another graph or a subflow's child (every edge made is taken back), or
@@ -388,15 +382,12 @@ static int plain_deps_link(cask_graph *g, cask_task *t, cask_task *const *deps, 
                 succ_unpush(deps[i], t);
             return -1;
         }
-        int32_t n = p->nsucc;
-        cask_task **last, **base = succ_slots(p, n, &last);
-        if (*last == t)
-            continue;   /* named twice */
-        if (push_succ_quick_n(ar, p, base, t, n) && succ_push_slow(g, ar, p, t)) {
+        int r = succ_push_new(g, ar, p, t);
+        if (r < 0) {
             *nadded = added;
             return -2;
         }
-        added++;
+        added += r;
     }
     *nadded = added;
     return 0;

@@ -203,14 +203,20 @@ struct cask_graph {
 extern const cask_task graph_no_pend;
 #define GRAPH_NO_PEND ((cask_task *)&graph_no_pend)
 
+/* The task kept aside, pend, joins roots (nroots of them, room for one more) if it has
+ * no predecessor: the new count. Without a branch: the slot is written either way. */
+static inline size_t graph_roots_join(cask_task **roots, size_t nroots, const cask_task *pend)
+{
+    roots[nroots] = (cask_task *)pend;
+    return nroots + (pend->indegree == 0);
+}
+
 /* t, g's newest task built, is kept aside (g->pend); the one kept before joins the roots
  * if it still has no predecessor. Without a branch: the slot is written either way
  * (building keeps the room). */
 static inline void graph_roots_keep(cask_graph *g, cask_task *t)
 {
-    cask_task *p = g->pend;
-    g->roots[g->nroots] = p;
-    g->nroots += p->indegree == 0;
+    g->nroots = graph_roots_join(g->roots, g->nroots, g->pend);
     g->pend = t;
 }
 
@@ -222,10 +228,15 @@ static inline void graph_roots_flush(cask_graph *g)
         graph_roots_keep(g, GRAPH_NO_PEND);
 }
 
+/* Task i of the graph whose slabs these are (i < its ntasks). */
+static inline cask_task *slab_task(cask_task *const *slabs, size_t i)
+{
+    return &slabs[i >> TASK_SLAB_SHIFT][i & (TASK_SLAB - 1)];
+}
 /* g's task i (i < g->ntasks). */
 static inline cask_task *graph_task(const cask_graph *g, size_t i)
 {
-    return &g->slabs[i >> TASK_SLAB_SHIFT][i & (TASK_SLAB - 1)];
+    return slab_task(g->slabs, i);
 }
 /* How many of g's tasks sit in slab s (s < g->nslabs). */
 static inline size_t graph_slab_len(const cask_graph *g, size_t s)

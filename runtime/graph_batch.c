@@ -12,11 +12,6 @@
 #include "runtime/graph_succ.h"
 #include "runtime/log.h"
 
-/* A dep list past this many asks for the predecessors ahead of the one it links (they
- * were built long before: a fan-in's sink), as add_plain_deps does. */
-#define BATCH_LONG_DEPS 64
-#define BATCH_AHEAD 16
-
 static const char call[] = "cask_graph_add_batch";
 
 /* What the batch changes of g, as it was before: restored to take the batch back. */
@@ -93,27 +88,20 @@ static __attribute__((noinline)) int32_t link_other(cask_graph *g, cask_task **s
                                                     uint32_t e, cask_task *t)
 {
     int32_t added = 0;
-    int ahead = e - j0 > BATCH_LONG_DEPS;
+    int ahead = e - j0 > PLAIN_DEPS_ROOM;
     for (uint32_t j = j0; j < e; j++) {
         size_t x = di[j];
         if (x >= i)
             return -2;
         if (ahead) {   /* (a dep further on is not checked yet: only if in the batch) */
-            size_t y = di[j + BATCH_AHEAD < e ? j + BATCH_AHEAD : j];
-            if (y < i) {
-                y += base;
-                __builtin_prefetch(&slabs[y >> TASK_SLAB_SHIFT][y & (TASK_SLAB - 1)].nsucc, 1);
-            }
+            size_t y = di[j + PLAIN_DEPS_AHEAD < e ? j + PLAIN_DEPS_AHEAD : j];
+            if (y < i)
+                __builtin_prefetch(&slab_task(slabs, base + y)->nsucc, 1);
         }
-        x += base;
-        cask_task *p = &slabs[x >> TASK_SLAB_SHIFT][x & (TASK_SLAB - 1)];
-        int32_t c = p->nsucc;
-        cask_task **last, **sv = succ_slots(p, c, &last);
-        if (*last == t)
-            continue;   /* named twice */
-        if (push_succ_quick_n(&g->ar, p, sv, t, c) && succ_push_slow(g, &g->ar, p, t))
+        int r = succ_push_new(g, &g->ar, slab_task(slabs, base + x), t);
+        if (r < 0)
             return -1;
-        added++;
+        added += r;
     }
     return added;
 }
@@ -197,13 +185,12 @@ cask_status cask_graph_add_batch(cask_graph *g, const cask_task_batch *b, cask_t
                 return batch_fail(g, &u, b, i, -2);
             uint32_t j = s0;
             /* the common case: a short list, an array of 4 free per dep in the block */
-            if (__builtin_expect(nd <= BATCH_LONG_DEPS && (size_t)(end - cur) >= nd * SUCC_ROOM, 1))
+            if (__builtin_expect(nd <= PLAIN_DEPS_ROOM && (size_t)(end - cur) >= nd * SUCC_ROOM, 1))
                 for (; j < e; j++) {
                     size_t x = di[j];
                     if (__builtin_expect(x >= i, 0))
                         return batch_fail(g, &u, b, i, -2);
-                    x += base;
-                    cask_task *p = &slabs[x >> TASK_SLAB_SHIFT][x & (TASK_SLAB - 1)];
+                    cask_task *p = slab_task(slabs, base + x);
                     int32_t c = p->nsucc;
                     if (__builtin_expect(succ_full(c), 0))
                         break;
@@ -235,8 +222,7 @@ cask_status cask_graph_add_batch(cask_graph *g, const cask_task_batch *b, cask_t
         }
         init_task(t, g, k, where, 0, NULL, -1, ord0 + (uint32_t)i, (uint32_t)(base + i), added);
         t->args = a;
-        roots[nroots] = pend;   /* graph_roots_keep, on the locals */
-        nroots += pend->indegree == 0;
+        nroots = graph_roots_join(roots, nroots, pend);   /* graph_roots_keep, on the locals */
         pend = t;
         nedges += (size_t)added;
         if (__builtin_expect(!(where & can), 0) && !g->unrunnable)

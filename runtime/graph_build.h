@@ -47,6 +47,14 @@ static inline __attribute__((always_inline)) void init_task(cask_task *t, cask_g
     atomic_init(&t->dyn, 0);
 }
 
+/* A plain task naming up to this many deps links them with the arena's free pointer in a
+ * register (add_plain_deps, cask_graph_add_batch), in a block with an array of 4 free per
+ * dep. */
+#define PLAIN_DEPS_ROOM 64
+/* A longer list (a fan-in's sink, its deps built long before and out of cache) asks for
+ * the deps this far ahead of the one it links. */
+#define PLAIN_DEPS_AHEAD 16
+
 /* Room for g's next task at g->tcur (a new slab if need be) and, when building (not added
  * while running), the room kept in the roots; sets g->tfast (graph.h). -1 out of memory. */
 int graph_task_room(cask_graph *g, int building) __attribute__((noinline));

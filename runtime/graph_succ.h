@@ -102,6 +102,20 @@ static inline int push_succ_quick_n(arena *a, cask_task *pred, cask_task **base,
     return 0;
 }
 
+/* Appends t, the newest task (each of its deps named in turn), to pred's successors
+ * unless it is their last already (a dep named twice), every case (a list to grow, a
+ * block without room): 1 appended, 0 named twice, -1 out of memory. */
+static inline int succ_push_new(cask_graph *g, arena *a, cask_task *pred, cask_task *t)
+{
+    int32_t n = pred->nsucc;
+    cask_task **last, **base = succ_slots(pred, n, &last);
+    if (*last == t)
+        return 0;
+    if (push_succ_quick_n(a, pred, base, t, n) && succ_push_slow(g, a, pred, t))
+        return -1;
+    return 1;
+}
+
 /* Appends succ to pred's successors, growing the array where it is full; 0, or -1 out of
  * memory. */
 static inline int push_succ(arena *a, cask_task *pred, cask_task *succ)
