@@ -63,6 +63,10 @@
 # (20 s here); CASK_MPIRUN as run.sh.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# a case's job runs in a session of its own (setsid): ended with this script when it is
+# stopped (meson's timeout, ^C), or a launcher hung after its ranks exited outlives it
+current_job=""
+trap '[ -n "$current_job" ] && kill -KILL -- -"$current_job" 2>/dev/null; exit 143' TERM INT HUP
 seconds=60 cases=0 nplo=2 nphi=4 seed0="" limit=90 launcher="" program="" logs="" verbose=0
 replay="" rfault="" selftest=0 boot_faults="" gpus_pct=0 rgpus=${CHAOS_SIM_GPUS:-0}
 while [ $# -gt 0 ]; do
@@ -211,6 +215,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory, $5 simulated GPUs a
       > "$log" 2>&1 &
   fi
   local job=$!
+  current_job=$job
   disown "$job"   # no "Killed" notice from bash for a case that had to be ended
   local hit=0 hit2=0 missed=0 t_all=0 t_fault=0 vpid="" hung=0 stopped=0 r p
   local anchor=j   # out: count AT from every rank joined (j), the N-th compute (cN), boot (b)
