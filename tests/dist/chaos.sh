@@ -53,8 +53,11 @@
 # suspected (a freeze shorter than the peer timeout still made the survivors give up),
 # split (some ranks succeeded where others failed), missed (an outside fault whose
 # moment came after the victim, or every rank, was through), second (cases where a
-# second rank was killed), gpus (cases on simulated GPUs, --gpus). Split and suspected
-# cases are printed.
+# second rank was killed), gpus (cases on simulated GPUs, --gpus), launcher-hung
+# (mpirun: every rank had exited, some with an outcome, and mpirun was still running
+# CHAOS_LAUNCHER_GRACE seconds (10) later: ended, and the case judged by its ranks'
+# outcomes, as run.sh does; docs/distributed.md, "Known launcher problems"). Split,
+# suspected and launcher-hung cases are printed.
 # Exit status: 0 if no HANG, WRONG, CRASH, UNEXPLAINED or NOT-RECOVERED, else 1 (the
 # replay command of each bad case is printed, its log kept under --logs); 77 (skip)
 # without a launcher.
@@ -63,6 +66,8 @@
 # (20 s here); CASK_MPIRUN as run.sh.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+. "$here/session_procs.sh"
+launcher_grace=${CHAOS_LAUNCHER_GRACE:-10}
 # a case's job runs in a session of its own (setsid): ended with this script when it is
 # stopped (meson's timeout, ^C), or a launcher hung after its ranks exited outlives it
 current_job=""
@@ -218,6 +223,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory, $5 simulated GPUs a
   current_job=$job
   disown "$job"   # no "Killed" notice from bash for a case that had to be ended
   local hit=0 hit2=0 missed=0 t_all=0 t_fault=0 vpid="" hung=0 stopped=0 r p
+  local scanned=0 t_left=0 launcher_hung=0
   local anchor=j   # out: count AT from every rank joined (j), the N-th compute (cN), boot (b)
   case "$delay" in
     c*) anchor=${delay%%+*}; delay=${delay#*+} ;;
@@ -238,6 +244,22 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory, $5 simulated GPUs a
         p=$(pid_of "$dir" $r); [ -n "$p" ] && kill -KILL "$p" 2>/dev/null
       done
       break
+    fi
+    # every rank exited (some with an outcome), mpirun alone left: its hang after a killed
+    # rank; once a second, not to read /proc 20 times a second
+    if [ "$launcher" = mpirun ] && [ $(( NOW - scanned )) -ge 1000 ]; then
+      scanned=$NOW
+      if ls "$dir" | grep -q '^out\.' && ! others_running "$job"; then
+        [ $t_left = 0 ] && t_left=$NOW
+        if [ $(( NOW - t_left )) -ge $(( launcher_grace * 1000 )) ]; then
+          launcher_hung=1
+          echo "chaos.sh: every rank had exited; $mpirun still running ${launcher_grace} s later: ended it (a launcher hang)" >> "$log"
+          kill -KILL -- -"$job" 2>/dev/null
+          break
+        fi
+      else
+        t_left=0
+      fi
     fi
     if [ "$kind" = out ] && [ $hit = 0 ] && [ $missed = 0 ]; then
       if [ $t_all = 0 ]; then
@@ -302,6 +324,7 @@ run_case() {   # $1 seed, $2 np, $3 spec, $4 case directory, $5 simulated GPUs a
   tick; local secs; secs=$(( (NOW - t0) / 1000 )).$(( (NOW - t0) % 1000 / 100 ))
   INFO="${secs} s"
   [ "$gpus" != 0 ] && INFO="$INFO, sim GPUs $gpus"
+  [ $launcher_hung = 1 ] && INFO="$INFO, launcher hung after its ranks exited (ended)"
   if [ $hung = 1 ]; then VERDICT=HANG; WHY=" no end within ${limit} s"; return; fi
   # the victim is gone for good if killed, or frozen and never continued
   local faulted=0 gone=0
@@ -452,10 +475,11 @@ while :; do
   case "$INFO" in *second*) count[second]=$(( ${count[second]:-0} + 1 )) ;; esac
   case "$INFO" in *"went on"*) count[went-on]=$(( ${count[went-on]:-0} + 1 )) ;; esac
   case "$INFO" in *"sim GPUs"*) count[gpus]=$(( ${count[gpus]:-0} + 1 )) ;; esac
+  case "$INFO" in *"launcher hung"*) count[launcher-hung]=$(( ${count[launcher-hung]:-0} + 1 )) ;; esac
   case "$VERDICT" in
     ok|clean)
       case "$verbose$INFO" in
-        1*|*split*|*suspected*) echo "[$n] seed $seed np $np $spec -> $VERDICT ($INFO)$WHY" ;;
+        1*|*split*|*suspected*|*"launcher hung"*) echo "[$n] seed $seed np $np $spec -> $VERDICT ($INFO)$WHY" ;;
       esac
       rm -rf "$logs/case.$seed" ;;
     *)
@@ -466,7 +490,7 @@ while :; do
   esac
 done
 summary="chaos.sh: $n cases in $(( (NOW - start) / 1000 )) s:"
-for k in ok clean HANG WRONG CRASH UNEXPLAINED NOT-RECOVERED split suspected missed second went-on gpus; do
+for k in ok clean HANG WRONG CRASH UNEXPLAINED NOT-RECOVERED split suspected missed second went-on gpus launcher-hung; do
   summary="$summary $k ${count[$k]:-0}"
 done
 echo "$summary"

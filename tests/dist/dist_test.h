@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static int dt_rank_ = -1;
 
@@ -59,7 +60,9 @@ static inline int dt_launcher_rank(void)
     return r ? atoi(r) : -1;
 }
 
-/* Survivor tests: writes "ok" into $CASK_TEST_DIR/ok.<rank>, which run.sh counts. */
+/* Survivor tests: writes "ok" into $CASK_TEST_DIR/ok.<rank>, which run.sh counts.
+ * CASK_DIST_TEST_HANG_AFTER_OK=R: rank R then never exits (launcher_grace.sh: run.sh's
+ * grace for a hung launcher must not pass a rank that hangs). */
 static inline void dt_report_survivor(int rank)
 {
     const char *dir = getenv("CASK_TEST_DIR");
@@ -72,6 +75,10 @@ static inline void dt_report_survivor(int rank)
         fputs("ok\n", f);
         fclose(f);
     }
+    const char *hang = getenv("CASK_DIST_TEST_HANG_AFTER_OK");
+    if (hang && atoi(hang) == rank)
+        for (;;)
+            pause();
 }
 
 #endif

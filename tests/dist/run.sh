@@ -12,6 +12,13 @@
 # wrote their ok file into $CASK_TEST_DIR.
 # The whole run is limited to $CASK_TEST_TIMEOUT seconds (default 120): a hang fails,
 # and every process of the job is ended (the job runs in a session of its own).
+# With --survivors, once K ranks have reported success and no process of the job but the
+# launcher itself is left running, the launcher has $CASK_TEST_LAUNCHER_GRACE seconds
+# (default 10) to exit; past that it is ended and the test passes with a NOTE line. Open
+# MPI 4.1's mpirun can hang after a SIGKILLed rank although every rank has exited
+# ("PMIX ERROR: BAD-PARAM ... pmix_event_notification.c", docs/distributed.md, "Known
+# launcher problems"). A rank that itself does not exit keeps the job running, and the
+# test fails at the limit as before: the grace is for the launcher alone.
 # CASK_LAUNCHER=local starts the ranks with tests/dist/launch-local.sh (the file
 # bootstrap) instead of mpirun, for hosts without Open MPI.
 set -u
@@ -64,14 +71,30 @@ fi
 
 echo "+ $*"
 hung=$(mktemp "${TMPDIR:-/tmp}/cask-hung.XXXXXX") && rm -f "$hung"
+graced=$hung.graced
 setsid "$@" &
 job=$!
 # meson ends a test past its timeout with SIGTERM to this script alone: the job, in a
 # session of its own, must end with it, or a launcher hung after its ranks exited outlives
 # the test (CI, Open MPI 4.1 after a killed rank: one at 97% of a core to the run's end)
 trap 'kill -TERM -"$job" 2>/dev/null; sleep 1; kill -KILL -"$job" 2>/dev/null; exit 143' TERM INT HUP
-( i=0
-  while [ $i -lt "$limit" ] && kill -0 "$job" 2>/dev/null; do sleep 1; i=$((i + 1)); done
+
+. "$here/session_procs.sh"
+grace=${CASK_TEST_LAUNCHER_GRACE:-10}
+( i=0 done_at=""
+  while [ $i -lt "$limit" ] && kill -0 "$job" 2>/dev/null; do
+    sleep 1; i=$((i + 1))
+    [ -n "$survivors" ] || continue
+    got=$(ls "$dir" 2>/dev/null | grep -c '^ok\.' || true)
+    if [ "$got" -ge "$survivors" ] && kill -0 "$job" 2>/dev/null && ! others_running "$job"; then
+      [ -n "$done_at" ] || done_at=$i
+      if [ $((i - done_at)) -ge "$grace" ] && kill -0 "$job" 2>/dev/null; then
+        : > "$graced"; kill -TERM -"$job"; sleep 2; kill -KILL -"$job"; exit 0
+      fi
+    else
+      done_at=""
+    fi
+  done
   if kill -0 "$job" 2>/dev/null; then
     : > "$hung"; kill -TERM -"$job"; sleep 5; kill -KILL -"$job"
   fi ) >/dev/null 2>&1 &
@@ -82,6 +105,13 @@ if [ -e "$hung" ]; then
   echo "FAIL: the job did not finish within ${limit}s (a hang)"
   [ -n "$dir" ] && rm -rf "$dir"
   exit 1
+fi
+if [ -e "$graced" ]; then
+  rm -f "$graced"
+  note="NOTE: every rank had exited and $survivors reported success, but the launcher"
+  note="$note ($1) was still running ${grace}s later: ended it (a launcher hang, not"
+  note="$note cask's; docs/distributed.md, \"Known launcher problems\")"
+  echo "$note"
 fi
 if [ -n "$survivors" ]; then
   got=$(ls "$dir" 2>/dev/null | grep -c '^ok\.' || true)
