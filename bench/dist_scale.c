@@ -1,5 +1,5 @@
 /* bench/dist_scale.c: what joining a job and running a first distributed graph cost
- * each rank, as the number of ranks grows (public API only: cask/dist.h).
+ * each rank, as the number of ranks grows (public API only: cask/distributed.h).
  *
  *   mpirun -n P [--oversubscribe] build/bench/bench-dist-scale [--idle S] [--bytes B]
  *          [--computes K] [--json FILE] [--label L]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """xfer_timeline.py PREFIX [NRANKS]: where the time of cask's transfers between ranks
-goes, from the CASK_DIST_XFER_LOG=PREFIX files (PREFIX.0, PREFIX.1, ...; dist/dist_xlog.c)
+goes, from the CASK_DIST_XFER_LOG=PREFIX files (PREFIX.0, PREFIX.1, ...; distributed/dist_xlog.c)
 and, when present, the CASK_TRACE=PREFIX.<rank>.json traces of the same run.
 
 Pairs each send with its receive (gid, version, run, sender, receiver) and prints the

@@ -25,7 +25,7 @@
  * CASK_BENCH_GPU_STAGED=0 drops the staged column, CASK_BENCH_GPU_TIMELINE=1 prints
  * where the time of each step goes (bench/xport_gpu_diag.c). NCCL is --nccl's table (one GPU
  * per rank). Rank 0 prints a table, a JSON line per figure, and the CASK_DIST_XPORT_MODEL
- * value (dist/dist_route.c) fitted from these numbers. */
+ * value (distributed/dist_route.c) fitted from these numbers. */
 #include "bench/xport_gpu.h"
 #include "bench/xport_gpu_diag.h"
 
@@ -428,7 +428,7 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
         host_bw = sb;
     }
     if (rank == 0) {
-        printf("fitted route model (dist/dist_route.c): CASK_DIST_XPORT_MODEL=");
+        printf("fitted route model (distributed/dist_route.c): CASK_DIST_XPORT_MODEL=");
         if (both)
             printf("ucx=%.0f:%.1f,", fit_lat, fit_bw);
         printf("host=%.0f:%.1f\n", host_lat, host_bw);

@@ -1,7 +1,7 @@
 /* runtime/data_pin.h (internal): a handle's replica on one GPU, allocated now and
  * pinned there (never evicted, its address stable until unpinned), so that a transport
  * can write into it at any time: the distributed layer's GPU landing buffers
- * (dist/dist_gpux.c), which UCX fills by cuda_ipc, so that its IPC mapping cache keeps
+ * (distributed/dist_gpux.c), which UCX fills by cuda_ipc, so that its IPC mapping cache keeps
  * hitting run after run. */
 #ifndef CASK_RUNTIME_DATA_PIN_H
 #define CASK_RUNTIME_DATA_PIN_H

@@ -1,9 +1,9 @@
 /* tests/test_dist_route.c: the per-transfer choice between host, UCX GPU memory and
- * NCCL (dist/dist_route.c), from rank tables and settings, without a job. */
+ * NCCL (distributed/dist_route.c), from rank tables and settings, without a job. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 /* an explicit model, so that the tests do not depend on the defaults */
 #define MODEL "host=40:8,ucx=30:150,ucx_remote=40:1,nccl=500:150"

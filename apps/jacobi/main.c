@@ -11,7 +11,7 @@
  * decides whether to stop. Boundary: u = 1 on the top edge, 0 on the other three.
  *
  * Under a launcher (mpirun -n P, srun --mpi=pmix) the same graphs are built as
- * distributed graphs (cask/dist.h): row block b and its handles belong to rank
+ * distributed graphs (cask/distributed.h): row block b and its handles belong to rank
  * b * P / blocks (contiguous), each sweep task runs where its block lives, and the
  * distributed layer moves the halo rows between neighbouring ranks. Every rank receives
  * every block's residual (gathered to each rank) so that all decide alike when to stop;
@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "cask/dist.h"
+#include "cask/distributed.h"
 #include "jacobi.h"
 
 typedef struct opts {

@@ -1,4 +1,4 @@
-/* knn_dist.c: the graph of cask-knn across the ranks of a job (cask/dist.h), and the
+/* knn_dist.c: the graph of cask-knn across the ranks of a job (cask/distributed.h), and the
  * small agreement the ranks need before it (did every rank load its input?).
  *
  * The graph is knn_graph.c's, cut by owner: observation chunk i, its results, its

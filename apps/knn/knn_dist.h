@@ -1,4 +1,4 @@
-/* knn_dist.h: cask-knn across the processes of a job (cask/dist.h). Every rank holds the
+/* knn_dist.h: cask-knn across the processes of a job (cask/distributed.h). Every rank holds the
  * whole input (it read or generated it); observation chunk i is owned, searched and
  * finished by rank i % P, against a replica of the references that each rank prepares
  * (or, with k > 1 or pruning, sorts: knn_tasks.h) for itself, and its results are

@@ -12,7 +12,7 @@
  * Exit status: 0 success, 1 bad data or a failure while running, 2 bad command line,
  * 3 --check found errors above its limits. */
 #include <errno.h>
-#include "cask/dist.h"
+#include "cask/distributed.h"
 #include <limits.h>
 #include <math.h>
 #include <signal.h>

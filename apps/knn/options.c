@@ -11,7 +11,7 @@
 #include <strings.h>
 
 #include "cask/cask.h"
-#include "cask/dist.h"
+#include "cask/distributed.h"
 
 static const char *const method_names[] = {"auto", "brute", "pruned"};
 static const char *prog = "cask-knn";

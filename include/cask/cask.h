@@ -11,7 +11,7 @@
 #include "cask/future.h"
 #include "cask/knn.h"
 #include "cask/array.h"
-#include "cask/dist.h"
+#include "cask/distributed.h"
 
 #define CASK_VERSION_MAJOR 0
 #define CASK_VERSION_MINOR 1

@@ -43,7 +43,7 @@
 # CHAOS_REQUIRE_RECOVERY=1 (lineage recovery, docs/distributed.md): a case whose graphs are
 # reproducible (chaos_gen.h) must give the replay's results on every survivor; an
 # error there is NOT-RECOVERED, a failure, except where no recovery is promised: a
-# case where a rank's cask_dist_barrier failed on the loss (include/cask/dist.h) or a
+# case where a rank's cask_dist_barrier failed on the loss (include/cask/distributed.h) or a
 # rank other than the victim was fenced for want of a majority ("fenced out ... no
 # majority", in its outcome or the log); that rank stops, and the others cannot finish
 # without it. CHAOS_BARRIER_GO_ON=1: a rank whose

@@ -1,7 +1,7 @@
 /* tests/dist/test_dist_chaos.c: one case of the chaos soak (tests/dist/chaos.sh). An
  * SPMD program: every rank builds the same random distributed graphs from the seed
  * (chaos_gen.c: random owners, sizes, fan-in and fan-out, RW chains, gathers, several
- * computes of one graph), computes them through the public API (cask/dist.h), and
+ * computes of one graph), computes them through the public API (cask/distributed.h), and
  * checks, after each compute, every datum it owns and every gather it roots against a
  * sequential replay of the same tasks in plain C (cg_replay_compute) made in this
  * process: the result must be bit for bit the same.

@@ -1,5 +1,5 @@
 /* tests/dist/test_dist_graph.c: task graphs run across the ranks of a job through the
- * public API (cask/dist.h). Every check compares with the same computation done by
+ * public API (cask/distributed.h). Every check compares with the same computation done by
  * plain C in one process: the result must not depend on the number of ranks.
  *
  *   test_dist_graph flow       chunks owned round robin; fill, scale, a chain that

@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "cask/cask.h"
-#include "cask/dist.h"
+#include "cask/distributed.h"
 #include "dist_test.h"
 
 typedef struct pat_args {

@@ -1,4 +1,4 @@
-/* dist/dist_lineage.c: what a recovery must recompute, and from what.
+/* distributed/dist_lineage.c: what a recovery must recompute, and from what.
  *
  * Every rank holds the whole graph, so lineage needs no bookkeeping at run time: the
  * version a task reads is the one its predecessors in the sequential task flow wrote.
@@ -20,7 +20,7 @@
  * never writes into a user's handle but by the final copy home: it starts from fresh
  * handles. The decisions are the same on every survivor (they agreed on the view and
  * on what was delivered), so the recovery plan, like the first, needs no message. */
-#include "dist/dist_recover.h"
+#include "distributed/dist_recover.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,8 +1,8 @@
-/* dist/dist_recover_msg.c: the messages of a recovery (dist_recover.c) and the waits on
+/* distributed/dist_recover_msg.c: the messages of a recovery (dist_recover.c) and the waits on
  * them: STATE (what each survivor delivered in the failed run, or that it completed the
  * run or is gone from it; answered from the handler by a rank not computing it) and
  * READY (a survivor has the recovery plan, or the next plan, in place). */
-#include "dist/dist_recover.h"
+#include "distributed/dist_recover.h"
 
 #include <stdio.h>
 #include <stdlib.h>

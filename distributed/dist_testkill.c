@@ -1,4 +1,4 @@
-/* dist/dist_testkill.c: test hooks that make a rank fail at a chosen point of a run,
+/* distributed/dist_testkill.c: test hooks that make a rank fail at a chosen point of a run,
  * for the recovery tests (tests/dist/recover_app.sh). Off unless set:
  *
  *   CASK_DIST_TEST_KILL=R:K[,R:K...]   rank R SIGKILLs itself when its K-th task starts
@@ -40,7 +40,7 @@
  *
  * With a hook set, a probe task precedes each task of the local graph, using the same
  * handles (so it starts when the task could), and counts. */
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 #include <pthread.h>
 #include <signal.h>

@@ -1,10 +1,10 @@
-/* dist/dist_recover.h: the state shared by dist_recover.c (the protocol of a
+/* distributed/dist_recover.h: the state shared by dist_recover.c (the protocol of a
  * recovery: agree, exchange what was delivered, re-plan, run again) and dist_lineage.c
  * (what must be recomputed, from which sources). */
 #ifndef CASK_DIST_DIST_RECOVER_H
 #define CASK_DIST_DIST_RECOVER_H
 
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 enum { STATE_RECOVERING = 1, STATE_COMPLETED = 2, STATE_GONE = 3 };
 

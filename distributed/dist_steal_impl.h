@@ -1,4 +1,4 @@
-/* dist/dist_steal_impl.h: the insides of run-time balancing, shared by dist_steal.c
+/* distributed/dist_steal_impl.h: the insides of run-time balancing, shared by dist_steal.c
  * (state, idleness, the victim's side: wrapping, shipping a task, its result),
  * dist_steal_exec.c (the thief's side: taking a task, running it, the input cache) and
  * dist_steal_life.c (init, the thread's start and stop, finalize, the run hooks). */
@@ -8,8 +8,8 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
-#include "dist/dist_impl.h"
-#include "dist/dist_steal.h"
+#include "distributed/dist_impl.h"
+#include "distributed/dist_steal.h"
 
 /* UCX handler id of balancing messages. */
 enum { DIST_AM_STEAL = 19 };   /* dist_impl.h has 16..18 */

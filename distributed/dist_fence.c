@@ -1,4 +1,4 @@
-/* dist/dist_fence.c: fencing a rank out, from both sides.
+/* distributed/dist_fence.c: fencing a rank out, from both sides.
  *
  * The survivors of a loss agree on a view without the ranks they hold dead
  * (dist_membership.c). One of those may be alive, only slow or frozen (a false
@@ -27,8 +27,8 @@
  * which also spares cask_dist_finalize the wait for goodbyes that will not come), the
  * NCCL communicator; the waits on
  * dist->cv (plan, DONE, barrier, recovery, agreement) see dist_unagreed() and return. */
-#include "dist/dist_fence.h"
-#include "dist/dist_steal.h"
+#include "distributed/dist_fence.h"
+#include "distributed/dist_steal.h"
 
 #include <stdio.h>
 

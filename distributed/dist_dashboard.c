@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 #include "runtime/log.h"
 #ifdef CASK_HAVE_DASHBOARD
 #include "runtime/dashboard.h"

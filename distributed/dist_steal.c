@@ -1,11 +1,11 @@
-/* dist/dist_steal.c: balancing while a distributed graph runs: the state, idleness
+/* distributed/dist_steal.c: balancing while a distributed graph runs: the state, idleness
  * (a thread that tells the peers when this rank has nothing to run), and the victim's
  * side: each CPU task of the local graph runs through a wrapper kernel of the same
  * name, which runs the body here (timing it: the learnt time that decides whether a
  * task is worth moving) or, when a peer is idle and the task's bytes are small against
  * its time, ships its inputs there and ends when the outputs land (an asynchronous
  * task). The thief's side is dist_steal_exec.c. The protocol is in docs/distributed.md. */
-#include "dist/dist_steal_impl.h"
+#include "distributed/dist_steal_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* dist/dist_leave.c: a rank that leaves the job while another still needs it.
+/* distributed/dist_leave.c: a rank that leaves the job while another still needs it.
  *
  * cask_dist_finalize tells every rank that this one leaves (LEAVE) before it says
  * goodbye to the transport. A rank that has said goodbye is not a failure for the
@@ -11,8 +11,8 @@
  * the rank that waits, naming the rank that left and the graph and run, instead of
  * hanging. A rank that left after sending its DONE of the run computing here is not
  * needed by that run: its data for it were all sent before. */
-#include "dist/dist_impl.h"
-#include "dist/dist_steal.h"
+#include "distributed/dist_impl.h"
+#include "distributed/dist_steal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
-/* dist/dist_run.c: running a planned distributed graph on this rank: the agreement
+/* distributed/dist_run.c: running a planned distributed graph on this rank: the agreement
  * on the plan, this rank's local graph (its tasks and its transfers, dist_xfer.c), and
  * the end-of-run agreement (DONE, or ABORT from whoever failed), so that every rank
  * returns the same verdict and none waits for a rank that stopped. Also the handler of
  * control messages. */
-#include "dist/dist_impl.h"
-#include "dist/dist_steal.h"
+#include "distributed/dist_impl.h"
+#include "distributed/dist_steal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
-/* dist/dist_fence.h: fencing a rank out, from both sides (see dist_fence.c). */
+/* distributed/dist_fence.h: fencing a rank out, from both sides (see dist_fence.c). */
 #ifndef CASK_DIST_FENCE_H
 #define CASK_DIST_FENCE_H
 
 #include <stdint.h>
 
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 /* Tells rank `to`, if this rank holds it dead and its transport does not, that it is
  * out (a MEMBER answer whose mask names it: dist_member_on_msg there sets

@@ -1,10 +1,10 @@
-/* dist/dist_steal_exec.c: balancing while running, the thief's side: a task taken from
+/* distributed/dist_steal_exec.c: balancing while running, the thief's side: a task taken from
  * a peer (its kernel and arguments are this rank's copy of the same graph's task; its
  * inputs come in the message, or from the inputs kept from earlier tasks of the same
  * run) runs as a one-task cask graph on this rank's workers, on the balancing thread,
  * which also tells the peers when this rank becomes idle or busy. The run hooks and
  * the state's life are in dist_steal_life.c. */
-#include "dist/dist_steal_impl.h"
+#include "distributed/dist_steal_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

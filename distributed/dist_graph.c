@@ -1,7 +1,7 @@
-/* dist/dist_graph.c: building a distributed graph (cask_dist_graph_create,
+/* distributed/dist_graph.c: building a distributed graph (cask_dist_graph_create,
  * _add_task, _gather) and the hash by which the ranks check that they built the same
  * one. Planning is in dist_plan.c, running in dist_run.c. */
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 #include <stdarg.h>
 #include <stdio.h>

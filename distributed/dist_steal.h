@@ -1,4 +1,4 @@
-/* dist/dist_steal.h: balancing while a distributed graph runs (dist_steal.c).
+/* distributed/dist_steal.h: balancing while a distributed graph runs (dist_steal.c).
  *
  * The plan stays as it is; a planned CPU task may run on another rank instead of its
  * own ("remote execution"): when it is about to start on its (busy) rank and a peer

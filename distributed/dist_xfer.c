@@ -1,4 +1,4 @@
-/* dist/dist_xfer.c: the tasks that move chunks between ranks, as nodes of each
+/* distributed/dist_xfer.c: the tasks that move chunks between ranks, as nodes of each
  * rank's local cask graph (StarPU-MPI's detached requests, as tasks):
  *
  *   send     reads the version it sends (so a later writer waits for it), posts a UCX
@@ -14,7 +14,7 @@
  * while the network works. Data messages are handled here too (dist_on_data): the
  * copy lands in its slot's buffer, or straight into the gather destination when the
  * run it belongs to is the one computing. */
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

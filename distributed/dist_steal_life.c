@@ -1,9 +1,9 @@
-/* dist/dist_steal_life.c: balancing while running, the state's life and the run hooks:
+/* distributed/dist_steal_life.c: balancing while running, the state's life and the run hooks:
  * init (the environment knobs), the message handler's registration, the balancing
  * thread's start and stop (refusing what it had not run), finalize; a run's begin, its
  * local graph's end and its end (a failed run is remembered: tasks of it that peers
  * give this rank are answered with its failure, dist_steal_exec.c). */
-#include "dist/dist_steal_impl.h"
+#include "distributed/dist_steal_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

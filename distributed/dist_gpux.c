@@ -1,4 +1,4 @@
-/* dist/dist_gpux.c: chunks made on a GPU, read by a GPU task on another rank, go by UCX
+/* distributed/dist_gpux.c: chunks made on a GPU, read by a GPU task on another rank, go by UCX
  * from GPU memory into GPU memory when every rank's UCX moves CUDA memory (the libucx
  * wheel: cuda_ipc within a node, so NVLink between GPUs or a copy within one GPU):
  *
@@ -22,7 +22,7 @@
  * on their replicas (host memory, XPORT_UCX_MEM_HOST; the kernels' CPU implementations),
  * so that the planning, pinned landing replicas, receive tasks and counters are tested
  * on machines without a GPU. */
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

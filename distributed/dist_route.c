@@ -1,4 +1,4 @@
-/* dist/dist_route.c: which way a chunk goes between two ranks. A chunk made on a GPU
+/* distributed/dist_route.c: which way a chunk goes between two ranks. A chunk made on a GPU
  * and read by a GPU task on another rank may go
  *
  *   host      by UCX from and into host memory (the runtime copies it off the GPU and
@@ -13,7 +13,7 @@
  * by bench-xport (defaults below; CASK_DIST_XPORT_MODEL overrides them), unless
  * CASK_DIST_GPU_XPORT forces one. Every rank must plan alike: the abilities of every
  * rank and rank 0's settings are shared at init, and the choice uses only those. */
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

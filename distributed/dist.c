@@ -1,8 +1,8 @@
-/* dist/dist.c: a process's membership of a distributed cask job: joining it
+/* distributed/dist.c: a process's membership of a distributed cask job: joining it
  * (bootstrap + UCX), the data declarations that name handles across ranks, control
- * messages, barriers, and noticing lost peers. See include/cask/dist.h. */
-#include "dist/dist_impl.h"
-#include "dist/dist_steal.h"
+ * messages, barriers, and noticing lost peers. See include/cask/distributed.h. */
+#include "distributed/dist_impl.h"
+#include "distributed/dist_steal.h"
 
 #include <stdarg.h>
 #include <stdio.h>

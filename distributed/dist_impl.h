@@ -1,4 +1,4 @@
-/* dist/dist_impl.h: the insides of the distributed layer (include/cask/dist.h),
+/* distributed/dist_impl.h: the insides of the distributed layer (include/cask/distributed.h),
  * shared by dist.c (joining the job, data declarations, messages), dist_plan.c
  * (placement, phases, transfers: the same computation on every rank) and dist_run.c
  * (running a planned graph). The protocol is described in docs/distributed.md. */
@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "cask/cask.h"
-#include "cask/dist.h"
+#include "cask/distributed.h"
 #include "transport/bootstrap.h"
 #ifdef CASK_HAVE_UCX
 #include "transport/ucx.h"

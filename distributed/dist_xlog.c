@@ -1,4 +1,4 @@
-/* dist/dist_xlog.c: a log of every transfer between ranks with its times, for finding
+/* distributed/dist_xlog.c: a log of every transfer between ranks with its times, for finding
  * where a transfer's time goes (CASK_DIST_XFER_LOG=PREFIX: rank r writes PREFIX.r).
  * Off unless asked: then each transfer reads the clock a few times and writes a line
  * under a lock at its end. One line a transfer, times in seconds of CLOCK_MONOTONIC
@@ -15,7 +15,7 @@
  *   W gid version run from t_wait: a receive task that started after its copy landed
  *
  * kind: gpu (UCX from/into GPU memory), host. */
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,10 +1,10 @@
-/* dist/dist_local.c: turning this rank's share of a planned distributed graph into
+/* distributed/dist_local.c: turning this rank's share of a planned distributed graph into
  * one local cask graph: its tasks in plan order, with the transfer tasks of each
  * exchange step (dist_xfer.c, dist_nccl.c) between the phases. */
 #include <stdlib.h>
 #include <string.h>
-#include "dist/dist_impl.h"
-#include "dist/dist_steal.h"
+#include "distributed/dist_impl.h"
+#include "distributed/dist_steal.h"
 #include "runtime/graph.h"
 
 /* The local graph: exchange step 0's transfers, phase 0's tasks, exchange 1, ...,

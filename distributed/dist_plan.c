@@ -1,4 +1,4 @@
-/* dist/dist_plan.c: planning a distributed graph: which rank runs
+/* distributed/dist_plan.c: planning a distributed graph: which rank runs
  * each task, in which phase, which chunk versions travel between which ranks at which
  * exchange step, and which local handles hold them. Every rank runs the same planning
  * over the same graph and so reaches the same plan without a message; each keeps the
@@ -12,8 +12,8 @@
  * order is only a valid sequential order, not a schedule: it becomes one local cask
  * graph (transfers are tasks, dist_xfer.c), whose sequential task flow derives the
  * dependencies, so no phase waits for another. See docs/distributed.md. */
-#include "dist/dist_impl.h"
-#include "dist/dist_plan.h"
+#include "distributed/dist_impl.h"
+#include "distributed/dist_plan.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,10 +1,10 @@
-/* dist/dist_plan.h (internal): the planner's state, shared by dist_plan.c (tasks,
+/* distributed/dist_plan.h (internal): the planner's state, shared by dist_plan.c (tasks,
  * phases, transfers) and dist_plan_final.c (the final exchange: gathers and copies home).
  * The same on every rank. */
 #ifndef CASK_DIST_DIST_PLAN_H
 #define CASK_DIST_DIST_PLAN_H
 
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 /* A handle of one datum on one rank, in the plan's terms: hid 0 is the user's handle
  * on the owner; the others are copies. */

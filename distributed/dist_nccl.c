@@ -1,4 +1,4 @@
-/* dist/dist_nccl.c: chunks made on GPUs travel between ranks by NCCL send/recv,
+/* distributed/dist_nccl.c: chunks made on GPUs travel between ranks by NCCL send/recv,
  * GPU to GPU (NVLink, or the network NCCL finds), as tasks of the local graph (see
  * dist_impl.h for the ordering that keeps the one communicator deadlock-free):
  *
@@ -11,7 +11,7 @@
  * nsend and nrecv are asynchronous tasks: a poller thread tests the transfers in flight
  * and ends their tasks. A failure (lost peer, another rank's abort) aborts the
  * communicator, which ends whatever is in flight with the error. */
-#include "dist/dist_impl.h"
+#include "distributed/dist_impl.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* dist/dist_recover.c: finishing a distributed graph after ranks were lost.
+/* distributed/dist_recover.c: finishing a distributed graph after ranks were lost.
  *
  * A compute whose run fails with CASK_ERR_PEER (a rank died, or another survivor says
  * so) does not return: on every survivor,
@@ -17,7 +17,7 @@
  *   7. a loss during 2-6 starts again at 2 (a new epoch).
  *
  * After a recovery the graph is planned again over the survivors at its next compute. */
-#include "dist/dist_recover.h"
+#include "distributed/dist_recover.h"
 
 #include <stdio.h>
 #include <stdlib.h>

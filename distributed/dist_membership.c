@@ -1,4 +1,4 @@
-/* dist/dist_membership.c: one agreed view of the live ranks of a job, numbered by an
+/* distributed/dist_membership.c: one agreed view of the live ranks of a job, numbered by an
  * epoch, so that the survivors of a loss never split into two groups that each go on.
  *
  * A rank that learns of a loss (its transport reports a lost peer, or another rank's
@@ -25,7 +25,7 @@
  * that finds itself in a minority, or named dead by the others, stops with "fenced
  * out". Masks are 64 bits: jobs of more than 64 ranks do not recover (they fail with
  * CASK_ERR_PEER as before). */
-#include "dist/dist_fence.h"
+#include "distributed/dist_fence.h"
 
 #include <stdio.h>
 #include <stdlib.h>

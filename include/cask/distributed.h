@@ -1,4 +1,4 @@
-/* cask/dist.h: running one task graph across the processes of a job (one process per
+/* cask/distributed.h: running one task graph across the processes of a job (one process per
  * node or per GPU), started by a PMIx launcher:
  *
  *     mpirun -n 4 ./prog            srun --mpi=pmix -n 4 ./prog

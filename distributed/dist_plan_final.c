@@ -1,7 +1,7 @@
-/* dist/dist_plan_final.c: the plan's final exchange (dist_plan.c plans the tasks and
+/* distributed/dist_plan_final.c: the plan's final exchange (dist_plan.c plans the tasks and
  * their transfers): each datum's last version goes home to its owner's handle and to the
  * ranks that gather it, by copies on this rank, sends and landing slots. */
-#include "dist/dist_plan.h"
+#include "distributed/dist_plan.h"
 
 #include <stdlib.h>
 #include <string.h>
