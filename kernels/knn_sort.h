@@ -234,11 +234,12 @@ cask_status knn_k_cpu_order(cask_task_ctx *ctx);
 cask_status knn_k_cpu_search(cask_task_ctx *ctx);
 cask_status knn_k_cpu_merge(cask_task_ctx *ctx);
 cask_status knn_k_cpu_finish(cask_task_ctx *ctx);
-/* On plain host pointers: sorts m references into sorted (knn_sorted_bytes(m)); 0 or -1
- * when out of memory. The search (j's buffers valid host memory). */
+/* On plain host pointers: sorts m references into sorted (knn_sorted_bytes(m)); orders n
+ * observations into scratch (knn_scratch_bytes(n)); the search (j's buffers valid host
+ * memory). Each returns 0, or -1 when out of memory. */
 int knn_k_cpu_prep_run(const void *ref, int64_t m, cask_knn_points in, void *sorted);
-void knn_k_cpu_order_run(const void *obs, int64_t n, cask_knn_points in, int prune,
-                         void *scratch);
+int knn_k_cpu_order_run(const void *obs, int64_t n, cask_knn_points in, int prune,
+                        void *scratch);
 int knn_k_cpu_search_run(const knn_k_job *j);
 #ifdef CASK_HAVE_CUDA
 cask_status knn_k_cuda_prep(cask_task_ctx *ctx);
