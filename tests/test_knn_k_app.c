@@ -142,8 +142,7 @@ Test(knn_k_app, check_with_k_passes_and_auto_says_what_it_chose)
 Test(knn_k_app, bad_k_method_and_combinations_are_usage_errors)
 {
     const char *bad[] = {"--generate 10 10 --k 0", "--generate 10 10 --k 65",
-                         "--generate 10 10 --method fast", "--obs a.csv --ref b.csv --stream --k 2",
-                         "--obs a.csv --ref b.csv --stream --method pruned",
+                         "--generate 10 10 --method fast", "--generate 10 10 --stream --k 2",
                          "--obs a.csv --ref b.csv --clusters 3"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         cr_assert_eq(knn(bad[i]), 2, "%s", bad[i]);

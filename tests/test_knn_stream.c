@@ -113,6 +113,64 @@ Test(knn_stream, output_identical_to_in_memory)
     cr_assert(same_file("mem.npy", "s.npy"), ".npy output differs with --ref-chunk 64");
 }
 
+/* Pruned and K-nearest searches stream too: each window ordered and searched as the
+ * in-memory run orders and searches its rows, the references prepared once. */
+Test(knn_stream, pruned_and_k_identical_to_in_memory)
+{
+    gen("obs", "60001", "obs.npy");
+    gen("ref", "3000", "ref.npy");
+    const char *ks[] = {"--k=1", "--k=4"};
+    const char *outs[] = {"npy", "csv"};
+    for (int k = 0; k < 2; k++)
+        for (int o = 0; o < 2; o++) {
+            char mem[32], str[32], mode[64];
+            snprintf(mem, sizeof mem, "mem.%s", outs[o]);
+            snprintf(str, sizeof str, "str.%s", outs[o]);
+            cr_assert_eq(knn("obs.npy", mem, "--no-stream", "--method=pruned", ks[k], NULL), 0);
+            /* brute streamed, pruned streamed, auto streamed: the bytes of pruned in memory */
+            const char *methods[] = {"--method=brute", "--method=pruned", "--method=auto"};
+            for (int m = 0; m < 3; m++) {
+                snprintf(mode, sizeof mode, "--window=%d", m == 1 ? 7000 : 25000);
+                char *argv[] = {(char *)env_path("CASK_KNN"), "--obs", NULL, "--ref", NULL,
+                                "--out", NULL, "--cpu-only", "-q", "--stream", mode,
+                                (char *)methods[m], (char *)ks[k], NULL};
+                char a[128], b[128], c[128];
+                snprintf(a, sizeof a, "%s/obs.npy", dir);
+                snprintf(b, sizeof b, "%s/ref.npy", dir);
+                snprintf(c, sizeof c, "%s/%s", dir, str);
+                argv[2] = a, argv[4] = b, argv[6] = c;
+                cr_assert_eq(run(argv, NULL), 0, "%s %s %s", methods[m], ks[k], mode);
+                cr_assert(same_file(mem, str), "%s output differs: %s %s %s", outs[o],
+                          methods[m], ks[k], mode);
+            }
+        }
+}
+
+/* The streamed --check samples K results a row, and --method auto says what it chose. */
+Test(knn_stream, k_check_and_auto_report)
+{
+    gen("obs", "50000", "obs.npy");
+    gen("ref", "3000", "ref.npy");
+    char o[128], r[128];
+    snprintf(o, sizeof o, "%s/obs.npy", dir);
+    snprintf(r, sizeof r, "%s/ref.npy", dir);
+    char log[160];
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "%s --obs %s --ref %s --cpu-only --stream --window 20000 --k 3 "
+             "--check 64 > %s 2>&1", env_path("CASK_KNN"), o, r, log);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    FILE *f = fopen(log, "r");
+    cr_assert(f);
+    char text[8192];
+    size_t got = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[got] = '\0';
+    cr_assert(strstr(text, "k = 3, method pruned (auto, from the first window") ||
+              strstr(text, "k = 3, method brute (auto, from the first window"), "%s", text);
+    cr_assert(strstr(text, "check: 64 observations") && strstr(text, ": ok"), "%s", text);
+}
+
 /* A CSV file of n rows with the awkward parts: CRLF, a BOM, blank lines, quoted fields
  * with commas, doubled quotes and newlines, extra columns; row bad_row (1-based, 0:
  * none) gets latitude 95. */

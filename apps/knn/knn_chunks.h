@@ -83,4 +83,35 @@ static inline int64_t knn_default_chunk(int64_t n, int64_t ref_chunks, int obs_f
     return c < n ? c : n;
 }
 
+/* Default reference chunk of the K-nearest kernels (k > 1 or a pruned search): 2048
+ * tiles of 64 (KNN_SORT_MAX_TILES), what a GPU orders at most per chunk. */
+#define KNN_PRUNE_REF_CHUNK ((int64_t)1 << 17)
+
+/* The chunk sizes of a search of n observations (one process's share, or a window of a
+ * streamed run) against m references, as cask-knn chooses them when --chunk and
+ * --ref-chunk (chunk_opt, ref_chunk_opt; 0: not given) leave it to it. maybe_k: the
+ * K-nearest kernels may be used (k > 1, pruned, or auto). *chunk: for the brute force;
+ * *pchunk: for a pruned search (a GPU prefers 8 chunks per GPU to 16: denser observation
+ * tiles and fewer ordering passes). */
+static inline void knn_plan_sizes(int64_t n, int64_t m, int obs_f64, int k, int maybe_k,
+                                  int brute_only, int64_t chunk_opt, int64_t ref_chunk_opt,
+                                  const cask_runtime_info *info, int64_t *ref_chunk,
+                                  int64_t *chunk, int64_t *pchunk)
+{
+    *ref_chunk = ref_chunk_opt ? ref_chunk_opt
+                 : maybe_k && m > KNN_PRUNE_REF_CHUNK ? KNN_PRUNE_REF_CHUNK : m;
+    int64_t nrefc = (m + *ref_chunk - 1) / *ref_chunk;
+    *chunk = chunk_opt ? chunk_opt : knn_default_chunk(n, nrefc, obs_f64, info);
+    /* K results per row: keep a chunk's buffers under 256 MiB */
+    int64_t kcap = ((int64_t)256 << 20) / ((int64_t)k * (8 + (nrefc > 1 ? 16 : 0)) + 20 + 16);
+    if (!chunk_opt && k > 1 && *chunk > kcap)
+        *chunk = kcap / 256 * 256 > 1024 ? kcap / 256 * 256 : 1024;
+    *pchunk = *chunk;
+    if (!chunk_opt && info->ngpus > 0 && !brute_only) {
+        *pchunk = *chunk * 2 > n ? n : *chunk * 2;
+        if (k > 1 && *pchunk > kcap)
+            *pchunk = *chunk;
+    }
+}
+
 #endif

@@ -21,16 +21,29 @@
 #include "generate.h"
 #include "progress.h"
 
+/* The references cut in chunks, as handles, with what their prep tasks write. */
+struct knn_refs {
+    cask_runtime *rt;
+    int64_t m, ref_chunk, nref;
+    int ksearch;                       /* 1: prep_sorted (the k kernels), 0: prep */
+    int prepared;                      /* 1: prep ran (knn_refs_create), jobs only read */
+    cask_data **ref, **prep;           /* nref each */
+    cask_data **rscratch;              /* nref, ksearch only: prep_sorted's */
+    cask_data *ref_all;                /* all references, for the 1-NN finish (PARTIAL) */
+};
+
 struct knn_job {
     cask_runtime *rt;
     cask_graph *g;
     int64_t n, m, chunk, ref_chunk, nobs, nref;
     cask_data **obs, **index, **dist;  /* nobs each */
-    cask_data **ref, **prep;           /* nref each */
+    cask_data **ref, **prep;           /* nref each: refs' */
     cask_data **best;                  /* nobs x nref, PARTIAL only */
-    cask_data *ref_all;                /* all references, for finish (PARTIAL only) */
+    cask_data *ref_all;                /* refs': all references (1-NN PARTIAL only) */
     cask_data **scratch;               /* nobs, ksearch only */
-    cask_data **rscratch;              /* nref, ksearch only: prep_sorted's */
+    cask_data **rscratch;              /* nref, ksearch only: refs' */
+    knn_refs *refs;                    /* the references, prepared or to prepare */
+    int own_refs;                      /* 1: made (and destroyed) by this job */
     int k, ksearch;                    /* neighbours; 1 when the k kernels are used */
     size_t ntasks;
 };
@@ -46,6 +59,15 @@ static cask_status create(knn_job *j, size_t bytes, cask_data **out, const char 
 {
     cask_status st = cask_data_create(j->rt, bytes, out);
     return st ? st : cask_data_set_name(*out, name);
+}
+
+static void destroy_all(cask_data **d, int64_t n)
+{
+    if (!d)
+        return;
+    for (int64_t i = 0; i < n; i++)
+        cask_data_destroy(d[i]);
+    free(d);
 }
 
 /* One task into the graph of job ctx (knn_add_fn). */
@@ -71,53 +93,187 @@ static cask_status fail_rt(knn_job *j, cask_status st, const char *what, char *e
                       msg[0] ? ": " : "", msg);
 }
 
+/* The handles of refs (ksearch: prepared for the k kernels; partial: several reference
+ * chunks and the 1-NN kernels, whose finish reads every reference). */
+static cask_status refs_make(cask_runtime *rt, const knn_points *ref, int64_t ref_chunk,
+                             int ksearch, knn_refs **out, char *err, size_t errlen)
+{
+    cask_status st;
+    knn_refs *r = calloc(1, sizeof *r);
+    if (!r)
+        return knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
+    r->rt = rt;
+    r->m = ref->n;
+    r->ksearch = ksearch;
+    knn_cut(ref->n, ref_chunk, &r->ref_chunk, &r->nref);
+    r->ref = calloc((size_t)r->nref, sizeof *r->ref);
+    r->prep = calloc((size_t)r->nref, sizeof *r->prep);
+    if (ksearch)
+        r->rscratch = calloc((size_t)r->nref, sizeof *r->rscratch);
+    if (!r->ref || !r->prep || (ksearch && !r->rscratch)) {
+        knn_refs_destroy(r);
+        return knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
+    }
+    knn_job ctx = {.rt = rt};   /* for reg, create and fail_rt */
+    char nb[64];
+    size_t re = 2 * knn_elem_bytes(ref);
+    for (int64_t q = 0; q < r->nref; q++) {
+        int64_t r0 = q * r->ref_chunk, m = knn_rows_of(r->m, r->ref_chunk, q);
+        if ((st = reg(&ctx, (char *)ref->data + r0 * re, (size_t)m * re, &r->ref[q],
+                      knn_name(nb, "ref[%lld]", (long long)q))) ||
+            (st = create(&ctx, ksearch ? cask_knn_sorted_bytes(m) : cask_knn_prepared_bytes(m),
+                         &r->prep[q], knn_name(nb, "prepared[%lld]", (long long)q))) ||
+            (ksearch && (st = create(&ctx, cask_knn_scratch_bytes(m), &r->rscratch[q],
+                                     knn_name(nb, "rscratch[%lld]", (long long)q)))))
+            goto fail;
+    }
+    /* finish re-reads the winning reference's coordinates: a read-only view of the whole
+     * reference array beside the chunk views (not read by kfinish). */
+    if (r->nref > 1 && !ksearch &&
+        (st = reg(&ctx, ref->data, (size_t)r->m * re, &r->ref_all, "refs")))
+        goto fail;
+    *out = r;
+    return CASK_OK;
+fail:
+    fail_rt(&ctx, st, "registering the references", err, errlen);
+    knn_refs_destroy(r);
+    return st;
+}
+
+/* What every task of a job or of a refs graph shares. */
+static knn_build build_of(const cask_knn_kernels *k, void *ctx, int64_t n, const knn_refs *r,
+                          const knn_plan *plan, int kk, cask_knn_points ofmt,
+                          cask_knn_points rfmt)
+{
+    knn_build b = {k, add, ctx, n, r->m, 0, r->ref_chunk, r->nref, kk, r->ksearch,
+                   plan->prune ? 1 : 0, plan->scale, plan->where, ofmt, rfmt};
+    return b;
+}
+
+static cask_status add_preps(const knn_build *b, const knn_refs *r)
+{
+    char nb[64];
+    cask_status st = CASK_OK;
+    for (int64_t q = 0; q < r->nref && !st; q++)
+        st = knn_add_prep(b, q, r->ref[q], r->prep[q], r->ksearch ? r->rscratch[q] : NULL, -1,
+                          knn_name(nb, "prep[%lld]", (long long)q));
+    return st;
+}
+
+cask_status knn_refs_create(cask_runtime *rt, const cask_knn_kernels *k, const knn_points *ref,
+                            const knn_plan *plan, knn_refs **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (plan->ref_chunk <= 0 || ref->n <= 0)
+        return knn_errorf(CASK_ERR_INVALID, err, errlen, "empty references or chunk");
+    knn_refs *r;
+    int kk = plan->k > 1 ? plan->k : 1;
+    cask_status st = refs_make(rt, ref, plan->ref_chunk, kk > 1 || plan->prune, &r, err,
+                               errlen);
+    if (st)
+        return st;
+    knn_job ctx = {.rt = rt};
+    cask_knn_points fmt = {ref->f64, ref->degrees};
+    knn_build b = build_of(k, &ctx, 0, r, plan, kk, fmt, fmt);
+    if ((st = cask_graph_create(rt, &ctx.g)) || (st = add_preps(&b, r)) ||
+        (st = cask_graph_compute(ctx.g))) {
+        const char *msg = ctx.g ? cask_graph_error(ctx.g) : NULL;
+        if (msg && msg[0])
+            knn_errorf(st, err, errlen, "preparing the references: %s: %s",
+                       cask_status_string(st), msg);
+        else
+            fail_rt(&ctx, st, "preparing the references", err, errlen);
+        cask_graph_destroy(ctx.g);
+        knn_refs_destroy(r);
+        return st;
+    }
+    cask_graph_destroy(ctx.g);
+    r->prepared = 1;
+    *out = r;
+    return CASK_OK;
+}
+
+void knn_refs_destroy(knn_refs *r)
+{
+    if (!r)
+        return;
+    destroy_all(r->rscratch, r->nref);
+    destroy_all(r->prep, r->nref);
+    destroy_all(r->ref, r->nref);
+    cask_data_destroy(r->ref_all);
+    free(r);
+}
+
 cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
                            const knn_points *obs, const knn_points *ref, int32_t *index,
                            float *dist, const knn_plan *plan, knn_job **out, char *err,
                            size_t errlen)
 {
+    return knn_job_create_on(rt, k, obs, ref, NULL, index, dist, plan, out, err, errlen);
+}
+
+cask_status knn_job_create_on(cask_runtime *rt, const cask_knn_kernels *k,
+                              const knn_points *obs, const knn_points *ref, knn_refs *refs,
+                              int32_t *index, float *dist, const knn_plan *plan,
+                              knn_job **out, char *err, size_t errlen)
+{
     cask_status st;
     *out = NULL;
     if (plan->chunk <= 0 || plan->ref_chunk <= 0 || obs->n <= 0 || ref->n <= 0)
         return knn_errorf(CASK_ERR_INVALID, err, errlen, "empty input or chunk");
+    int kk = plan->k > 1 ? plan->k : 1;
+    if (kk > CASK_KNN_KMAX)
+        return knn_errorf(CASK_ERR_INVALID, err, errlen, "k = %d: at most %d", kk,
+                          CASK_KNN_KMAX);
+    int ksearch = kk > 1 || plan->prune;
+    if (refs && (refs->m != ref->n || refs->ksearch != ksearch ||
+                 refs->ref_chunk != (plan->ref_chunk < ref->n ? plan->ref_chunk : ref->n)))
+        return knn_errorf(CASK_ERR_INVALID, err, errlen,
+                          "prepared references of another plan (%lld rows in chunks of %lld, "
+                          "%s kernels)", (long long)refs->m, (long long)refs->ref_chunk,
+                          refs->ksearch ? "k" : "1-NN");
     knn_job *j = calloc(1, sizeof *j);
     if (!j)
         return knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
     j->rt = rt;
     j->n = obs->n;
     j->m = ref->n;
-    knn_cut(obs->n, plan->chunk, &j->chunk, &j->nobs);
-    knn_cut(ref->n, plan->ref_chunk, &j->ref_chunk, &j->nref);
-    int partial = j->nref > 1;
-    j->k = plan->k > 1 ? plan->k : 1;
-    j->ksearch = j->k > 1 || plan->prune;
-    if (j->k > CASK_KNN_KMAX) {
-        st = knn_errorf(CASK_ERR_INVALID, err, errlen, "k = %d: at most %d", j->k,
-                        CASK_KNN_KMAX);
-        goto fail;
+    j->k = kk;
+    j->ksearch = ksearch;
+    if (!refs) {
+        if ((st = refs_make(rt, ref, plan->ref_chunk, ksearch, &refs, err, errlen))) {
+            free(j);
+            return st;
+        }
+        j->own_refs = 1;
     }
+    j->refs = refs;
+    j->ref = refs->ref;
+    j->prep = refs->prep;
+    j->rscratch = refs->rscratch;
+    j->ref_all = refs->ref_all;
+    j->ref_chunk = refs->ref_chunk;
+    j->nref = refs->nref;
+    knn_cut(obs->n, plan->chunk, &j->chunk, &j->nobs);
+    int partial = j->nref > 1;
     const size_t K = (size_t)j->k;
 
     j->obs = calloc((size_t)j->nobs, sizeof *j->obs);
     j->index = calloc((size_t)j->nobs, sizeof *j->index);
     j->dist = calloc((size_t)j->nobs, sizeof *j->dist);
-    j->ref = calloc((size_t)j->nref, sizeof *j->ref);
-    j->prep = calloc((size_t)j->nref, sizeof *j->prep);
     if (partial)
         j->best = calloc((size_t)(j->nobs * j->nref), sizeof *j->best);
-    if (j->ksearch) {
+    if (j->ksearch)
         j->scratch = calloc((size_t)j->nobs, sizeof *j->scratch);
-        j->rscratch = calloc((size_t)j->nref, sizeof *j->rscratch);
-    }
-    if (!j->obs || !j->index || !j->dist || !j->ref || !j->prep || (partial && !j->best) ||
-        (j->ksearch && (!j->scratch || !j->rscratch))) {
+    if (!j->obs || !j->index || !j->dist || (partial && !j->best) ||
+        (j->ksearch && !j->scratch)) {
         st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "out of memory");
         goto fail;
     }
 
     const char *what = "registering data";
     char nb[64];
-    size_t oe = 2 * knn_elem_bytes(obs), re = 2 * knn_elem_bytes(ref);
+    size_t oe = 2 * knn_elem_bytes(obs);
     for (int64_t i = 0; i < j->nobs; i++) {
         int64_t r0 = i * j->chunk, n = knn_rows_of(j->n, j->chunk, i);
         if ((st = reg(j, (char *)obs->data + r0 * oe, (size_t)n * oe, &j->obs[i],
@@ -132,22 +288,7 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
             (st = cask_data_set_writeback(j->dist[i], 1)))
             goto fail_rt;
     }
-    for (int64_t r = 0; r < j->nref; r++) {
-        int64_t r0 = r * j->ref_chunk, m = knn_rows_of(j->m, j->ref_chunk, r);
-        if ((st = reg(j, (char *)ref->data + r0 * re, (size_t)m * re, &j->ref[r],
-                      knn_name(nb, "ref[%lld]", (long long)r))) ||
-            (st = create(j, j->ksearch ? cask_knn_sorted_bytes(m) : cask_knn_prepared_bytes(m),
-                         &j->prep[r],
-                         knn_name(nb, "prepared[%lld]", (long long)r))) ||
-            (j->ksearch && (st = create(j, cask_knn_scratch_bytes(m), &j->rscratch[r],
-                                        knn_name(nb, "rscratch[%lld]", (long long)r)))))
-            goto fail_rt;
-    }
     if (partial) {
-        /* finish re-reads the winning reference's coordinates: a read-only view of the
-         * whole reference array beside the chunk views (not read by kfinish). */
-        if (!j->ksearch && (st = reg(j, ref->data, (size_t)j->m * re, &j->ref_all, "refs")))
-            goto fail_rt;
         for (int64_t i = 0; i < j->nobs; i++)
             for (int64_t r = 0; r < j->nref; r++)
                 if ((st = create(j, (size_t)knn_rows_of(j->n, j->chunk, i) * K *
@@ -160,13 +301,12 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
     what = "building the graph";
     if ((st = cask_graph_create(rt, &j->g)))
         goto fail_rt;
-    knn_build b = {k, add, j, j->n, j->m, j->chunk, j->ref_chunk, j->nref, j->k,
-                   j->ksearch, plan->prune ? 1 : 0, plan->scale, plan->where,
-                   {obs->f64, obs->degrees}, {ref->f64, ref->degrees}};
-    for (int64_t r = 0; r < j->nref; r++)
-        if ((st = knn_add_prep(&b, r, j->ref[r], j->prep[r], j->ksearch ? j->rscratch[r] : NULL,
-                               -1, knn_name(nb, "prep[%lld]", (long long)r))))
-            goto fail_rt;
+    knn_build b = build_of(k, j, j->n, refs, plan, j->k, (cask_knn_points){obs->f64, obs->degrees},
+                           (cask_knn_points){ref->f64, ref->degrees});
+    b.chunk = j->chunk;
+    /* prepared references are only read: their prep ran once, in knn_refs_create */
+    if (!refs->prepared && (st = add_preps(&b, refs)))
+        goto fail_rt;
     for (int64_t i = 0; i < j->nobs; i++) {
         knn_chunk_data d = {j->obs[i], j->ksearch ? j->scratch[i] : NULL, j->ref_all,
                             j->index[i], j->dist[i], j->prep,
@@ -227,9 +367,10 @@ cask_status knn_job_make_cold(knn_job *j, char *err, size_t errlen)
     cask_status st = CASK_OK;
     for (int64_t i = 0; i < j->nobs && !st; i++)
         st = touch(j->obs[i]);
-    for (int64_t r = 0; r < j->nref && !st; r++)
+    /* prepared references are shared by the jobs of a stream and never change */
+    for (int64_t r = 0; r < j->nref && !st && !j->refs->prepared; r++)
         st = touch(j->ref[r]);
-    if (!st && j->ref_all)
+    if (!st && j->ref_all && !j->refs->prepared)
         st = touch(j->ref_all);
     if (st)
         return fail_rt(j, st, "dropping device copies", err, errlen);
@@ -249,15 +390,6 @@ cask_status knn_job_dot(const knn_job *j, FILE *out)
     return cask_graph_dot(j->g, out, 1);
 }
 
-static void destroy_all(cask_data **d, int64_t n)
-{
-    if (!d)
-        return;
-    for (int64_t i = 0; i < n; i++)
-        cask_data_destroy(d[i]);
-    free(d);
-}
-
 void knn_job_destroy(knn_job *j)
 {
     if (!j)
@@ -265,10 +397,8 @@ void knn_job_destroy(knn_job *j)
     cask_graph_destroy(j->g);
     destroy_all(j->best, j->nobs * j->nref);
     destroy_all(j->scratch, j->nobs);
-    destroy_all(j->rscratch, j->nref);
-    destroy_all(j->prep, j->nref);
-    destroy_all(j->ref, j->nref);
-    cask_data_destroy(j->ref_all);
+    if (j->own_refs)
+        knn_refs_destroy(j->refs);
     destroy_all(j->index, j->nobs);
     destroy_all(j->dist, j->nobs);
     destroy_all(j->obs, j->nobs);

@@ -33,12 +33,31 @@ cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
                            float *dist, const knn_plan *plan, knn_job **out, char *err,
                            size_t errlen);
 
+/* References cut in chunks and prepared once, for several jobs to share (a streamed
+ * run's windows): knn_refs_create registers ref in plan->ref_chunk rows each and runs the
+ * prep tasks of plan's kernels (prep, or prep_sorted with k > 1 or prune) in a graph of
+ * their own, waiting for them. ref must stay valid and untouched until knn_refs_destroy,
+ * which must come after every job made on it is destroyed. */
+typedef struct knn_refs knn_refs;
+cask_status knn_refs_create(cask_runtime *rt, const cask_knn_kernels *k, const knn_points *ref,
+                            const knn_plan *plan, knn_refs **out, char *err, size_t errlen);
+void knn_refs_destroy(knn_refs *r);
+
+/* knn_job_create on references already prepared by knn_refs_create (refs; NULL: as
+ * knn_job_create): the job's graph only reads them. CASK_ERR_INVALID if refs were made
+ * for another reference chunk or kernel set. */
+cask_status knn_job_create_on(cask_runtime *rt, const cask_knn_kernels *k,
+                              const knn_points *obs, const knn_points *ref, knn_refs *refs,
+                              int32_t *index, float *dist, const knn_plan *plan,
+                              knn_job **out, char *err, size_t errlen);
+
 /* Runs the graph and waits until every result is valid in index/dist (host memory).
  * With progress, a bar is drawn on stderr if it is a terminal and the run lasts. */
 cask_status knn_job_run(knn_job *j, int progress, char *err, size_t errlen);
 
 /* Drops the device copies of the inputs, so that the next run moves them again (each
- * --repeat then measures the same thing as the first run). */
+ * --repeat then measures the same thing as the first run; a streamed run's next window
+ * replaced the observations). References prepared by knn_refs_create stay. */
 cask_status knn_job_make_cold(knn_job *j, char *err, size_t errlen);
 
 /* Chunk counts and graph size, for the summary. */

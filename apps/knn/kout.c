@@ -6,14 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-cask_status knn_kcsv_write(FILE *f, const char *name, const int32_t *index, const float *dist,
-                           int64_t n, int k, char *err, size_t errlen)
+cask_status knn_kcsv_write_rows(FILE *f, const char *name, const int32_t *index,
+                                const float *dist, int64_t first, int64_t n, int k, char *err,
+                                size_t errlen)
 {
-    int bad = fputs(KNN_KCSV_HEADER, f) == EOF;
+    int bad = 0;
     for (int64_t i = 0; i < n && !bad; i++)
         for (int r = 0; r < k && !bad; r++)
             /* 9 significant digits: the float reads back exactly */
-            bad = fprintf(f, "%lld,%d,%d,%.9g\n", (long long)i, r + 1,
+            bad = fprintf(f, "%lld,%d,%d,%.9g\n", (long long)(first + i), r + 1,
                           (int)index[i * k + r], (double)dist[i * k + r]) < 0;
     if (bad)
         return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
@@ -21,8 +22,17 @@ cask_status knn_kcsv_write(FILE *f, const char *name, const int32_t *index, cons
     return CASK_OK;
 }
 
-cask_status knn_knpy_write(FILE *f, const char *name, const int32_t *index, const float *dist,
+cask_status knn_kcsv_write(FILE *f, const char *name, const int32_t *index, const float *dist,
                            int64_t n, int k, char *err, size_t errlen)
+{
+    if (fputs(KNN_KCSV_HEADER, f) == EOF)
+        return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
+                          strerror(errno));
+    return knn_kcsv_write_rows(f, name, index, dist, 0, n, k, err, errlen);
+}
+
+cask_status knn_knpy_write_header(FILE *f, const char *name, int64_t n, int k, char *err,
+                                  size_t errlen)
 {
     char hdr[160];
     int hl = snprintf(hdr + 10, sizeof hdr - 10,
@@ -38,6 +48,12 @@ cask_status knn_knpy_write(FILE *f, const char *name, const int32_t *index, cons
     if (fwrite(hdr, 1, padded, f) != padded)
         return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
                           strerror(errno));
+    return CASK_OK;
+}
+
+cask_status knn_knpy_write_rows(FILE *f, const char *name, const int32_t *index,
+                                const float *dist, int64_t n, int k, char *err, size_t errlen)
+{
     enum { VALS = 1 << 14 };
     double buf[2 * VALS];
     int64_t total_vals = n * k;
@@ -56,4 +72,11 @@ cask_status knn_knpy_write(FILE *f, const char *name, const int32_t *index, cons
                               strerror(errno));
     }
     return CASK_OK;
+}
+
+cask_status knn_knpy_write(FILE *f, const char *name, const int32_t *index, const float *dist,
+                           int64_t n, int k, char *err, size_t errlen)
+{
+    cask_status st = knn_knpy_write_header(f, name, n, k, err, errlen);
+    return st ? st : knn_knpy_write_rows(f, name, index, dist, n, k, err, errlen);
 }

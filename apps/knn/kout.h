@@ -18,6 +18,16 @@ cask_status knn_kcsv_write(FILE *f, const char *name, const int32_t *index, cons
                            int64_t n, int k, char *err, size_t errlen);
 cask_status knn_knpy_write(FILE *f, const char *name, const int32_t *index, const float *dist,
                            int64_t n, int k, char *err, size_t errlen);
+/* The same in pieces, for a streamed result written window by window: CSV rows of
+ * observations first .. first+n-1 (index[0] belongs to observation first) with no header;
+ * the .npy header of an (n, k, 2) array, then rows appended. */
+cask_status knn_kcsv_write_rows(FILE *f, const char *name, const int32_t *index,
+                                const float *dist, int64_t first, int64_t n, int k, char *err,
+                                size_t errlen);
+cask_status knn_knpy_write_header(FILE *f, const char *name, int64_t n, int k, char *err,
+                                  size_t errlen);
+cask_status knn_knpy_write_rows(FILE *f, const char *name, const int32_t *index,
+                                const float *dist, int64_t n, int k, char *err, size_t errlen);
 
 /* --check for K neighbours: samples observations as knn_check does and compares rank r of
  * each with the r-th smallest float64 haversine distance (the chosen reference's true

@@ -39,8 +39,6 @@
 #include "write_par.h"
 
 enum { EXIT_DATA = 1, EXIT_CHECK = 3 }; /* 2: a usage error (options.h) */
-/* Default reference chunk of the k kernels: 2048 tiles of 64 (KNN_SORT_MAX_TILES). */
-#define KNN_PRUNE_REF_CHUNK ((int64_t)1 << 17)
 enum { CASK_MAX_GPUS_APP = 64 };
 /* A CSV observation file larger than this is streamed unless --no-stream (it is scanned
  * anyway to count its rows, so it is not read twice for nothing). */
@@ -188,7 +186,7 @@ int main(int argc, char **argv)
      * file is streamed when it is larger than KNN_CSV_STREAM_BYTES, or with --stream) */
     knn_read_opts ro = {o.lat_col, o.lon_col, !o.radians, o.wrap};
     if (!failed && !o.generate && nranks == 1 && o.stream != 0 && o.repeat == 1 &&
-        !o.dot_path && o.k == 1 && o.method != KNN_METHOD_PRUNED) {
+        !o.dot_path) {
         int npy = knn_file_has_npy_magic(o.obs_path), try_it = o.stream == 1 || npy;
         struct stat sb;
         if (!npy && !try_it && stat(o.obs_path, &sb) == 0 && sb.st_size > KNN_CSV_STREAM_BYTES)
@@ -200,7 +198,7 @@ int main(int argc, char **argv)
         } else if (o.stream == 1 || src.n > o.window || !npy) {
             knn_stream_main_args sa = {
                 prog, rt, &info, &kernels, &alloc, &src, o.ref_path, ro, &ref, &out,
-                o.window, o.chunk, o.ref_chunk, scale, o.quiet, o.check};
+                o.window, o.chunk, o.ref_chunk, o.k, o.method, scale, o.quiet, o.check};
             rc = knn_stream_main(&sa);
             knn_obs_source_close(&src);
             tmp_armed = 0;
@@ -260,27 +258,11 @@ int main(int argc, char **argv)
     knn_plan plan = {0};
     int64_t chunk = 0, pchunk = 0;
     if (!failed) {
-        /* a GPU orders at most KNN_PRUNE_REF_CHUNK references' tiles per chunk */
-        int maybe_k = o.k > 1 || prune || o.method == KNN_METHOD_AUTO;
-        plan.ref_chunk = o.ref_chunk ? o.ref_chunk
-                         : maybe_k && ref.n > KNN_PRUNE_REF_CHUNK ? KNN_PRUNE_REF_CHUNK : ref.n;
-        int64_t nrefc = (ref.n + plan.ref_chunk - 1) / plan.ref_chunk;
         /* with P ranks, each rank's share is cut as one process would cut its input */
-        chunk = o.chunk ? o.chunk
-                        : knn_default_chunk((obs.n + nranks - 1) / nranks, nrefc, obs.f64, &info);
-        /* K results per row: keep a chunk's buffers under 256 MiB */
-        int64_t kcap = ((int64_t)256 << 20) /
-                       ((int64_t)o.k * (8 + (nrefc > 1 ? 16 : 0)) + 20 + 16);
-        if (!o.chunk && o.k > 1 && chunk > kcap)
-            chunk = kcap / 256 * 256 > 1024 ? kcap / 256 * 256 : 1024;
-        /* a pruned GPU search prefers 8 chunks per GPU to 16: denser observation tiles
-         * and fewer ordering passes (RESULTS 15.2: 12 ms against 13 at 2^24 x 2^14) */
-        pchunk = chunk;
-        if (!o.chunk && info.ngpus > 0 && o.method != KNN_METHOD_BRUTE) {
-            pchunk = chunk * 2 > obs.n ? obs.n : chunk * 2;
-            if (o.k > 1 && pchunk > kcap)
-                pchunk = chunk;
-        }
+        knn_plan_sizes((obs.n + nranks - 1) / nranks, ref.n, obs.f64, o.k,
+                       o.k > 1 || prune || o.method == KNN_METHOD_AUTO,
+                       o.method == KNN_METHOD_BRUTE, o.chunk, o.ref_chunk, &info,
+                       &plan.ref_chunk, &chunk, &pchunk);
         if (prune)
             chunk = pchunk;
         if (o.method == KNN_METHOD_AUTO)

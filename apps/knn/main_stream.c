@@ -8,6 +8,8 @@
 
 #include "check.h"
 #include "knn_chunks.h"
+#include "kout.h"
+#include "options.h"
 
 static double now_s(void)
 {
@@ -37,12 +39,18 @@ int knn_stream_main(const knn_stream_main_args *a)
     c.obs = a->obs;
     c.ref = a->ref;
     c.window = a->window;
-    c.plan.ref_chunk = a->ref_chunk ? a->ref_chunk : a->ref->n;
     {
-        int64_t W = a->window < a->obs->n ? a->window : a->obs->n;
-        int64_t nrefc = (a->ref->n + c.plan.ref_chunk - 1) / c.plan.ref_chunk;
-        c.plan.chunk = a->chunk ? a->chunk
-                                : knn_default_chunk(W, nrefc, a->obs->f64, a->info);
+        int64_t W = a->window < a->obs->n ? a->window : a->obs->n, chunk, pchunk;
+        /* as the in-memory path sizes its chunks, for one window */
+        knn_plan_sizes(W, a->ref->n, a->obs->f64, a->k,
+                       a->k > 1 || a->method != KNN_METHOD_BRUTE, a->method == KNN_METHOD_BRUTE,
+                       a->chunk, a->ref_chunk, a->info, &c.plan.ref_chunk, &chunk, &pchunk);
+        c.plan.k = a->k;
+        c.plan.prune = a->method == KNN_METHOD_PRUNED;
+        c.plan.chunk = c.plan.prune ? pchunk : chunk;
+        c.auto_prune = a->method == KNN_METHOD_AUTO;
+        c.pchunk = pchunk;
+        c.brute_ref_chunk = a->ref_chunk ? a->ref_chunk : a->ref->n;
     }
     c.plan.scale = a->scale;
     c.plan.where = a->info->ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
@@ -62,8 +70,10 @@ int knn_stream_main(const knn_stream_main_args *a)
     int check_failed = 0;
     knn_check_report cr;
     if (a->check) {
-        if (knn_check(&r.sample_obs, a->ref, r.sample_index, r.sample_dist, a->scale,
-                      r.nsamples, &cr)) {
+        if (a->k > 1 ? knn_check_k(&r.sample_obs, a->ref, r.sample_index, r.sample_dist,
+                                   a->k, a->scale, r.nsamples, &cr)
+                     : knn_check(&r.sample_obs, a->ref, r.sample_index, r.sample_dist,
+                                 a->scale, r.nsamples, &cr)) {
             fprintf(stderr, "%s: --check: out of memory\n", prog);
             goto done;
         }
@@ -90,6 +100,11 @@ int knn_stream_main(const knn_stream_main_args *a)
         int64_t W = a->window < n ? a->window : n;
         fprintf(stderr, "%s: %lld observations x %lld references = %.4g pairs\n", prog,
                 (long long)n, (long long)m, pairs);
+        fprintf(stderr, "%s: k = %d, method %s", prog, a->k, r.prune ? "pruned" : "brute");
+        if (r.auto_fraction >= 0)
+            fprintf(stderr, " (auto, from the first window: about %.3g of the pairs visited "
+                    "if pruned)", r.auto_fraction);
+        fputc('\n', stderr);
         fprintf(stderr,
                 "%s: streamed in %lld windows of %lld rows; %d GPU%s%s, %d CPU worker%s; "
                 "per window %lld x %lld chunks of %lld x %lld rows, %zu tasks\n",

@@ -19,6 +19,8 @@ typedef struct knn_stream_main_args {
     knn_points *ref;           /* filled here; the caller frees it */
     knn_outfile *out;          /* out->f NULL: no output; committed here on success */
     int64_t window, chunk, ref_chunk;   /* chunk, ref_chunk: 0 = default */
+    int k;                     /* neighbours (1 .. CASK_KNN_KMAX) */
+    int method;                /* KNN_METHOD_* (options.h) */
     double scale;
     int quiet;
     int64_t check;

@@ -291,8 +291,6 @@ void knn_parse_args(int argc, char **argv, options *o)
     }
     if (o->stream == 1 && o->generate)
         usage_error("--stream reads an observation file: not with --generate");
-    if (o->stream == 1 && (o->k > 1 || o->method == KNN_METHOD_PRUNED))
-        usage_error("--stream supports --k 1 and --method brute or auto (brute) only");
     if (o->stream == 1 && (o->repeat > 1 || o->dot_path))
         usage_error("--repeat and --dot apply to the in-memory path, not to --stream");
     if (o->cpu_only && o->gpus != -2)

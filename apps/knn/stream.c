@@ -14,12 +14,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "auto_method.h"
 #include "knn_chunks.h"
+#include "kout.h"
 #include "write_par.h"
 
 typedef struct slot {
     knn_points obs;      /* room for `window` rows */
-    int32_t *index;
+    int32_t *index;      /* window x k */
     float *dist;
     knn_job *job;
     int64_t job_rows;    /* rows the job was built for (0: none) */
@@ -47,35 +49,51 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static int k_of(const knn_stream_cfg *c)
+{
+    return c->plan.k > 1 ? c->plan.k : 1;
+}
+
 static cask_status write_results(cask_runtime *rt, const knn_stream_cfg *c, const slot *sl,
                                  int64_t first, int64_t rows, char *err, size_t errlen)
 {
+    int k = k_of(c);
     if (!c->out)
         return CASK_OK;
     if (c->out_npy)
-        return knn_npy_write_rows(c->out, c->out_name, sl->index, sl->dist, rows, err, errlen);
+        return k > 1 ? knn_knpy_write_rows(c->out, c->out_name, sl->index, sl->dist, rows, k,
+                                           err, errlen)
+                     : knn_npy_write_rows(c->out, c->out_name, sl->index, sl->dist, rows, err,
+                                          errlen);
+    if (k > 1)
+        return knn_kcsv_write_rows(c->out, c->out_name, sl->index, sl->dist, first, rows, k,
+                                   err, errlen);
     return knn_csv_write_tasks_at(rt, c->out, c->out_name, sl->index, sl->dist, first, rows,
                                   0, c->nworkers, err, errlen);
 }
 
 /* Rows [r0, r0 + n) of the slot's results written at their place in the .npy output,
- * as knn_npy_write_rows writes them (little-endian hosts only: see io_main). */
+ * as knn_npy_write_rows (k = 1) or knn_knpy_write_rows write them (little-endian hosts
+ * only: see io_main). */
 static cask_status npy_pwrite_rows(const io_work *w, int64_t r0, int64_t n, char *err,
                                    size_t errlen)
 {
+    const int64_t K = k_of(w->cfg);
     double *buf = malloc(2 * NPY_BLOCK * sizeof *buf);
     if (!buf)
         return knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", w->cfg->out_name);
     int fd = fileno(w->cfg->out);
     cask_status st = CASK_OK;
-    for (int64_t i = r0; i < r0 + n && !st; i += NPY_BLOCK) {
-        int64_t k = r0 + n - i < NPY_BLOCK ? r0 + n - i : NPY_BLOCK;
+    /* values (index, distance pairs) rather than rows: K of them a row */
+    for (int64_t i = r0 * K; i < (r0 + n) * K && !st; i += NPY_BLOCK) {
+        int64_t k = (r0 + n) * K - i < NPY_BLOCK ? (r0 + n) * K - i : NPY_BLOCK;
         for (int64_t j = 0; j < k; j++) {
             buf[2 * j] = (double)w->sl->index[i + j];
             buf[2 * j + 1] = (double)w->sl->dist[i + j];
         }
         size_t len = (size_t)k * 2 * sizeof *buf, done = 0;
-        off_t off = (off_t)(w->npy_data_off + (w->write_first + i) * 2 * (int64_t)sizeof *buf);
+        off_t off = (off_t)(w->npy_data_off +
+                            (w->write_first * K + i) * 2 * (int64_t)sizeof *buf);
         while (done < len) {
             ssize_t put = pwrite(fd, (char *)buf + done, len - done, off + (off_t)done);
             if (put < 0 && errno == EINTR)
@@ -180,8 +198,9 @@ static cask_status samples_init(const knn_stream_cfg *c, knn_stream_result *r)
         return CASK_OK;
     if (knn_points_alloc(k, c->obs->f64, c->obs->degrees, NULL, &r->sample_obs))
         return CASK_ERR_NOMEM;
-    r->sample_index = malloc((size_t)k * sizeof *r->sample_index);
-    r->sample_dist = malloc((size_t)k * sizeof *r->sample_dist);
+    size_t K = (size_t)k_of(c);
+    r->sample_index = malloc((size_t)k * K * sizeof *r->sample_index);
+    r->sample_dist = malloc((size_t)k * K * sizeof *r->sample_dist);
     r->sample_rows = malloc((size_t)k * sizeof *r->sample_rows);
     if (!r->sample_index || !r->sample_dist || !r->sample_rows)
         return CASK_ERR_NOMEM;
@@ -191,17 +210,18 @@ static cask_status samples_init(const knn_stream_cfg *c, knn_stream_result *r)
     return CASK_OK;
 }
 
-/* Copies the samples that fall in rows [first, first + rows) out of the slot. */
+/* Copies the samples that fall in rows [first, first + rows) out of the slot (k results
+ * each). */
 static void samples_take(knn_stream_result *r, const slot *sl, int64_t first, int64_t rows,
-                         int64_t *next)
+                         int k, int64_t *next)
 {
     size_t row = 2 * knn_elem_bytes(&sl->obs);
     for (; *next < r->nsamples && r->sample_rows[*next] < first + rows; (*next)++) {
         int64_t i = r->sample_rows[*next] - first, s = *next;
         memcpy((char *)r->sample_obs.data + (size_t)s * row,
                (const char *)sl->obs.data + (size_t)i * row, row);
-        r->sample_index[s] = sl->index[i];
-        r->sample_dist[s] = sl->dist[i];
+        memcpy(r->sample_index + s * k, sl->index + i * k, (size_t)k * sizeof *sl->index);
+        memcpy(r->sample_dist + s * k, sl->dist + i * k, (size_t)k * sizeof *sl->dist);
     }
 }
 
@@ -229,20 +249,23 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
                            size_t errlen)
 {
     slot sl[2];
+    knn_refs *refs = NULL;
     cask_status st = CASK_OK;
     int64_t n = c->obs->n, W = c->window < n ? c->window : n;
-    int f64 = c->obs->f64;
+    int f64 = c->obs->f64, K = k_of(c);
+    knn_plan plan = c->plan;
     double t_start = now_s();
 
     memset(res, 0, sizeof *res);
     memset(sl, 0, sizeof sl);
+    res->auto_fraction = -1;
     if (W <= 0)
         return knn_errorf(CASK_ERR_INVALID, err, errlen, "stream: bad window");
     res->windows = (n + W - 1) / W;
     for (int s = 0; s < 2 && s < res->windows; s++) {
         if (knn_points_alloc(W, f64, c->obs->degrees, c->alloc, &sl[s].obs) ||
-            !(sl[s].index = alloc_bytes(c->alloc, (size_t)W * sizeof(int32_t))) ||
-            !(sl[s].dist = alloc_bytes(c->alloc, (size_t)W * sizeof(float)))) {
+            !(sl[s].index = alloc_bytes(c->alloc, (size_t)W * K * sizeof(int32_t))) ||
+            !(sl[s].dist = alloc_bytes(c->alloc, (size_t)W * K * sizeof(float)))) {
             st = knn_errorf(CASK_ERR_NOMEM, err, errlen,
                             "%s: out of memory for two windows of %lld rows", c->obs->name,
                             (long long)W);
@@ -255,7 +278,8 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
     }
     int64_t npy_off = -1;
     if (c->out && c->out_npy) {
-        if ((st = knn_npy_write_header(c->out, c->out_name, n, err, errlen)))
+        if ((st = K > 1 ? knn_knpy_write_header(c->out, c->out_name, n, K, err, errlen)
+                        : knn_npy_write_header(c->out, c->out_name, n, err, errlen)))
             goto done;
         long pos = ftell(c->out);
         if (fflush(c->out) != 0 || pos < 0) {
@@ -267,7 +291,7 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
         npy_off = pos;   /* rows go to their offsets, in parallel */
 #endif
     }
-    if (c->out && !c->out_npy && fputs(KNN_CSV_HEADER, c->out) == EOF) {
+    if (c->out && !c->out_npy && fputs(K > 1 ? KNN_KCSV_HEADER : KNN_CSV_HEADER, c->out) == EOF) {
         st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed", c->out_name);
         goto done;
     }
@@ -280,6 +304,16 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
     if ((st = knn_obs_source_read(c->obs, 0, W, &sl[0].obs, err, errlen)))
         goto done;
     res->t_first_load = now_s() - t;
+    /* auto: the first window stands for the file (as the whole input does in memory) */
+    if (c->auto_prune && knn_auto_prune(&sl[0].obs, c->ref, K, c->pchunk, &res->auto_fraction)) {
+        plan.prune = 1;
+        plan.chunk = c->pchunk;
+    } else if (c->auto_prune && K == 1) {
+        plan.ref_chunk = c->brute_ref_chunk;
+    }
+    res->prune = plan.prune;
+    if ((st = knn_refs_create(rt, k, c->ref, &plan, &refs, err, errlen)))
+        goto done;
 
     int64_t next_sample = 0;
     for (int64_t w = 0; w < res->windows; w++) {
@@ -293,8 +327,8 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
             knn_points view = cur->obs;
             view.n = rows;
             view.alloc = NULL;
-            if ((st = knn_job_create(rt, k, &view, c->ref, cur->index, cur->dist, &c->plan,
-                                     &cur->job, err, errlen)))
+            if ((st = knn_job_create_on(rt, k, &view, c->ref, refs, cur->index, cur->dist,
+                                        &plan, &cur->job, err, errlen)))
                 goto done;
             cur->job_rows = rows;
             if (w == 0)
@@ -329,7 +363,7 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
             knn_errorf(st, err, errlen, "%s", io.err);
             goto done;
         }
-        samples_take(res, cur, first, rows, &next_sample);
+        samples_take(res, cur, first, rows, K, &next_sample);
     }
     t = now_s();
     {
@@ -345,6 +379,7 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
 done:
     for (int s = 0; s < 2; s++)
         slot_free(&sl[s], c->alloc);
+    knn_refs_destroy(refs);
     res->t_total = now_s() - t_start;
     return st;
 }

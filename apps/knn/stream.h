@@ -66,7 +66,12 @@ typedef struct knn_stream_cfg {
     knn_obs_source *obs;       /* open */
     const knn_points *ref;     /* loaded */
     int64_t window;            /* observation rows per window (> 0) */
-    knn_plan plan;             /* chunk sizes for a full window */
+    knn_plan plan;             /* chunk sizes for a full window; k; prune */
+    int auto_prune;            /* 1: plan.prune chosen from the first window (--method
+                                * auto, knn_auto_prune), with pchunk if pruned */
+    int64_t pchunk;            /* observation rows per task of a pruned search */
+    int64_t brute_ref_chunk;   /* auto, k = 1: the reference chunk if it takes the brute
+                                * force (the 1-NN kernels take any number) */
     FILE *out;                 /* NULL: no output */
     const char *out_name;
     int out_npy;               /* 1: .npy rows, 0: CSV */
@@ -84,17 +89,22 @@ typedef struct knn_stream_result {
     int64_t obs_chunks;        /* of a full window */
     int64_t ref_chunks;
     size_t ntasks;             /* of a full window's graph */
+    int prune;                 /* the method used: 1 pruned, 0 brute force */
+    double auto_fraction;      /* auto's estimate of the pairs visited (-1: not asked) */
     /* --check samples: observations chosen as knn_check chooses them among all rows,
      * gathered while streaming (rows[s] is the file row of sample s) */
     knn_points sample_obs;
-    int32_t *sample_index;
+    int32_t *sample_index;     /* nsamples x k */
     float *sample_dist;
     int64_t *sample_rows;
     int64_t nsamples;
 } knn_stream_result;
 
 /* Runs the search over every row of cfg->obs and appends the results to cfg->out (whose
- * header this writes). On failure the message is in err; the output is then partial
+ * header this writes): the references are prepared once (knn_refs_create) and each
+ * window is searched as the in-memory path searches its rows (pruned: ordered along the
+ * curve chunk by chunk, results back in the input's order), so the output bytes are those
+ * of the in-memory run of the same method and k. On failure the message is in err; the output is then partial
  * (the caller removes it). Free res with knn_stream_result_free. */
 cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
                            const knn_stream_cfg *cfg, knn_stream_result *res, char *err,
