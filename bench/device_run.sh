@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/device_run.sh: build on the GPU machine and run the named steps, logs under $OUT
 # (or ./device-logs). Steps: unit gpu gpubench sched schedtrace bcd knn knnapp trace jacobi
-# fusion dist. bcd: build + compute + destroy on one worker (1M tasks), CPU-only build
+# fusion dist knn-stream. bcd: build + compute + destroy on one worker (1M tasks), CPU-only build
 # (build-bcd), then 16 workers with the peers (50k tasks); for a before/after in the
 # same call, BCD_BASE=<its source tree or build dir> (a source tree is built CPU-only
 # in it), or BCD_BASE_REF=<git ref> (needs .git) builds that code too; BCD_ROUNDS=R
@@ -89,6 +89,31 @@ for step in "$@"; do
             echo "rc=$?"; grep -v '^{' "$OUT/fusion.log" | tail -12 ;;
     dist) meson test -C "$B" --suite dist --print-errorlogs > "$OUT/dist.log" 2>&1
           grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/dist.log" | tail -20 ;;
+    knn-stream) # streamed runs from .npy files made by cask-knn-gen (KNN_DIR, default
+         # /tmp/knn-stream: 8 GiB of observations, 16 GiB for the one output kept):
+         # 2^30 x 2^16 auto against brute force (compute, peak RSS, sampled check), its
+         # first 2^24 rows against the in-memory pruned run; 2^30 x 2^14 --k 16 streamed
+         # (check only: its output would be 256 GiB), and --k 16 streamed against in
+         # memory on 2^22 rows
+         D=${KNN_DIR:-/tmp/knn-stream}; mkdir -p "$D"; G=$B/apps/cask-knn-gen; K=$B/apps/cask-knn
+         for f in "1073741824 obs o30" "16777216 obs o24" "4194304 obs o22" "65536 ref r16" \
+                  "16384 ref r14"; do
+           set -- $f; [ -f "$D/$3.npy" ] || $G --rows $1 --seed 11 --set $2 "$D/$3.npy"
+         done
+         run_knn() {   # name, args...: prints the summary's method/compute/check lines and RSS
+           n=$1; shift
+           /usr/bin/time -v timeout 300 "$K" "$@" > "$OUT/knns_$n.log" 2>&1
+           echo "$n rc=$?"; grep -E "method|compute|check:|windows|Maximum resident" "$OUT/knns_$n.log"
+         }
+         run_knn auto30 --obs "$D/o30.npy" --ref "$D/r16.npy" --stream --method auto --check 4096 --out "$D/s30.npy"
+         run_knn brute30 --obs "$D/o30.npy" --ref "$D/r16.npy" --stream --method brute --check 4096
+         run_knn pruned24 --obs "$D/o24.npy" --ref "$D/r16.npy" --no-stream --method pruned --out "$D/m24.npy"
+         python3 -c "import numpy as np, sys; a=np.load(sys.argv[1], mmap_mode='r'); b=np.load(sys.argv[2], mmap_mode='r'); n=b.shape[0]; print('first %d rows of the streamed 2^30 output identical to in-memory pruned: %s' % (n, bool((a[:n]==b).all())))" "$D/s30.npy" "$D/m24.npy"
+         rm -f "$D/s30.npy"
+         run_knn k16_30 --obs "$D/o30.npy" --ref "$D/r14.npy" --stream --k 16 --check 1024
+         run_knn k16s22 --obs "$D/o22.npy" --ref "$D/r14.npy" --stream --window 1048576 --k 16 --out "$D/k16s.npy"
+         run_knn k16m22 --obs "$D/o22.npy" --ref "$D/r14.npy" --no-stream --k 16 --out "$D/k16m.npy"
+         cmp "$D/k16s.npy" "$D/k16m.npy" && echo "k16 2^22 streamed identical to in memory" ;;
     *) echo "unknown step $step" ;;
   esac
 done
