@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/device_run.sh: build on the GPU machine and run the named steps, logs under $OUT
 # (or ./device-logs). Steps: unit gpu gpubench sched schedtrace bcd knn knnapp trace jacobi
-# fusion dist knn-stream. bcd: build + compute + destroy on one worker (1M tasks), CPU-only build
+# fusion dist knn-stream knn-floor. bcd: build + compute + destroy on one worker (1M tasks), CPU-only build
 # (build-bcd), then 16 workers with the peers (50k tasks); for a before/after in the
 # same call, BCD_BASE=<its source tree or build dir> (a source tree is built CPU-only
 # in it), or BCD_BASE_REF=<git ref> (needs .git) builds that code too; BCD_ROUNDS=R
@@ -114,6 +114,16 @@ for step in "$@"; do
          run_knn k16s22 --obs "$D/o22.npy" --ref "$D/r14.npy" --stream --window 1048576 --k 16 --out "$D/k16s.npy"
          run_knn k16m22 --obs "$D/o22.npy" --ref "$D/r14.npy" --no-stream --k 16 --out "$D/k16m.npy"
          cmp "$D/k16s.npy" "$D/k16m.npy" && echo "k16 2^22 streamed identical to in memory" ;;
+    knn-floor) # pruned 2^24 x 2^14 host to host against the transfer floor of its bytes
+         # (bench-xfer-floor: inputs in, results out, overlapped), same call; and a trace
+         timeout 60 "$B/bench/bench-xfer-floor" > "$OUT/xfer_floor.log" 2>&1
+         echo "rc=$?"; grep -v '^{' "$OUT/xfer_floor.log"
+         timeout 200 "$B/apps/cask-knn" --generate 16777216 16384 --seed 7 --method pruned \
+           --repeat 7 > "$OUT/knn_floor.log" 2>&1
+         echo "rc=$?"; grep -E "method|compute|repeat|median|pairs/s" "$OUT/knn_floor.log"
+         CASK_TRACE="$OUT/pruned_trace.json" timeout 120 "$B/apps/cask-knn" --generate 16777216 \
+           16384 --seed 7 --method pruned -q > /dev/null 2>&1
+         python3 bench/trace_overlap.py "$OUT/pruned_trace.json" 2>&1 | tail -25 ;;
     *) echo "unknown step $step" ;;
   esac
 done
