@@ -1,5 +1,5 @@
 #!/bin/sh
-# tests/dist/device_gpux.sh: issue 12's checks and measurements on ONE GPU shared by two
+# tests/dist/device_gpux.sh: GPU chunks between processes, checked and measured on ONE GPU shared by two
 # processes (file bootstrap, no mpirun): the no-host-copy test, bench-xport --gpu (UCX GPU
 # memory vs the host-staged path vs in-process cudaMemcpy D2D, and ucx_perftest with
 # CUDA memory where the wheel ships it), cask-jacobi --n 16384 --iters 400 and cask-knn
