@@ -7,7 +7,7 @@
 #
 # 603143019 np 4 out:KILL:2:19: a rank whose run completed just before the loss, while
 # the others recovered it (no answer to their STATE, then its BARRIER of the older view
-# dropped): hung about 1 replay in 10 (docs/distributed.md, Limits).
+# dropped): hung about 1 replay in 10 (docs/design/distributed-history.md).
 # 606916636 np 3 out:KILL:1:41: rank 1 killed while graph 1 was planned; rank 0 planned
 # it for the view without rank 1 (its data adopted), rank 2 for the old view: both said
 # "rank N built another graph" (UNEXPLAINED) about 1 replay in 3; now CASK_ERR_PEER
