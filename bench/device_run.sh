@@ -1,31 +1,514 @@
 #!/bin/sh
-# bench/device_run.sh: build on the GPU machine and run the named steps, logs under $OUT
-# (or ./device-logs). Steps: unit gpu gpubench sched schedtrace bcd knn knnapp trace jacobi
-# fusion dist knn-stream knn-floor. bcd: build + compute + destroy on one worker (1M tasks), CPU-only build
-# (build-bcd), then 16 workers with the peers (50k tasks); for a before/after in the
-# same call, BCD_BASE=<its source tree or build dir> (a source tree is built CPU-only
-# in it), or BCD_BASE_REF=<git ref> (needs .git) builds that code too; BCD_ROUNDS=R
-# alternates base and this tree R times (default 1). A call of bcd alone skips the GPU build.
-# The StarPU peer needs Debian's StarPU on that machine: in .devdeps, `apt-get download
-# libstarpu-dev libstarpu-1.3-9 libglpk40 libamd2 libcolamd2 libsuitesparseconfig5
-# libltdl7 ocl-icd-libopencl1` (3 MB); without it the table says StarPU was not built in.
+# bench/device_run.sh: the measurements and checks that need the GPU machine, one step
+# each, named by what it measures: builds once (meson, $BUILD, default build-gpu), runs
+# the steps named on the command line in order, prints each step's table and keeps full
+# logs under $OUT (default ./device-logs). `sh bench/device_run.sh --help` lists them.
 #   sh bench/device_run.sh gpu gpubench knn
-# Each step prints its table; full logs go to $OUT/<step>.log.
+#   sh bench/device_run.sh ucx-wheel cma gather        (2 GPUs, the libucx-cu13 wheel)
+# The StarPU peer of bcd needs Debian's StarPU on that machine: in .devdeps, `apt-get
+# download libstarpu-dev libstarpu-1.3-9 libglpk40 libamd2 libcolamd2
+# libsuitesparseconfig5 libltdl7 ocl-icd-libopencl1` (3 MB); without it the table says
+# StarPU was not built in. Nothing is fetched: the machine has no network.
 set -u
+
+usage() {
+  cat <<'EOF'
+usage: sh bench/device_run.sh STEP...   (logs under $OUT, build in $BUILD)
+one GPU:
+  unit          the unit suite
+  gpu           the gpu suite
+  gpubench      GPU task throughput and copy bandwidth (bench-gpu)
+  sched         scheduler throughput of empty tasks, 1..16 workers (bench-sched)
+  schedtrace    the cost of tracing: bench-sched with CASK_TRACE off and on
+  bcd           build + compute + destroy, 1 worker then 16 with the peers (CPU-only build;
+                BCD_BASE=dir or BCD_BASE_REF=ref for a before/after, BCD_ROUNDS=R)
+  knn           exact 1-NN 2^24 x 2^14 against the hand-threaded baseline (bench-knn)
+  knnapp        cask-knn 2^24 x 2^14 brute force, the application's own timing
+  knn-methods   cask-knn brute force against pruned, K = 1, 16, 64, uniform and clustered,
+                outputs compared; the knn GPU tests first, a trace of a pruned run last
+  knn-stream    cask-knn streamed from 8 GiB of .npy: 2^30 x 2^16 auto against brute
+                force (compute, peak RSS, check; first 2^24 rows against in memory),
+                2^30 x 2^14 --k 16, --k 16 streamed against in memory on 2^22 rows
+  knn-floor     pruned 2^24 x 2^14 host to host against the transfer floor of its bytes
+                (bench-xfer-floor), with a trace
+  trace         a traced cask-knn run: how much copying overlaps compute
+  jacobi        cask-jacobi 32768^2, 300 sweeps, on 1, 2 and 4 GPUs
+  fusion        array fusion against unfused expressions (bench-array-fusion)
+  dashboard     what the live dashboard costs: cask-knn with it (a capture of its pages)
+                and without, then bench/dash_overhead.sh on 16 workers
+  dist          the dist suite
+  distgpu       tests/dist/device.sh: GPU tests, bench-xport and cask-knn across 2 processes
+  xport-1gpu    GPU to GPU between 2 processes sharing ONE GPU (bench-xport --gpu-only,
+                every size, then CUDA polling 0)
+  perftest      ucx_perftest with CUDA memory (the wheel's), the baseline of xport-1gpu
+  jacobi-1gpu   cask-jacobi 16384^2 on one GPU: 1 process against 2 (UCX and host halos),
+                and two independent processes time-sharing the GPU
+  knn-1gpu      cask-knn 2^24 x 2^14 on one GPU: 1 process against 2, and time-sharing
+  mps           xport-1gpu, jacobi-1gpu and knn-1gpu's figures with CUDA MPS, then without
+two GPUs of one host:
+  multigpu      bench-knn even/uneven/hog; cask-jacobi and cask-knn, 1 process x 2 GPUs
+                against 2 processes x 1 GPU by every GPU route; bench-xport --gpu-only
+                --nccl; a summary of medians (REPS jacobi rounds, default 3)
+  hog           bench-knn's hog case (a competing load on one GPU) with statistics,
+                late-binding decisions and traces, then 64 chunks
+  inflight      bench-knn for builds of the GPU workers' in-flight rule, alternated
+                (INFLIGHT_ROUNDS, default 1; INFLIGHT_VARIANTS="def= m2=-DMIN_INFLIGHT=2")
+  cma           host data between processes by CMA reads against TCP (CASK_UCX_CMA=1/0):
+                bench-xport, cask-knn, cask-jacobi
+  gather        gathers of GPU-made results between 2 processes: GPU route against host
+                route (cask-knn --k 8), then a transfer timeline
+  gpux          the gpu suite and test_dist_gpux (a chunk by the GPU route and the host route)
+  recover-gpu   recover_app.sh knngpu: ranks killed, GPU-made chunks recovered
+  knn-k         tests/dist/device_knn_k.sh: K nearest, same bytes on 1, 2 GPUs, 2 processes
+setup:
+  ucx-wheel     use the libucx-cu13 wheel's UCX (1.22: cuda_ipc, CMA) from .devdeps for the
+                build and the steps after it (implied by multigpu, cma, gather, gpux,
+                recover-gpu, knn-k and the one-GPU steps)
+EOF
+}
+case "${1:-}" in -h|--help|"") usage; exit 0 ;; esac
+
 OUT=${OUT:-device-logs}
 mkdir -p "$OUT"
 B=${BUILD:-build-gpu}
-need_main=0
-for step in "$@"; do [ "$step" = bcd ] || need_main=1; done
+L=tests/dist/launch-local.sh
+# each rank its own trace and transfer log: run as  eval $L 2 $TR PREFIX prog args
+TR="sh -c 'CASK_TRACE=\$0.\$CASK_RANK.json CASK_DIST_XFER_LOG=\$0 exec \"\$@\"'"
+export NCCL_NVLS_ENABLE=0   # NVLink multicast off, as .devdeps/setup.sh sets it
+
+# The carried packages (.devdeps/setup.sh) with the wheel's UCX in place of Debian's
+# 1.13, which setup.sh puts first on LD_LIBRARY_PATH. Without .devdeps (a machine with
+# its own packages) nothing to do.
+ucx_wheel() {
+  [ -f .devdeps/setup.sh ] || return 0
+  . .devdeps/setup.sh
+  unset UCX_MODULE_DIR   # the wheel's UCX loads its own transport modules
+  rm -f /opt/devdeps/usr/lib/x86_64-linux-gnu/libuc[pmst]*   # not Debian's UCX 1.13
+  for w in .devdeps/libucx_cu13-*.whl; do
+    [ -f "$w" ] && python3 -m pip install --no-deps --no-index -q "$w" 2>&1 | tail -1
+  done
+  return 0
+}
+
+need_main=0 need_wheel=0
+for step in "$@"; do
+  case $step in
+    bcd|inflight) ;;
+    ucx-wheel) need_wheel=1 ;;
+    multigpu|cma|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps)
+      need_wheel=1 need_main=1 ;;
+    *) need_main=1 ;;
+  esac
+done
+[ $need_wheel = 1 ] && ucx_wheel
 if [ $need_main = 1 ]; then
   if [ ! -f "$B/build.ninja" ]; then
     meson setup "$B" -Dgpu_arch=${GPU_ARCH:-sm_90} > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
   fi
+  grep -E "^ *(UCX|CUDA|NCCL)" "$OUT/setup.log" 2>/dev/null | head -4
   ninja -C "$B" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
 fi
 nvidia-smi --query-gpu=index,name,memory.total --format=csv,noheader
+NG=$(nvidia-smi -L 2>/dev/null | wc -l)
+two_gpus() { [ "$NG" -ge 2 ] || { echo "$1: $NG GPU(s): this step needs 2"; return 1; }; }
+t0=$(date +%s)
+
+# ---- one GPU ----
+
+step_bcd() {   # CPU-only builds of this tree and, for a before/after, of the code before it
+  base=${BCD_BASE:-}
+  if [ -n "$base" ] && [ ! -x "$base/bench/bench-sched" ] && [ -f "$base/meson.build" ]; then
+    # a source tree (e.g. carried): build it CPU-only beside its sources
+    { [ -f "$base/build-bcd/build.ninja" ] || meson setup "$base/build-bcd" "$base" -Dcuda=disabled; } > "$OUT/bcd_base_setup.log" 2>&1
+    ninja -C "$base/build-bcd" bench/bench-sched > "$OUT/bcd_base_build.log" 2>&1 && base=$base/build-bcd || base=
+  fi
+  if [ -z "$base" ] && [ -n "${BCD_BASE_REF:-}" ]; then
+    src=${TMPDIR:-/tmp}/cask-bcd-base; rm -rf "$src"; mkdir -p "$src"
+    if git archive "$BCD_BASE_REF" | tar -x -C "$src" &&
+       meson setup "$src/build" "$src" -Dcuda=disabled > "$OUT/bcd_base_setup.log" 2>&1 &&
+       ninja -C "$src/build" bench/bench-sched > "$OUT/bcd_base_build.log" 2>&1; then
+      base=$src/build
+    else
+      echo "(no base: could not build $BCD_BASE_REF)"
+    fi
+  fi
+  [ -f build-bcd/build.ninja ] || meson setup build-bcd -Dcuda=disabled > "$OUT/bcd_setup.log" 2>&1
+  ninja -C build-bcd bench/bench-sched > "$OUT/bcd_build.log" 2>&1 || { echo "build-bcd failed"; return; }
+  r=1
+  while [ $r -le "${BCD_ROUNDS:-1}" ]; do
+    for b in ${base:+"$base"} build-bcd; do
+      log="$OUT/bcd_$(basename "$(dirname "$b")")_$(basename "$b")_r$r.log"
+      echo "--- $b, round $r"
+      timeout 300 "$b/bench/bench-sched" --mode bcd --workers 1 --tasks 1000000 --reps 7 > "$log" 2>&1
+      echo "rc=$?"; grep -v '^{' "$log" | tail -16
+    done
+    r=$((r + 1))
+  done
+  STARPU_SILENT=1 timeout 300 build-bcd/bench/bench-sched --mode bcd --workers 16 --tasks 50000 --reps 3 --peers starpu,openmp > "$OUT/bcd_peers.log" 2>&1
+  echo "rc=$?"; grep -v '^{' "$OUT/bcd_peers.log" | tail -16
+}
+
+step_knn_methods() {   # brute force against pruned; every pair of outputs compared
+  T=${TMPDIR:-/tmp}/knn-methods; mkdir -p "$T"
+  for t in test_knn_k_gpu test_knn_gpu test_knn_k; do
+    timeout 300 "$B/tests/$t" --verbose > "$T/$t.log" 2>&1
+    echo "$t rc=$?"; cat "$T/$t.log" >> "$OUT/knn_methods_tests.log"
+    grep -E "Synthesis|FAIL|SKIP|Assert|expected|vs" "$T/$t.log" | head -12
+  done
+  K="$B/apps/cask-knn" LG="$OUT/knn_methods.log"
+  run() {   # NAME ARGS...: one timed run, the summary's key lines
+    name=$1; shift
+    echo "--- $name: cask-knn $*" >> "$LG"
+    timeout 300 "$K" "$@" >> "$LG" 2>&1
+    echo "$name rc=$?: $(tail -12 "$LG" | grep -E 'method|time:|check:.*force' | tr '\n' ' ')"
+  }
+  same() { if cmp -s "$1" "$2"; then echo "cmp $1 $2: identical"; else echo "cmp $1 $2: DIFFER"; fi; }
+  U="--generate 2^24 2^14 --seed 7"
+  C="--generate 2^24 2^14 --seed 7 --clusters 300"
+  echo "--- uniform 2^24 x 2^14, K = 1"
+  run brute1 $U --method brute --repeat 5 --out "$T/b1.npy"
+  run pruned1 $U --method pruned --repeat 5 --out "$T/p1.npy" --check 2048
+  run auto1 $U --method auto --repeat 5 --out "$T/a1.npy"
+  same "$T/b1.npy" "$T/p1.npy"; same "$T/b1.npy" "$T/a1.npy"
+  echo "--- pruned K = 1, other chunk sizes"
+  for c in 2^21 2^22 2^19; do run pruned1_c$c $U --method pruned --repeat 5 --chunk $c; done
+  echo "--- uniform, K = 16"
+  run brute16 $U --k 16 --method brute --repeat 3 --out "$T/b16.npy"
+  run pruned16 $U --k 16 --method pruned --repeat 3 --out "$T/p16.npy" --check 256
+  same "$T/b16.npy" "$T/p16.npy"
+  echo "--- clustered (300 blobs), K = 1 and 16"
+  run cbrute1 $C --method brute --repeat 5 --out "$T/cb1.npy"
+  run cpruned1 $C --method pruned --repeat 5 --out "$T/cp1.npy" --check 2048
+  run cauto1 $C --method auto --repeat 5
+  same "$T/cb1.npy" "$T/cp1.npy"
+  run cbrute16 $C --k 16 --method brute --repeat 3
+  run cpruned16 $C --k 16 --method pruned --repeat 3 --check 256
+  echo "--- K = 64, 2^22 x 2^14"
+  run brute64 --generate 2^22 2^14 --seed 7 --k 64 --method brute --repeat 3 --out "$T/b64.npy"
+  run pruned64 --generate 2^22 2^14 --seed 7 --k 64 --method pruned --repeat 3 --out "$T/p64.npy"
+  same "$T/b64.npy" "$T/p64.npy"
+  rm -f "$T"/*.npy
+  echo "--- adversarial: all in one spot (auto must not prune)"
+  for m in auto brute pruned; do
+    run onespot_$m --generate 2^22 2^14 --seed 7 --clusters 1 --method $m --repeat 3
+  done
+  echo "--- trace of one pruned run (transfers against kernels)"
+  CASK_TRACE="$T/trace.json" timeout 120 "$K" $U --method pruned -q > "$OUT/knn_methods_trace.log" 2>&1
+  python3 bench/trace_overlap.py "$T/trace.json" 2>&1 | tail -25
+}
+
+# One GPU shared by two processes. jac1 / knn1 LOG ARGS...: one run, its time line.
+jac1() { f=$1; shift; "$@" > "$OUT/$f.txt" 2>&1; printf "%-14s " "$f"; grep -h "^sweeps" "$OUT/$f.txt" | head -1; }
+knn1() { f=$1; shift; "$@" > "$OUT/$f.txt" 2>&1; printf "%-14s " "$f"; grep -h "time" "$OUT/$f.txt" | head -1; }
+# two independent one-process runs at once against one alone: what time-sharing costs
+timeshare() {   # PREFIX kind(jac1|knn1) ARGS...
+  p=$1 kind=$2; shift 2
+  $kind ${p}_alone "$@"
+  "$@" > "$OUT/${p}_a.txt" 2>&1 & pa=$!
+  $kind ${p}_b "$@"; wait $pa
+  printf "%-14s " ${p}_a; grep -h -E "^sweeps|time" "$OUT/${p}_a.txt" | head -1
+}
+step_xport_1gpu() {   # P: a file name prefix
+  X="timeout 120 $L 2 $B/bench/bench-xport --gpu-only"
+  CASK_BENCH_GPU_TIMELINE=1 $X --json "$OUT/${1}xp.jsonl" > "$OUT/${1}xp.txt" 2>&1
+  echo "bench-xport --gpu-only, default (rc=$?)"
+  grep -E "turns|timeline|bandwidth loop|^ +[0-9]+ |bytes|fitted" "$OUT/${1}xp.txt"
+  CASK_BENCH_GPU_STAGED=0 CASK_BENCH_GPU_SIZES=8192,67108864 CASK_UCX_CUDA_POLL_US=0 $X > "$OUT/${1}xp_poll0.txt" 2>&1
+  echo "CASK_UCX_CUDA_POLL_US=0 (rc=$?)"; grep -E "^ +[0-9]+ " "$OUT/${1}xp_poll0.txt"
+}
+step_jacobi_1gpu() {
+  J="$B/apps/cask-jacobi --iters 400"
+  for i in 1 2 3; do
+    jac1 ${1}j1_$i $J --n 16384
+    jac1 ${1}j2_$i $L 2 $J --n 16384
+    CASK_DIST_GPU_XPORT=host jac1 ${1}j2host_$i $L 2 $J --n 16384
+  done
+  r1=$(grep -ho "residual [^ ]*" "$OUT/${1}j1_1.txt" | head -1); r2=$(grep -ho "residual [^ ]*" "$OUT/${1}j2_1.txt" | head -1)
+  [ "$r1" = "$r2" ] && echo "jacobi residuals identical ($r1)" || echo "jacobi residuals DIFFER: '$r1' vs '$r2'"
+  $J --n 1026 --iters 200 --out "$OUT/jo1.raw" > /dev/null 2>&1; $L 2 $J --n 1026 --iters 200 --out "$OUT/jo2.raw" > /dev/null 2>&1
+  cmp "$OUT/jo1.raw" "$OUT/jo2.raw" && echo "jacobi --n 1026 --out: 1 and 2 processes identical"; rm -f "$OUT"/jo*.raw
+  echo "time-sharing: two independent 1-process runs of half the cells (--n 11586) at once against one alone"
+  timeshare ${1}jh jac1 $J --n 11586
+  eval $L 2 $TR "$OUT/${1}j2tl" $J --n 16384 > "$OUT/${1}j2tl.txt" 2>&1
+  python3 bench/xfer_timeline.py "$OUT/${1}j2tl" 2 | tail -12
+  gzip -f "$OUT/${1}j2tl".*.json 2>/dev/null
+}
+step_knn_1gpu() {
+  K="$B/apps/cask-knn --generate 16777216 16384 --seed 7 --repeat 9"
+  T=${TMPDIR:-/tmp}
+  for i in 1 2; do
+    knn1 ${1}k1_$i $K --out "$T/knn1.npy"
+    knn1 ${1}k2_$i $L 2 $K --out "$T/knn2.npy"
+    cmp "$T/knn1.npy" "$T/knn2.npy" && echo "knn outputs identical"
+  done
+  rm -f "$T/knn1.npy" "$T/knn2.npy"
+  echo "time-sharing: two independent 1-process knn 2^23 x 2^14 at once against one alone"
+  timeshare ${1}kh knn1 "$B/apps/cask-knn" --generate 8388608 16384 --seed 7 --repeat 9
+}
+step_perftest() {
+  W=$(python3 -c 'import libucx, os; print(os.path.dirname(libucx.__file__))' 2>/dev/null)
+  [ -n "$W" ] && [ -x "$W/bin/ucx_perftest" ] || { echo "no ucx_perftest in the wheel"; return; }
+  for t in "ucp_am_lat -m cuda,cuda -s 8192 -n 2000" "ucp_am_lat -s 8192 -n 2000" \
+           "ucp_am_bw -m cuda,cuda -s 67108864 -n 100"; do
+    f="$OUT/pt_$(echo $t | tr ' ,' '__').txt"
+    P="timeout 60 env LD_LIBRARY_PATH=$W/lib $W/bin/ucx_perftest -t $t -p 13999"
+    $P > "$OUT/pt_srv.txt" 2>&1 & sp=$!
+    sleep 1; $P 127.0.0.1 > "$f" 2>&1
+    echo "ucx_perftest -t $t: rc=$?"; wait $sp; tail -2 "$f"
+  done
+}
+step_mps() {   # the two processes' work in one GPU context (no time-slicing), then without
+  export CUDA_MPS_PIPE_DIRECTORY=$(mktemp -d) CUDA_MPS_LOG_DIRECTORY=$(mktemp -d)
+  if nvidia-cuda-mps-control -d; then
+    trap 'echo quit | nvidia-cuda-mps-control' EXIT   # the daemon is ours: always told to quit
+    trap 'exit 1' INT TERM
+    echo "MPS started (pipes in $CUDA_MPS_PIPE_DIRECTORY)"; mps=1
+  else
+    echo "MPS failed to start: the figures below are without it"; mps=0
+  fi
+  for m in mps nomps; do
+    if [ $m = nomps ]; then
+      if [ $mps = 1 ]; then echo quit | nvidia-cuda-mps-control; sleep 2; trap - EXIT; fi
+      unset CUDA_MPS_PIPE_DIRECTORY CUDA_MPS_LOG_DIRECTORY
+      echo "--- without MPS (same binaries, same call)"
+    fi
+    [ $m = mps ] && [ $mps = 1 ] && echo get_server_list | nvidia-cuda-mps-control
+    tests/dist/run.sh 2 --need-gpus 1 "$B/tests/test_dist_gpux" auto 8192 > "$OUT/${m}_gpux.txt" 2>&1
+    echo "$m test_dist_gpux auto 8192: rc=$?"; grep -E "run 2" "$OUT/${m}_gpux.txt" | head -1
+    step_xport_1gpu ${m}_; step_jacobi_1gpu ${m}_; step_knn_1gpu ${m}_
+  done
+}
+
+# ---- two GPUs ----
+
+step_multigpu() {
+  two_gpus multigpu || return
+  "$B/apps/cask-knn" --version | head -3
+  echo "--- bench-knn --reps 7: even / uneven / hog (cask against the hand-threaded static split)"
+  for i in 1 2; do
+    timeout 300 "$B/bench/bench-knn" --reps 7 --check 4096 > "$OUT/mg_knn_$i.log" 2>&1
+    echo "run $i rc=$?"; grep -v '^{' "$OUT/mg_knn_$i.log" | grep -E "^(even|uneven|hog)|ratio|differ"
+  done
+  CASK_STATS=1 CASK_LOG=debug timeout 300 "$B/bench/bench-knn" --reps 3 --check 0 > "$OUT/mg_knn_stats.log" 2>&1
+  echo "stats run rc=$? (reps 3): tasks left to a faster GPU: $(grep -c ' leaves ' "$OUT/mg_knn_stats.log")"
+  grep -E "^(gpu|worker|hog|even|uneven)" "$OUT/mg_knn_stats.log" | grep -v "ratio" | tail -12
+  echo "--- cask-jacobi --n 16384 --iters 400: 1 process x 2 GPUs against 2 processes x 1 GPU"
+  J="$B/apps/cask-jacobi --n 16384 --iters 400 --check 100"
+  R=${TMPDIR:-/tmp}/mg_jac   # the grids (1 GiB each) stay off $OUT
+  jac() {   # ROUND NAME ARGS...: one run, its "sweeps ... time" line
+    r=$1; n=$2; shift 2
+    "$@" > "$OUT/mg_jac_${n}_$r.txt" 2>&1
+    printf "round %s %-16s rc=%d " "$r" "$n" $?; grep -h "^sweeps" "$OUT/mg_jac_${n}_$r.txt" | head -1
+  }
+  i=0
+  while [ "$i" -le "${REPS:-3}" ]; do   # round 0: outputs compared, not counted in the medians
+    o=""; [ $i = 0 ] && o="--out $R"
+    jac $i one timeout 120 $J --gpus 2 ${o:+$o.one}
+    for route in ucx nccl auto; do
+      for vis in own both; do   # own: each rank sees its GPU only; CUDA IPC needs both
+        if [ $vis = own ]; then export CASK_GPU_PER_RANK=1; else unset CASK_GPU_PER_RANK; fi
+        export CASK_DIST_GPU_XPORT=$route
+        jac $i ${route}_$vis timeout 180 $L 2 $J ${o:+$o.${route}_$vis}
+      done
+    done
+    unset CASK_GPU_PER_RANK CASK_DIST_GPU_XPORT
+    # UCX's shared memory for the messages (CASK_UCX_SHM=1; the default is TCP on
+    # loopback between the ranks of a host: transport/ucx_config.c)
+    jac $i ucx_both_shm env CASK_UCX_SHM=1 CASK_DIST_GPU_XPORT=ucx timeout 180 $L 2 $J ${o:+$o.ucx_both_shm}
+    if [ $i = 0 ]; then
+      for f in $R.*_*; do
+        cmp -s $R.one "$f" && echo "jacobi grid identical to one process's: ${f#$R.}" ||
+          echo "jacobi grid DIFFERS from one process's: ${f#$R.}"
+      done
+      rm -f $R.*
+    fi
+    i=$((i + 1))
+  done
+  echo "--- cask-knn 2^24 x 2^14: 1 process x 2 GPUs against 2 processes x 1 GPU"
+  for rc in 16384 4096; do
+    K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1 --ref-chunk $rc --repeat 9 --check 512"
+    timeout 200 $K --out $R.one.npy > "$OUT/mg_knn_one_$rc.txt" 2>&1
+    echo "ref-chunk $rc, 1 process rc=$?"; grep -E "compute|check: [0-9]|rror" "$OUT/mg_knn_one_$rc.txt"
+    for vis in own both; do
+      if [ $vis = own ]; then export CASK_GPU_PER_RANK=1; else unset CASK_GPU_PER_RANK; fi
+      timeout 200 $L 2 $K --out $R.two.npy > "$OUT/mg_knn_two_${rc}_$vis.txt" 2>&1
+      echo "ref-chunk $rc, 2 processes ($vis GPU visible) rc=$?"
+      grep -E "compute|check: [0-9]|rror" "$OUT/mg_knn_two_${rc}_$vis.txt"
+      cmp $R.one.npy $R.two.npy && echo "outputs identical"
+    done
+    unset CASK_GPU_PER_RANK
+    rm -f $R.one.npy $R.two.npy
+  done
+  echo "--- bench-xport --gpu-only --nccl: GPU to GPU between the processes"
+  # each rank sees both GPUs, so rank 0 also times cudaMemcpyPeer GPU 0 -> GPU 1
+  timeout 300 $L 2 "$B/bench/bench-xport" --gpu-only --nccl --no-perftest --json "$OUT/mg_xport_both.jsonl" \
+    > "$OUT/mg_xport_both.txt" 2>&1
+  echo "both GPUs visible rc=$?"; grep -v '^{' "$OUT/mg_xport_both.txt" | tail -40
+  CASK_GPU_PER_RANK=1 timeout 300 $L 2 "$B/bench/bench-xport" --gpu-only --nccl --no-perftest \
+    --json "$OUT/mg_xport_own.jsonl" > "$OUT/mg_xport_own.txt" 2>&1
+  echo "one GPU per rank rc=$?"; grep -v '^{' "$OUT/mg_xport_own.txt" | tail -40
+  echo "--- summary (medians; REPS=${REPS:-3} jacobi rounds)"
+  python3 - "$OUT" <<'PY'
+import glob, json, re, statistics, sys
+out = sys.argv[1]
+def secs(pat):
+    v = []
+    for f in sorted(glob.glob(f"{out}/{pat}")):
+        m = re.search(r"time ([0-9.]+) s", open(f).read())
+        if m: v.append(float(m.group(1)))
+    return statistics.median(v) if v else None
+one = secs("mg_jac_one_[1-9]*.txt")
+print(f"jacobi 1x2: {one}")
+for route in ("ucx", "nccl", "auto"):
+    for vis in ("own", "both"):
+        t = secs(f"mg_jac_{route}_{vis}_[1-9]*.txt")
+        print(f"jacobi 2x1 {route:4s} {vis:4s}: {t}  ratio {t/one:.3f}" if t and one else
+              f"jacobi 2x1 {route} {vis}: no figure")
+t = secs("mg_jac_ucx_both_shm_[1-9]*.txt")
+print(f"jacobi 2x1 ucx  both, CASK_UCX_SHM=1: {t}" + (f"  ratio {t/one:.3f}" if t and one else ""))
+def comp(f):
+    try:
+        m = re.search(r"compute ([0-9.]+) s", open(f).read())
+        return float(m.group(1)) if m else None
+    except OSError:
+        return None
+for rc in (16384, 4096):
+    a = comp(f"{out}/mg_knn_one_{rc}.txt")
+    for vis in ("own", "both"):
+        b = comp(f"{out}/mg_knn_two_{rc}_{vis}.txt")
+        print(f"knn ref-chunk {rc} 1x2 {a} 2x1 ({vis}) {b}" + (f"  ratio {b/a:.3f}" if a and b else ""))
+for f in ("mg_knn_1.log", "mg_knn_2.log"):
+    for line in open(f"{out}/{f}"):
+        if line.startswith("{") and '"impl":"cask"' in line:
+            d = json.loads(line)
+            print(f"{f} {d['case']:7s} cask/baseline {d['ratio_to_baseline']:.3f} "
+                  f"(speed-up {1/d['ratio_to_baseline']:.3f})")
+PY
+}
+
+step_hog() {   # where cask's time goes under a competing load on the last GPU
+  two_gpus hog || return
+  K="$B/bench/bench-knn"
+  for i in 1 2; do
+    timeout 300 "$K" --case hog --reps 7 --check 0 > "$OUT/hog_$i.log" 2>&1
+    echo "hog run $i rc=$?"; grep -v '^{' "$OUT/hog_$i.log" | grep -E "^hog|differ"
+  done
+  CASK_STATS=1 CASK_LOG=debug CASK_TRACE="$OUT/hog.json" timeout 300 "$K" --case hog --reps 5 \
+    --check 0 > "$OUT/hog_diag.log" 2>&1
+  echo "hog diag rc=$?: $(grep -c ' leaves ' "$OUT/hog_diag.log") tasks left to a faster GPU"
+  grep -v '^{' "$OUT/hog_diag.log" | grep -E "^hog|differ"
+  CASK_STATS=1 CASK_TRACE="$OUT/even.json" timeout 300 "$K" --case even --reps 5 --check 0 \
+    > "$OUT/even_diag.log" 2>&1
+  echo "even diag rc=$? (the same run without the load)"; grep -v '^{' "$OUT/even_diag.log" | grep -E "^even|differ"
+  # finer chunks (64 rather than 16): how much of the loss is the split's granularity
+  timeout 300 "$K" --case hog --reps 7 --check 0 --chunk 262144 > "$OUT/hog_c64.log" 2>&1
+  echo "hog, 64 chunks rc=$?"; grep -v '^{' "$OUT/hog_c64.log" | grep -E "^hog|differ"
+}
+
+step_inflight() {   # MIN_INFLIGHT, INFLIGHT_BUDGET_NS (scheduler/worker_gpu.h) set at build time
+  two_gpus inflight || return
+  vs=${INFLIGHT_VARIANTS:-"def= m2=-DMIN_INFLIGHT=2"}
+  for v in $vs; do
+    n=${v%%=*} a=${v#*=}
+    if [ ! -f "build-if-$n/build.ninja" ]; then
+      meson setup "build-if-$n" -Dbuildtype=release -Dgpu_arch=${GPU_ARCH:-sm_90} -Dtests=disabled \
+        ${a:+-Dc_args=$a} > "$OUT/setup-if-$n.log" 2>&1 || { tail -5 "$OUT/setup-if-$n.log"; return; }
+    fi
+    ninja -C "build-if-$n" bench/bench-knn > "$OUT/build-if-$n.log" 2>&1 ||
+      { grep -E "error|FAILED" "$OUT/build-if-$n.log" | head; return; }
+  done
+  run() {   # NAME LOG ARGS...: one bench-knn run, its ratios
+    n=$1 log=$2; shift 2
+    timeout 300 "build-if-$n/bench/bench-knn" "$@" --reps 7 --check 0 > "$OUT/if_$log.log" 2>&1
+    echo "$log rc=$?: $(grep -h 'ratio' "$OUT/if_$log.log" | grep -v '^{' | awk '{print $1, $NF}' | tr '\n' ' ')"
+  }
+  r=1
+  while [ "$r" -le "${INFLIGHT_ROUNDS:-1}" ]; do   # variants alternated in rounds
+    for v in $vs; do
+      n=${v%%=*}
+      run "$n" "${n}_all_$r"
+      for c in 524288 262144; do
+        for k in even hog; do run "$n" "${n}_c${c}_${k}_$r" --case $k --chunk $c; done
+      done
+    done
+    r=$((r + 1))
+  done
+}
+
+step_cma() {   # CASK_UCX_CMA=1 (the default) against 0, every figure both ways
+  two_gpus cma || return
+  echo "--- bench-xport, host memory"
+  for c in 1 0; do
+    CASK_UCX_CMA=$c UCX_PROTO_INFO=y timeout 200 $L 2 "$B/bench/bench-xport" --no-perftest \
+      > "$OUT/cma_xport_host_$c.txt" 2>&1
+    echo "CASK_UCX_CMA=$c rc=$? rendezvous: $(grep -o 'rendezvous [a-z -]* | [a-z_/]*' \
+      "$OUT/cma_xport_host_$c.txt" | sort | uniq -c | sort -rn | head -2 | tr -s ' ' | tr '\n' ';')"
+    grep -v '^{' "$OUT/cma_xport_host_$c.txt" | grep -E -A7 "^UCX (latency|bandwidth)" | grep -v "^--"
+  done
+  echo "--- bench-xport --gpu-only (one GPU per rank, both visible)"
+  for c in 1 0; do
+    CASK_UCX_CMA=$c timeout 300 $L 2 "$B/bench/bench-xport" --gpu-only --no-perftest \
+      > "$OUT/cma_xport_gpu_$c.txt" 2>&1
+    echo "CASK_UCX_CMA=$c rc=$?"; grep -v '^{' "$OUT/cma_xport_gpu_$c.txt" | tail -16
+  done
+  echo "--- cask-knn 2^24 x 2^14"
+  T=${TMPDIR:-/tmp}
+  for opt in "--k 8" "--method auto"; do
+    K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1 --repeat 7 --check 512 $opt"
+    timeout 200 $K --out $T/cma_one.npy > "$OUT/cma_knn_one.txt" 2>&1
+    echo "$opt, 1 process x 2 GPUs rc=$?: $(grep -E 'compute' "$OUT/cma_knn_one.txt")"
+    for c in 1 0; do
+      CASK_UCX_CMA=$c CASK_GPU_PER_RANK=1 timeout 200 $L 2 $K --out $T/cma_two.npy > "$OUT/cma_knn_two_$c.txt" 2>&1
+      echo "$opt, 2 processes, CASK_UCX_CMA=$c rc=$?: $(grep -E 'compute|check: [0-9]' "$OUT/cma_knn_two_$c.txt" | tr '\n' ' ')"
+      cmp $T/cma_one.npy $T/cma_two.npy && echo "  outputs identical"
+    done
+    rm -f $T/cma_one.npy $T/cma_two.npy
+  done
+  echo "--- cask-jacobi --n 16384 --iters 400, 2 processes, UCX halos"
+  J="$B/apps/cask-jacobi --n 16384 --iters 400 --check 100"
+  for r in 1 2; do
+    for c in 1 0; do
+      CASK_UCX_CMA=$c CASK_DIST_GPU_XPORT=ucx timeout 180 $L 2 $J > "$OUT/cma_jac_${c}_$r.txt" 2>&1
+      echo "round $r CASK_UCX_CMA=$c rc=$?: $(grep -h '^sweeps' "$OUT/cma_jac_${c}_$r.txt" | head -1)"
+    done
+  done
+}
+
+step_gather() {   # GPU route against host route, alternated; then a transfer timeline
+  two_gpus gather || return
+  K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1 --repeat 5 --k 8"
+  $K > "$OUT/gather_k1.txt" 2>&1; echo "1 process: $(grep compute "$OUT/gather_k1.txt")"
+  for r in a b; do
+    CASK_GPU_PER_RANK=1 $L 2 $K > "$OUT/gather_k2$r.txt" 2>&1
+    echo "2 processes, GPU route: $(grep compute "$OUT/gather_k2$r.txt")"
+    CASK_DIST_GPU_XPORT=host CASK_GPU_PER_RANK=1 $L 2 $K > "$OUT/gather_k2h$r.txt" 2>&1
+    echo "2 processes, host route: $(grep compute "$OUT/gather_k2h$r.txt")"
+  done
+  CASK_GPU_PER_RANK=1 eval $L 2 $TR "$OUT/gather_kx" $K > "$OUT/gather_kx.txt" 2>&1; grep compute "$OUT/gather_kx.txt"
+  python3 bench/xfer_timeline.py "$OUT/gather_kx" 2 > "$OUT/gather_kx_timeline.txt" 2>&1
+  head -60 "$OUT/gather_kx_timeline.txt"
+  gzip -f "$OUT"/gather_kx.*.json
+}
+
+step_gpux() {
+  meson test -C "$B" --suite gpu --print-errorlogs > "$OUT/gpu.log" 2>&1; grep -E "^ *[0-9]+/|Ok:|Fail:" "$OUT/gpu.log"
+  for m in "auto 8192" "auto 4" "host 8192"; do   # KiB
+    CASK_LAUNCHER=local tests/dist/run.sh 2 "$B/tests/test_dist_gpux" $m 2>&1 | tail -3
+  done
+  CASK_LAUNCHER=local CASK_GPU_PER_RANK=1 tests/dist/run.sh 2 "$B/tests/test_dist_gpux" auto 65536 2>&1 | tail -3
+}
+
+step_recover_gpu() {
+  CASK_LAUNCHER=local CASK_RECOVER_UCX_TLS= CASK_DIST_XFER_LOG="$OUT/rx" timeout 400 \
+    sh tests/dist/recover_app.sh 3 "$B/apps/cask-knn" knngpu kill 2 3 8
+  echo "rc $?; the last run's transfers by route, per rank:"
+  for f in "$OUT"/rx.*; do echo "$f: $(awk '{print $6}' "$f" | sort | uniq -c | tr '\n' ' ')"; done
+  CASK_LAUNCHER=local CASK_RECOVER_UCX_TLS= timeout 300 sh tests/dist/recover_app.sh 4 "$B/apps/cask-knn" knngpu second 2 3 1 2
+  echo "rc $?"
+}
+
 for step in "$@"; do
-  echo "=== $step"
+  echo "=== $step ($(( $(date +%s) - t0 )) s)"
   case $step in
     unit) meson test -C "$B" --suite unit --num-processes 8 --print-errorlogs > "$OUT/unit.log" 2>&1
           grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/unit.log" | tail -25 ;;
@@ -35,58 +518,35 @@ for step in "$@"; do
               grep -v '^{' "$OUT/gpubench.log" ;;
     sched) timeout 200 "$B/bench/bench-sched" --workers 1,2,4,8,16 --tasks 1000000 --reps 5 > "$OUT/sched.log" 2>&1
            grep -v '^{' "$OUT/sched.log" | tail -45 ;;
-    schedtrace)   # tracing off vs on, same binary, empty tasks and 1 us tasks
+    schedtrace)   # tracing off against on, same binary, empty tasks and 1 us tasks
           for wn in 0 1000; do
             timeout 120 "$B/bench/bench-sched" --workers 16 --tasks 1000000 --reps 7 --work-ns $wn --cases independent,fanout --json-only > "$OUT/sched_off_$wn.jsonl" 2>/dev/null
             CASK_TRACE=/tmp/cask-sched-trace.json timeout 200 "$B/bench/bench-sched" --workers 16 --tasks 1000000 --reps 7 --work-ns $wn --cases independent,fanout --json-only > "$OUT/sched_on_$wn.jsonl" 2>/dev/null
             for f in off on; do grep '"cask"' "$OUT/sched_${f}_$wn.jsonl" | sed "s/^/trace_$f work_ns=$wn /" | cut -c1-220; done
           done ;;
-    bcd) # CPU-only builds of this tree and (BCD_BASE_REF, needs git) of the code before it,
-         # or BCD_BASE=<build dir>, run in this same call
-         base=${BCD_BASE:-}
-         if [ -n "$base" ] && [ ! -x "$base/bench/bench-sched" ] && [ -f "$base/meson.build" ]; then
-           # a source tree (e.g. carried): build it CPU-only beside its sources
-           { [ -f "$base/build-bcd/build.ninja" ] || meson setup "$base/build-bcd" "$base" -Dcuda=disabled; } > "$OUT/bcd_base_setup.log" 2>&1
-           ninja -C "$base/build-bcd" bench/bench-sched > "$OUT/bcd_base_build.log" 2>&1 && base=$base/build-bcd || base=
-         fi
-         if [ -z "$base" ] && [ -n "${BCD_BASE_REF:-}" ]; then
-           src=${TMPDIR:-/tmp}/cask-bcd-base; rm -rf "$src"; mkdir -p "$src"
-           if git archive "$BCD_BASE_REF" | tar -x -C "$src" &&
-              meson setup "$src/build" "$src" -Dcuda=disabled > "$OUT/bcd_base_setup.log" 2>&1 &&
-              ninja -C "$src/build" bench/bench-sched > "$OUT/bcd_base_build.log" 2>&1; then
-             base=$src/build
-           else
-             echo "(no base: could not build $BCD_BASE_REF)"
-           fi
-         fi
-         [ -f build-bcd/build.ninja ] || meson setup build-bcd -Dcuda=disabled > "$OUT/bcd_setup.log" 2>&1
-         ninja -C build-bcd bench/bench-sched > "$OUT/bcd_build.log" 2>&1 || { echo "build-bcd failed"; continue; }
-         r=1
-         while [ $r -le "${BCD_ROUNDS:-1}" ]; do
-           for b in ${base:+"$base"} build-bcd; do
-             log="$OUT/bcd_$(basename "$(dirname "$b")")_$(basename "$b")_r$r.log"
-             echo "--- $b, round $r"
-             timeout 300 "$b/bench/bench-sched" --mode bcd --workers 1 --tasks 1000000 --reps 7 > "$log" 2>&1
-             echo "rc=$?"; grep -v '^{' "$log" | tail -16
-           done
-           r=$((r + 1))
-         done
-         STARPU_SILENT=1 timeout 300 build-bcd/bench/bench-sched --mode bcd --workers 16 --tasks 50000 --reps 3 --peers starpu,openmp > "$OUT/bcd_peers.log" 2>&1
-         echo "rc=$?"; grep -v '^{' "$OUT/bcd_peers.log" | tail -16 ;;
+    bcd) step_bcd ;;
     knn) timeout 300 "$B/bench/bench-knn" --reps ${KNN_REPS:-7} --check ${KNN_CHECK:-4096} > "$OUT/knn.log" 2>&1
          echo "rc=$?"; grep -v '^{' "$OUT/knn.log" ;;
-    trace) CASK_TRACE="$OUT/knn_trace.json" timeout 120 "$B/apps/cask-knn" --generate 4194304 16384 --seed 3 -q > "$OUT/trace.log" 2>&1
-           echo "rc=$?"; python3 bench/trace_overlap.py "$OUT/knn_trace.json"; ls -la "$OUT/knn_trace.json" ;;
     knnapp) timeout 200 "$B/apps/cask-knn" --generate 16777216 16384 --seed 7 --method brute --repeat 5 --check 2048 > "$OUT/knnapp.log" 2>&1
             echo "rc=$?"; tail -12 "$OUT/knnapp.log" ;;
+    knn-methods) step_knn_methods ;;
+    trace) CASK_TRACE="$OUT/knn_trace.json" timeout 120 "$B/apps/cask-knn" --generate 4194304 16384 --seed 3 -q > "$OUT/trace.log" 2>&1
+           echo "rc=$?"; python3 bench/trace_overlap.py "$OUT/knn_trace.json"; ls -la "$OUT/knn_trace.json" ;;
     jacobi) for g in 1 2 4; do   # same domain on 1, 2 (and 4) GPUs, in one run
-              [ "$g" -gt "$(nvidia-smi -L | wc -l)" ] && continue
+              [ "$g" -gt "$NG" ] && continue
               timeout 200 "$B/apps/cask-jacobi" --n 32768 --iters 300 --check 100 --gpus $g > "$OUT/jacobi_$g.log" 2>&1
               echo "gpus=$g rc=$?"; tail -4 "$OUT/jacobi_$g.log"
             done ;;
-    distgpu) sh tests/dist/device.sh "$B" 2>&1 | tail -40 ;;
     fusion) timeout 200 "$B/bench/bench-array-fusion" > "$OUT/fusion.log" 2>&1
             echo "rc=$?"; grep -v '^{' "$OUT/fusion.log" | tail -12 ;;
+    dashboard)
+      K="$B/apps/cask-knn --generate 16777216 16384 --seed 7 --repeat 150"
+      CASK_DASHBOARD=127.0.0.1:18787 $K > "$OUT/knn_dash.txt" 2>&1 & kp=$!
+      sleep 1; python3 bench/dash_capture.py http://127.0.0.1:18787 7 "$OUT/knn_dash.json" 2>&1 | tail -1
+      wait $kp; echo "with the dashboard: $(grep 'time:' "$OUT/knn_dash.txt")"
+      $K > "$OUT/knn_nodash.txt" 2>&1; echo "without: $(grep 'time:' "$OUT/knn_nodash.txt")"
+      ROUNDS=7 sh bench/dash_overhead.sh "$B" 16 > "$OUT/dash_overhead.txt" 2>&1
+      grep -v '^{' "$OUT/dash_overhead.txt" | tail -12 ;;
     dist) meson test -C "$B" --suite dist --print-errorlogs > "$OUT/dist.log" 2>&1
           grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/dist.log" | tail -20 ;;
     knn-stream) # streamed runs from .npy files made by cask-knn-gen (KNN_DIR, default
@@ -124,6 +584,22 @@ for step in "$@"; do
          CASK_TRACE="$OUT/pruned_trace.json" timeout 120 "$B/apps/cask-knn" --generate 16777216 \
            16384 --seed 7 --method pruned -q > /dev/null 2>&1
          python3 bench/trace_overlap.py "$OUT/pruned_trace.json" 2>&1 | tail -25 ;;
-    *) echo "unknown step $step" ;;
+    distgpu) sh tests/dist/device.sh "$B" 2>&1 | tail -40 ;;
+    xport-1gpu) export CASK_LAUNCHER=local; step_xport_1gpu 1gpu_; unset CASK_LAUNCHER ;;
+    perftest) step_perftest ;;
+    jacobi-1gpu) export CASK_LAUNCHER=local; step_jacobi_1gpu 1gpu_; unset CASK_LAUNCHER ;;
+    knn-1gpu) export CASK_LAUNCHER=local; step_knn_1gpu 1gpu_; unset CASK_LAUNCHER ;;
+    mps) export CASK_LAUNCHER=local; step_mps; unset CASK_LAUNCHER ;;
+    multigpu) export CASK_LAUNCHER=local; step_multigpu; unset CASK_LAUNCHER ;;
+    hog) step_hog ;;
+    inflight) step_inflight ;;
+    cma) export CASK_LAUNCHER=local; step_cma; unset CASK_LAUNCHER ;;
+    gather) step_gather ;;
+    gpux) step_gpux ;;
+    recover-gpu) step_recover_gpu ;;
+    knn-k) OUT=$OUT timeout 300 sh tests/dist/device_knn_k.sh "$B" ;;
+    ucx-wheel) echo "the wheel's UCX: $("$B/apps/cask-knn" --version 2>/dev/null | grep -i ucx | head -1)" ;;
+    *) echo "unknown step $step (sh bench/device_run.sh --help)" ;;
   esac
 done
+echo "done ($(( $(date +%s) - t0 )) s)"

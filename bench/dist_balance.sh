@@ -1,7 +1,7 @@
 #!/bin/sh
 # bench/dist_balance.sh: a rank slowed on purpose, with and without balancing while
-# running (docs/distributed.md, "Balance while running"). One script, one machine: for
-# each repetition it runs, in turn, the four cases
+# running (docs/design/distributed-internals.md, "Balance while running"). One script,
+# one machine: for each repetition it runs, in turn, the four cases
 #
 #   off        CASK_DIST_BALANCE=0                                (the static plan only)
 #   on         CASK_DIST_BALANCE=1

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """bench/dist_model.py: projects a distributed cask-knn run to 1..64 nodes from
-per-link costs, with the plan cask's distributed layer makes (docs/distributed.md).
+per-link costs, with the plan cask's distributed layer makes
+(docs/design/distributed-internals.md, "Plan").
 
     python3 bench/dist_model.py [--rate 5.3e12] [--alpha-us 5] [--beta-gbs 24] ...
 

@@ -132,15 +132,6 @@ static void free_dag(dag *d)
 
 /* ---- cask ---- */
 
-#define CHECK(call)                                                                       \
-    do {                                                                                  \
-        cask_status st_ = (call);                                                         \
-        if (st_ != CASK_OK) {                                                             \
-            fprintf(stderr, "bench-sched: %s: %s\n", #call, cask_status_string(st_));     \
-            exit(1);                                                                      \
-        }                                                                                 \
-    } while (0)
-
 /* The descriptions are made once per graph and reused, as a program that adds many tasks
  * of one kind would (a description is only read by the call): zeroing one per task is
  * the caller's cost, not the runtime's (gcc -O2 clears the 96 bytes with rep stos). */
@@ -248,8 +239,7 @@ cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
     return g;
 }
 
-double bench_time_cask(enum shape s, int workers, const options *o, const dag *d,
-                        long *ntasks)
+cask_runtime *bench_start_cask(int workers, const options *o, cask_kernel **empty)
 {
     cask_config cfg = { 0 };
     cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_NGPU | CASK_CONFIG_SIM_GPUS;
@@ -263,8 +253,15 @@ double bench_time_cask(enum shape s, int workers, const options *o, const dag *d
     cask_runtime *rt;
     CHECK(cask_init(&cfg, &rt));
     cask_kernel_desc kd = { .name = "empty", .cpu = bench_empty_kernel };
+    CHECK(cask_kernel_register(rt, &kd, empty));
+    return rt;
+}
+
+double bench_time_cask(enum shape s, int workers, const options *o, const dag *d,
+                        long *ntasks)
+{
     cask_kernel *k;
-    CHECK(cask_kernel_register(rt, &kd, &k));
+    cask_runtime *rt = bench_start_cask(workers, o, &k);
     cask_graph *g = bench_build_graph(rt, k, s, o, d, ntasks);
     CHECK(cask_graph_compute(g)); /* warm-up: pools, pages, caches */
     double *t = malloc((size_t)o->reps * sizeof *t);

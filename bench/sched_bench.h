@@ -4,7 +4,19 @@
 #define CASK_BENCH_SCHED_BENCH_H
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include "cask/cask.h"
+
+/* A cask call that must succeed: bench-sched exits naming it otherwise. */
+#define CHECK(call)                                                                       \
+    do {                                                                                  \
+        cask_status st_ = (call);                                                         \
+        if (st_ != CASK_OK) {                                                             \
+            fprintf(stderr, "bench-sched: %s: %s\n", #call, cask_status_string(st_));     \
+            exit(1);                                                                      \
+        }                                                                                 \
+    } while (0)
 
 /* ---- shapes ---- */
 
@@ -57,6 +69,9 @@ void bench_table_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)))
 /* cask's side (sched.c): the kernel, a graph of shape s (exact task count in *ntasks),
  * and the median compute time of a graph built once and computed o->reps times. */
 cask_status bench_empty_kernel(cask_task_ctx *ctx);
+/* A runtime of `workers` CPU workers, no GPU (real or simulated), o->sched's policy if
+ * set, and its empty kernel in *empty; exits on failure. */
+cask_runtime *bench_start_cask(int workers, const options *o, cask_kernel **empty);
 cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
                               const options *o, const dag *d, long *ntasks);
 double bench_time_cask(enum shape s, int workers, const options *o, const dag *d,

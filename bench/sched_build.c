@@ -25,15 +25,6 @@
 #include "common/pmu.h"
 #include "common/clock.h"
 
-#define CHECK(call)                                                                       \
-    do {                                                                                  \
-        cask_status st_ = (call);                                                         \
-        if (st_ != CASK_OK) {                                                             \
-            fprintf(stderr, "bench-sched: %s: %s\n", #call, cask_status_string(st_));     \
-            exit(1);                                                                      \
-        }                                                                                 \
-    } while (0)
-
 typedef struct phases {
     double build, compute, destroy, total;
     double cpu_build, cpu_submit, cpu_destroy;   /* the calling thread's CPU time */
@@ -51,18 +42,8 @@ static double thread_cpu_s(void)
 
 static phases time_bcd(enum shape s, int workers, const options *o, const dag *d, long *ntasks)
 {
-    cask_config cfg = { 0 };
-    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_NGPU | CASK_CONFIG_SIM_GPUS;
-    cfg.ncpu = workers;
-    if (o->sched >= 0) {
-        cfg.field_mask |= CASK_CONFIG_SCHED;
-        cfg.sched = (cask_sched_policy)o->sched;
-    }
-    cask_runtime *rt;
-    CHECK(cask_init(&cfg, &rt));
-    cask_kernel_desc kd = { .name = "empty", .cpu = bench_empty_kernel };
     cask_kernel *k;
-    CHECK(cask_kernel_register(rt, &kd, &k));
+    cask_runtime *rt = bench_start_cask(workers, o, &k);
     double *v = malloc(7 * (size_t)o->reps * sizeof *v);
     if (!v) {
         fprintf(stderr, "bench-sched: out of memory\n");

@@ -17,6 +17,36 @@
 #include "sched_bench.h"
 #include "common/timing.h"
 
+/* What one repetition of a peer needs: the shape and its scratch (StarPU's task list,
+ * OpenMP's dependency bytes). */
+typedef struct peer_run {
+    enum shape s;
+    int workers;
+    const options *o;
+    const dag *d;
+    void *scratch;
+} peer_run;
+
+/* One untimed repetition (pools, pages, caches), then o->reps timed ones: their median;
+ * *ntasks as the last one counted. */
+static inline double peer_time(long (*once)(const peer_run *), const peer_run *p, long *ntasks)
+{
+    double *v = malloc((size_t)p->o->reps * sizeof *v);
+    if (!v) {
+        fprintf(stderr, "bench-sched: out of memory\n");
+        exit(1);
+    }
+    for (int r = -1; r < p->o->reps; r++) {
+        double t0 = bench_now_s();
+        *ntasks = once(p);
+        if (r >= 0)
+            v[r] = bench_now_s() - t0;
+    }
+    double m = bench_median(v, p->o->reps);
+    free(v);
+    return m;
+}
+
 #ifdef HAVE_STARPU
 #include <starpu.h>
 
@@ -109,6 +139,11 @@ static long starpu_once(enum shape s, const options *o, const dag *d, struct sta
     return n;
 }
 
+static long starpu_run(const peer_run *p)
+{
+    return starpu_once(p->s, p->o, p->d, p->scratch);
+}
+
 int peer_starpu_available(void)
 {
     return 1;
@@ -126,19 +161,12 @@ double peer_starpu(enum shape s, int workers, const options *o, const dag *d, lo
         return -1;
     }
     struct starpu_task **all = malloc((size_t)(o->tasks + 2) * sizeof *all);
-    double *v = malloc((size_t)o->reps * sizeof *v);
-    if (!all || !v) {
+    if (!all) {
         fprintf(stderr, "bench-sched: out of memory\n");
         exit(1);
     }
-    for (int r = -1; r < o->reps; r++) {
-        double t0 = bench_now_s();
-        *ntasks = starpu_once(s, o, d, all);
-        if (r >= 0)
-            v[r] = bench_now_s() - t0;
-    }
-    double m = bench_median(v, o->reps);
-    free(v);
+    peer_run p = { .s = s, .workers = workers, .o = o, .d = d, .scratch = all };
+    double m = peer_time(starpu_run, &p, ntasks);
     free(all);
     starpu_shutdown();
     return m;
@@ -226,6 +254,11 @@ static long openmp_once(enum shape s, int workers, const options *o, const dag *
     return n;
 }
 
+static long openmp_run(const peer_run *p)
+{
+    return openmp_once(p->s, p->workers, p->o, p->d, p->scratch);
+}
+
 int peer_openmp_available(void)
 {
     return 1;
@@ -234,19 +267,12 @@ int peer_openmp_available(void)
 double peer_openmp(enum shape s, int workers, const options *o, const dag *d, long *ntasks)
 {
     char *tok = calloc((size_t)o->tasks + 2, 1);
-    double *v = malloc((size_t)o->reps * sizeof *v);
-    if (!tok || !v) {
+    if (!tok) {
         fprintf(stderr, "bench-sched: out of memory\n");
         exit(1);
     }
-    for (int r = -1; r < o->reps; r++) {
-        double t0 = bench_now_s();
-        *ntasks = openmp_once(s, workers, o, d, tok);
-        if (r >= 0)
-            v[r] = bench_now_s() - t0;
-    }
-    double m = bench_median(v, o->reps);
-    free(v);
+    peer_run p = { .s = s, .workers = workers, .o = o, .d = d, .scratch = tok };
+    double m = peer_time(openmp_run, &p, ntasks);
     free(tok);
     return m;
 }

@@ -1,7 +1,8 @@
 /* distributed/dist_impl.h: the insides of the distributed layer (include/cask/distributed.h),
  * shared by dist.c (joining the job, data declarations, messages), dist_plan.c
  * (placement, phases, transfers: the same computation on every rank) and dist_run.c
- * (running a planned graph). The protocol is described in docs/distributed.md. */
+ * (running a planned graph). The protocol is described in
+ * docs/design/distributed-internals.md. */
 #ifndef CASK_DIST_DIST_IMPL_H
 #define CASK_DIST_DIST_IMPL_H
 

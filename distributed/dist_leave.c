@@ -7,7 +7,7 @@
  * wait for it forever. That happens when the ranks of a program stop agreeing on what
  * to compute: one computes a graph once more, or a graph the others never make, while
  * they finalize (for instance because a gathered value it decides on differed: a
- * destination the planner never filled, docs/distributed.md). The run then fails on
+ * destination the planner never filled, docs/design/distributed-internals.md, "Other failures"). The run then fails on
  * the rank that waits, naming the rank that left and the graph and run, instead of
  * hanging. A rank that left after sending its DONE of the run computing here is not
  * needed by that run: its data for it were all sent before. */

@@ -11,7 +11,7 @@
  * handle's previous users and than the exchange that sends its old content. That
  * order is only a valid sequential order, not a schedule: it becomes one local cask
  * graph (transfers are tasks, dist_xfer.c), whose sequential task flow derives the
- * dependencies, so no phase waits for another. See docs/distributed.md. */
+ * dependencies, so no phase waits for another. See docs/design/distributed-internals.md. */
 #include "distributed/dist_impl.h"
 #include "distributed/dist_plan.h"
 

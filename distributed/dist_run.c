@@ -209,7 +209,7 @@ cask_status cask_dist_graph_plan(cask_dist_graph *g)
     /* a loss not agreed yet: agree first, so that the plan leaves the lost ranks out */
     cask_status wst = dist_member_settle(dist);
     char aerr[512] = "";
-    if (wst) {   /* fenced, or no view agreed: why, naming the lost ranks (soak 7) */
+    if (wst) {   /* fenced, or no view agreed: why, naming the lost ranks */
         pthread_mutex_lock(&dist->mu);
         dist_graph_error(g, "%s", dist->fenced ? dist->fenced_msg : dist->err[0] ? dist->err :
                          "the survivors did not agree on a view of the job");

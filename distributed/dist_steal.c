@@ -4,7 +4,8 @@
  * name, which runs the body here (timing it: the learnt time that decides whether a
  * task is worth moving) or, when a peer is idle and the task's bytes are small against
  * its time, ships its inputs there and ends when the outputs land (an asynchronous
- * task). The thief's side is dist_steal_exec.c. The protocol is in docs/distributed.md. */
+ * task). The thief's side is dist_steal_exec.c. The protocol is in
+ * docs/design/distributed-internals.md. */
 #include "distributed/dist_steal_impl.h"
 
 #include <stdio.h>

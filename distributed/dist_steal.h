@@ -5,7 +5,7 @@
  * has announced itself idle, its inputs go to that peer, which runs the same kernel on
  * them and sends the outputs back; the task ends when they land. Its successors,
  * transfers and gathers are the plan's, so results are the same bytes. See
- * docs/distributed.md, "Balance while running". */
+ * docs/design/distributed-internals.md, "Balance while running". */
 #ifndef CASK_DIST_DIST_STEAL_H
 #define CASK_DIST_DIST_STEAL_H
 

@@ -13,7 +13,6 @@
 #include "runtime/data.h"
 #include "runtime/log.h"
 #include "runtime/subflow.h"
-#include "scheduler/sched.h"
 
 _Static_assert(sizeof(struct cask_task) == 96, "a task is 96 bytes (see graph.h)");
 _Static_assert(offsetof(struct cask_task, where) == offsetof(struct cask_task, node.kind) + 1 &&

@@ -6,7 +6,10 @@
 #include <stdatomic.h>
 #include "runtime/runtime.h"
 #include "runtime/arena.h"
-#include "scheduler/sched.h"
+#include "runtime/prio.h"
+#include "runtime/queue_node.h"
+
+struct worker;   /* scheduler/sched.h */
 
 /* An edge added while the graph ran (graph_dynamic.c), or a task with a big fan-out:
  * graph-wide lists that the next check turns into successor arrays, release ranges. */

@@ -1,6 +1,5 @@
 /* graph_succ.c: a task's successor list, the out-of-line cases (see graph_succ.h). */
 #include "runtime/graph_succ.h"
-#include "scheduler/sched.h"
 
 int succ_grow(arena *a, cask_task *pred)
 {

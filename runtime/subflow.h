@@ -31,6 +31,6 @@ void subflow_end(struct worker *self, struct cask_task_ctx *ctx, cask_status st)
 cask_status subflow_depend(cask_task *after, cask_task *before);
 /* A joined child finished: its failure becomes the parent's, and the last one finishes
  * the parent. */
-void subflow_child_done(sched *s, struct worker *self, cask_task *child, cask_task *parent);
+void subflow_child_done(struct sched *s, struct worker *self, cask_task *child, cask_task *parent);
 
 #endif

@@ -5,49 +5,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include "runtime/runtime.h"
+#include "runtime/prio.h"
+#include "runtime/queue_node.h"
 #include "scheduler/deque.h"
 #include "scheduler/notifier.h"
-
-/* Priorities are bucketed into levels, as StarPU's priority schedulers do: each worker
- * has one deque per level and serves the highest non-empty level first. The buckets are
- * logarithmic: 0; +-1; +-(2..3); +-(4..7); ... ; +-(>= 64): 15 levels. */
-#define SCHED_PRIO_LEVELS 15
-#define SCHED_PRIO_MID 7
-
-static inline int sched_prio_level(int p)
-{
-    if (p == 0)
-        return SCHED_PRIO_MID;
-    unsigned a = p > 0 ? (unsigned)p : (unsigned)(-(long)p);
-    int b = 32 - __builtin_clz(a);        /* 1 for 1, 2 for 2..3, 3 for 4..7, ... */
-    if (b > SCHED_PRIO_MID)
-        b = SCHED_PRIO_MID;
-    return p > 0 ? SCHED_PRIO_MID + b : SCHED_PRIO_MID - b;
-}
-
-/* Something that can sit in a worker's inbox: a task, or a range of a graph's roots. */
-typedef struct sched_node {
-    struct sched_node *next;
-    uint8_t kind;                /* SCHED_NODE_* */
-    uint8_t owner[7];            /* the owner's (a task keeps fields there: runtime/graph.h);
-                                    named, not padding, so that no store to the node may
-                                    treat them as its own */
-} sched_node;
-enum { SCHED_NODE_TASK = 0, SCHED_NODE_RANGE = 1, SCHED_NODE_RELEASE = 2 };
-
-/* A task releasing at least this many successors shares the work with other workers;
- * a successor waiting for at least SCHED_BIG_FANIN tasks has its count decremented in
- * per-worker batches instead of once per predecessor. */
-#define SCHED_SPLIT_RELEASE 512
-#define SCHED_BIG_FANIN 64
-
-/* A range of a graph's roots (RANGE), or of a task's successors to release (RELEASE). */
-typedef struct sched_range {
-    sched_node node;
-    struct cask_graph *graph;
-    struct cask_task *parent;    /* RELEASE: whose successors */
-    size_t begin, end;
-} sched_range;
 
 enum { WORKER_CPU = 0, WORKER_GPU = 1 };
 

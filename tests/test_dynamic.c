@@ -1,4 +1,4 @@
-/* test_dynamic.c: tasks added to a graph while it runs (issue 13): from four threads at
+/* test_dynamic.c: tasks added to a graph while it runs: from four threads at
  * once, from a task, and what the graph looks like afterwards. The rule under test: adds
  * are serialised, and their access-mode dependencies follow the order of that
  * serialisation as a sequential build would. */

@@ -1,4 +1,4 @@
-/* test_future.c: futures on tasks and on a datum's last writer (issue 13): waiting for,
+/* test_future.c: futures on tasks and on a datum's last writer: waiting for,
  * testing and calling back on one task without waiting for the graph, and the task's
  * error carried by its future. */
 #include <string.h>

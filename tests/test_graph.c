@@ -576,7 +576,7 @@ Test(graph, cuda_only_kernel_without_gpu_is_unsupported_at_submit)
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
 }
 
-/* Since issue 13 a running graph takes new tasks (see test_dynamic.c); explicit edges,
+/* A running graph takes new tasks (see test_dynamic.c); explicit edges,
  * a second submit and destroy are still refused while it runs. */
 Test(graph, changing_a_running_graph_is_refused_but_adding_tasks_is_not)
 {

@@ -1,5 +1,5 @@
-/* test_graph_batch.c: tasks added from arrays (cask_graph_add_batch, issue 13's cheap
- * graphs). A random DAG with repeated deps, a fan-in and a fan-out of 10,000 (long lists,
+/* test_graph_batch.c: tasks added from arrays (cask_graph_add_batch: a cheap way to
+ * build large graphs). A random DAG with repeated deps, a fan-in and a fan-out of 10,000 (long lists,
  * grown successor arrays, release ranges) computes what a sequential evaluation of the
  * same table gives, with every edge respected, on 1 and 4 workers; each task gets its own
  * copy of its arguments and its own kernel; batches follow tasks added alone and tasks

@@ -1,4 +1,4 @@
-/* test_graph_build.c: what building keeps for the check (issue 13, cheap graphs): roots
+/* test_graph_build.c: what building keeps for the check (so that building is cheap): roots
  * kept while adding (an edge to an earlier task takes it out), successor arrays grown at
  * add (inline, small, large objects of the arena), big fan-outs found without a pass,
  * edges added while running merged before the next run; the arena's large objects,

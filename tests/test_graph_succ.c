@@ -1,5 +1,5 @@
-/* test_graph_succ.c: a task's successor lists as building appends to them (issue 13,
- * runtime/graph_succ.[ch]). A plain task naming its deps links them with the arena's free
+/* test_graph_succ.c: a task's successor lists as building appends to them
+ * (runtime/graph_succ.[ch]). A plain task naming its deps links them with the arena's free
  * pointer in a register, in a block counted to hold an array of 4 per dep; at a dep whose
  * list is full the rest go the general way, which grows it from that same block. Lists that grow in the middle of a deps
  * list must keep every edge, in the order added, and every array must stay inside its

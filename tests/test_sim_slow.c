@@ -1,5 +1,5 @@
 /* test_sim_slow.c: a simulated GPU slowed as a competing load would (CASK_SIM_GPU_SLOW),
- * and what cask's dynamic placement buys against a static equal split then (issue 17).
+ * and what cask's dynamic placement buys against a static equal split then.
  *
  * The workload is bench/sim_load.h's: waves of tasks that sleep their device time (so
  * that timings hold on a loaded 2-core machine), each wave after a join of the previous
@@ -93,7 +93,7 @@ Test(sim_slow, slowed_gpu_runs_a_task_factor_times_longer)
     cr_expect(ratio > 2.4 && ratio < 3.6, "a task on the GPU slowed 3x took %.2fx as long", ratio);
 }
 
-/* Issue 17's acceptance on the CPU: one GPU slowed 3x for the whole run. Waves of 4
+/* What dynamic placement must buy, on the CPU: one GPU slowed 3x for the whole run. Waves of 4
  * tasks: the static split waits for the slowed GPU's 2 tasks in every wave (6 task times);
  * cask gives it 1 and the other GPU 3 (3 task times). Without leaving tasks to a faster
  * GPU, the slowed one takes 2 per wave as well (measured 1.0x). */

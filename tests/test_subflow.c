@@ -1,4 +1,4 @@
-/* test_subflow.c: tasks that spawn tasks (issue 13): joined children hold the parent's
+/* test_subflow.c: tasks that spawn tasks: joined children hold the parent's
  * successors, detached ones only the graph; recursion three deep; a tree reduction
  * whose shape depends on the data; adaptive quadrature; errors through subflows. */
 #include <math.h>

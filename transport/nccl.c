@@ -178,7 +178,7 @@ cask_status xport_nccl_create(xport_boot *boot, int device, int timeout_ms,
     ncclConfig_t cfg = NCCL_CONFIG_INITIALIZER;
     /* Nonblocking: no call waits for a peer, so a dead one cannot hang this process;
      * but each group is then enqueued by an NCCL thread and polled until it left
-     * ncclInProgress (~90 us a group against ~19 us blocking, docs/distributed.md).
+     * ncclInProgress (~90 us a group against ~19 us blocking, docs/design/distributed-measurements.md).
      * CASK_NCCL_BLOCKING=1 trades that safety during init for the shorter issue (after
      * init, point-to-point enqueues do not wait for peers). */
     const char *blk = getenv("CASK_NCCL_BLOCKING");

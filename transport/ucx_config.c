@@ -94,7 +94,7 @@ void ucx_heartbeat_scale(xport_ucx *x)
  * element the receiver waits for forever, and every message another rank of the host
  * sends it afterwards lands behind that element, unread. The receiver is then deaf to
  * its whole host while every process is alive, and the survivors of one loss fence each
- * other out (issue 11: seen as "both survivors fenced" in the chaos soak,
+ * other out (seen as "both survivors fenced" in the chaos soak,
  * tests/dist/stall_replay.sh under load). A TCP connection of a killed sender only
  * resets, and a message half sent dies with it.
  *

@@ -208,7 +208,7 @@ void ucx_tick(xport_ucx *x, uint64_t now);
  * fails (a peer killed) at once, inside the send, while the epoll batch it is
  * dispatching may still hold an event of that endpoint: the batch then hits its
  * assertion tcp_iface.c:307 (conn_state != CLOSED) or, without assertions, reads a
- * closed endpoint (docs/distributed.md). All under x->lock. */
+ * closed endpoint (docs/design/distributed-internals.md, "UCX transport"). All under x->lock. */
 void ucx_defer(xport_ucx *x, ucx_op *op);
 /* One ucp_worker_progress with x->in_progress set, then the calls it put off. Returns
  * what ucp_worker_progress returned. */

@@ -30,7 +30,7 @@
  * lost rank, no loader) fails the compute with CASK_ERR_PEER naming the chunks. A rank
  * that was only slow and was held dead is fenced out: its compute returns
  * CASK_ERR_PEER ("fenced out"), and nothing it sends is taken. See docs/distributed.md
- * ("Failures") for the model and its limits.
+ * ("Failures: what survives what") for the model and its limits.
  */
 #ifndef CASK_DIST_H
 #define CASK_DIST_H

@@ -7,7 +7,7 @@
 #
 # 603143019 np 4 out:KILL:2:19: a rank whose run completed just before the loss, while
 # the others recovered it (no answer to their STATE, then its BARRIER of the older view
-# dropped): hung about 1 replay in 10 (docs/distributed.md, Limits).
+# dropped): hung about 1 replay in 10 (docs/design/distributed-history.md).
 # 606916636 np 3 out:KILL:1:41: rank 1 killed while graph 1 was planned; rank 0 planned
 # it for the view without rank 1 (its data adopted), rank 2 for the old view: both said
 # "rank N built another graph" (UNEXPLAINED) about 1 replay in 3; now CASK_ERR_PEER
@@ -24,8 +24,8 @@
 # handle, and compute 2 gathered that: WRONG (word 0 = 0) about 7 replays in 8. Now
 # CASK_ERR_PEER naming the chunk (a gather of a lost datum the graph does not write reads
 # the lost content, like a task's first read).
-# 737253524 np 3 in:kill:1:1:1:18, balancing while running on (CASK_DIST_BALANCE=1, the
-# soak of session 6): every datum owned by rank 1, so the others take its tasks; a thief
+# 737253524 np 3 in:kill:1:1:1:18, balancing while running on (CASK_DIST_BALANCE=1, as
+# in a soak with balancing on): every datum owned by rank 1, so the others take its tasks; a thief
 # ran a task that writes an input it had kept from an earlier task (read-write) in the
 # kept copy itself, and a later task given that kept version read the written one: WRONG
 # in graph 0, before the fault, 4 replays in 4. Now such an input is copied first.
@@ -33,7 +33,7 @@
 # 1 was planned; rank 1, alone, fenced itself in the plan's agreement, and the plan
 # failed with an empty message (UNEXPLAINED, 2 replays in 3). Now the fenced message.
 # 843764083 np 3 in:kill:1:0:0:32 on simulated GPUs with the GPU route (CHAOS_SIM_GPUS=2,
-# the soak's --gpus, session 16): rank 1 killed in graph 0 compute 0; re-planning for the
+# the soak's --gpus): rank 1 killed in graph 0 compute 0; re-planning for the
 # recovery freed the slots' landing buffers before the plan's handles, and a handle
 # registered over one, whose chunk had come into its GPU replica, wrote it back into
 # the freed buffer when destroyed: heap corruption (glibc "malloc_consolidate():

@@ -1,9 +1,9 @@
 #!/bin/sh
-# tests/dist/device_gpux.sh: issue 12's checks and measurements on ONE GPU shared by two
-# processes (file bootstrap, no mpirun): the no-host-copy test, bench-xport --gpu (UCX GPU
-# memory vs the host-staged path vs in-process cudaMemcpy D2D, and ucx_perftest with
-# CUDA memory where the wheel ships it), cask-jacobi --n 16384 --iters 400 and cask-knn
-# 2^24 x 2^14 in 1 process vs 2 processes (outputs compared). Logs under $OUT (./out).
+# tests/dist/device_gpux.sh: GPU chunks between processes, checked and measured on ONE
+# GPU shared by two processes (file bootstrap, no mpirun): the no-host-copy test,
+# bench-xport --gpu (UCX GPU memory vs the host-staged path vs in-process cudaMemcpy
+# D2D, and ucx_perftest with CUDA memory where the wheel ships it), cask-jacobi --n 16384
+# --iters 400 and cask-knn 2^24 x 2^14 in 1 process vs 2 processes (outputs compared). Logs under $OUT (./out).
 #   sh tests/dist/device_gpux.sh [BUILD_DIR]
 # Needs python3's libucx wheel (pip install libucx-cu13, or the wheel unzipped on
 # PYTHONPATH) for UCX with CUDA memory; without it everything runs by the host path.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# tests/dist/fence_replay.sh: a rank fenced out while alive (issue 11's chaos hang, seed
+# tests/dist/fence_replay.sh: a rank fenced out while alive (a chaos case that hung, seed
 # 800236 on 3 ranks). Rank 1 gives up on a frozen rank 0 after 1.5 s; ranks 0 and 2
 # would wait 60 s (CHAOS_PEER_TIMEOUTS), so rank 2 hears of the loss only from rank 1's
 # proposal. Rank 2 must then finish without rank 0 at once (before the fix it waited

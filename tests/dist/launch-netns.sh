@@ -12,7 +12,7 @@
 # the /proc of its PID namespace (--mount-proc): with this host's /proc, UCX read a
 # process's own start time at its own pid there (a keepalive of its endpoint to itself),
 # found another process or none, and ucp_ep_create to itself failed with "Endpoint
-# timeout" where that pid was free on this host (chaos soak 14, 1 case in 256; every
+# timeout" where that pid was free on this host (a chaos soak: 1 case in 256; every
 # time with the pid forced to one). Unlike netns_hosts.sh the namespaces have no names:
 # they are held by this launch's processes alone and vanish with them, even when the
 # launch is ended by SIGKILL to its process group (chaos.sh on a hang), so nothing is

@@ -1,6 +1,6 @@
 #!/bin/sh
 # tests/dist/multiroot.sh: one datum gathered to several roots, and a rank lost at each of
-# many points (issue 11). Runs tests/dist/test_dist_multiroot (which checks every
+# many points. Runs tests/dist/test_dist_multiroot (which checks every
 # gathered residual against a replay after every compute) under run.sh --survivors:
 #
 #   multiroot.sh NP PROGRAM VICTIM K...    VICTIM is SIGKILLed when its K-th task

@@ -3,7 +3,7 @@
 # host (transport/ucx_config.c, ucx_choose_transports).
 #   By default none of UCX's shared-memory FIFOs (posix, sysv, xpmem): a rank killed
 #   while it wrote into a peer's FIFO leaves an element that peer waits for forever,
-#   and the peer is then deaf to every rank of its host (issue 11). Before the fix the
+#   and the peer is then deaf to every rank of its host. Before the fix the
 #   lanes were sysv/memory or posix/memory: this test failed.
 #   Rendezvous data goes by CMA reads where the UCX allows it (cma/ on every same-host
 #   endpoint), unless CASK_UCX_CMA=0.

@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/dist/stall_replay.sh: a survivor whose heartbeats are late right after a loss
-# (issue 11's mutual fencing in the loaded chaos soak: seeds 609199405 and 609199358 on
+# (the mutual fencing a loaded chaos soak found: seeds 609199405 and 609199358 on
 # 3 ranks). Rank 2 is killed at its first task; rank 1, on first news of the loss,
 # stops its progress thread (CASK_DIST_TEST_STALL: nothing read or sent, no heartbeat)
 # before it answers rank 0, so that rank 0, agreeing, finds rank 1 silent for the peer

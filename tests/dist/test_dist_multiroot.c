@@ -1,5 +1,5 @@
 /* tests/dist/test_dist_multiroot.c: one datum gathered to several roots, with a rank
- * lost at a chosen point (issue 11). An SPMD program for tests/dist/multiroot.sh, which
+ * lost at a chosen point. An SPMD program for tests/dist/multiroot.sh, which
  * runs it under run.sh --survivors NP-1 with CASK_DIST_TEST_KILL=R:K for many K.
  *
  * The graph is cask-jacobi's former pattern, small: NB blocks u[b] (owner b % P, a

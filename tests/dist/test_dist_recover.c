@@ -37,7 +37,7 @@
  *                                rank's cask_dist_init fails with CASK_ERR_PEER within
  *                                the peer timeout and a few seconds, naming rank 1. They
  *                                waited out CASK_BOOT_TIMEOUT (120 s by default) and then
- *                                said "agreeing on NCCL" alone (chaos soak 10, seed
+ *                                said "agreeing on NCCL" alone (a chaos case, seed
  *                                850517044, --launcher local: UNEXPLAINED).
  */
 #include <signal.h>
