@@ -19,6 +19,7 @@
 #include "knn_tasks.h"
 
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,23 @@ cask_status knn_cluster_close(knn_cluster *c)
     cask_status st = c->dist ? cask_dist_finalize(c->dist) : CASK_OK;
     c->dist = NULL;
     return st;
+}
+
+int knn_ranks_agree(knn_cluster *c, const char *prog, int failed, int64_t *value, char *err,
+                    size_t errlen)
+{
+    int first_failed;
+    if (knn_cluster_agree(c, failed, failed ? INT64_MAX : *value, &first_failed, value, err,
+                          errlen)) {
+        fprintf(stderr, "%s: rank %d: %s\n", prog, c->rank, err);
+        return 1;
+    }
+    if (first_failed >= 0) {
+        if (first_failed == c->rank)
+            fprintf(stderr, "%s: %s\n", prog, err);
+        return 1;
+    }
+    return 0;
 }
 
 cask_status knn_cluster_agree(knn_cluster *c, int failed, int64_t value, int *first_failed,

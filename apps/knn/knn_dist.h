@@ -37,6 +37,13 @@ cask_status knn_cluster_close(knn_cluster *c);
 cask_status knn_cluster_agree(knn_cluster *c, int failed, int64_t value, int *first_failed,
                               int64_t *min_value, char *err, size_t errlen);
 
+/* knn_cluster_agree, and what a program says of it: whether one rank failed (this rank's
+ * message in err) and the smallest of their proposed *value. 0 when none failed, else 1
+ * once the rank that failed (every rank, if the agreement itself failed) printed why on
+ * stderr, after "prog: ". With one process, no communication. */
+int knn_ranks_agree(knn_cluster *c, const char *prog, int failed, int64_t *value, char *err,
+                    size_t errlen);
+
 typedef struct knn_dist_job knn_dist_job;
 
 /* Builds the distributed graph for obs x ref (both whole on every rank); index and dist

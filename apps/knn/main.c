@@ -95,24 +95,9 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The ranks agree (knn_cluster_agree): whether one failed (this rank's message in err),
- * and the smallest of their proposed *value. 0 when none failed, else 1 once the rank
- * that failed (every rank, if the agreement itself failed) said why. With one process,
- * no communication. */
 static int ranks_agree(knn_cluster *cl, int failed, int64_t *value, char *err, size_t errlen)
 {
-    int first_failed;
-    if (knn_cluster_agree(cl, failed, failed ? INT64_MAX : *value, &first_failed, value, err,
-                          errlen)) {
-        fprintf(stderr, "%s: rank %d: %s\n", prog, cl->rank, err);
-        return 1;
-    }
-    if (first_failed >= 0) {
-        if (first_failed == cl->rank)
-            fprintf(stderr, "%s: %s\n", prog, err);
-        return 1;
-    }
-    return 0;
+    return knn_ranks_agree(cl, prog, failed, value, err, errlen);
 }
 
 int main(int argc, char **argv)
@@ -182,31 +167,45 @@ int main(int argc, char **argv)
             snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s", out.tmp_path);
     }
 
-    /* ---- streamed: observations with more rows than a window, one process (a CSV
-     * file is streamed when it is larger than KNN_CSV_STREAM_BYTES, or with --stream) */
+    /* ---- streamed: observations with more rows than a window (a CSV file is streamed
+     * when it is larger than KNN_CSV_STREAM_BYTES, or with --stream); across ranks each
+     * streams its share of a .npy file, and every rank streams or none does */
     knn_read_opts ro = {o.lat_col, o.lon_col, !o.radians, o.wrap};
-    if (!failed && !o.generate && nranks == 1 && o.stream != 0 && o.repeat == 1 &&
-        !o.dot_path) {
+    knn_obs_source src;
+    int streamed = 0, src_open = 0;
+    if (!failed && !o.generate && o.stream != 0 && o.repeat == 1 && !o.dot_path) {
         int npy = knn_file_has_npy_magic(o.obs_path), try_it = o.stream == 1 || npy;
         struct stat sb;
         if (!npy && !try_it && stat(o.obs_path, &sb) == 0 && sb.st_size > KNN_CSV_STREAM_BYTES)
             try_it = 1;
-        knn_obs_source src;
         if (!try_it) {
         } else if (knn_obs_source_open(o.obs_path, &ro, o.window, &src, err, sizeof err)) {
             failed = 1;
-        } else if (o.stream == 1 || src.n > o.window || !npy) {
-            knn_stream_main_args sa = {
-                prog, rt, &info, &kernels, &alloc, &src, o.ref_path, ro, &ref, &out,
-                o.window, o.chunk, o.ref_chunk, o.k, o.method, scale, o.quiet, o.check};
-            rc = knn_stream_main(&sa);
-            knn_obs_source_close(&src);
-            tmp_armed = 0;
-            goto done;
         } else {
-            knn_obs_source_close(&src);
+            src_open = 1;
+            streamed = o.stream == 1 || src.n > o.window || !npy;
         }
     }
+    if (nranks > 1) {
+        int64_t all = streamed;
+        if (ranks_agree(&cl, failed, &all, err, sizeof err)) {
+            if (src_open)
+                knn_obs_source_close(&src);
+            goto done;
+        }
+        streamed = all == 1;
+    }
+    if (streamed) {
+        knn_stream_main_args sa = {
+            prog, rt, &info, &kernels, &alloc, &src, o.ref_path, ro, &ref, &out, o.out_path,
+            o.window, o.chunk, o.ref_chunk, o.k, o.method, scale, o.quiet, o.check, &cl};
+        rc = knn_stream_main(&sa);
+        knn_obs_source_close(&src);
+        tmp_armed = 0;
+        goto done;
+    }
+    if (src_open)
+        knn_obs_source_close(&src);
 
     /* ---- load ---- */
     double t0 = now_s();

@@ -1,10 +1,12 @@
 /* main_stream.c: see main_stream.h. */
 #include "main_stream.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "knn_chunks.h"
@@ -18,29 +20,94 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* The ranks' meeting inside knn_stream_run (knn_stream_agree_fn): this rank's failure is
+ * told by knn_stream_run's caller, so here only that it failed. */
+static int stream_agree(void *ctx, int failed, int64_t *value)
+{
+    const knn_stream_main_args *a = ctx;
+    char err[KNN_ERRLEN];
+    snprintf(err, sizeof err, "rank %d failed before the search (its message follows)",
+             a->cl->rank);
+    return knn_ranks_agree(a->cl, a->prog, failed, value, err, sizeof err);
+}
+
+/* Ranks but 0: rank 0's temporary output (PATH.tmp.PID, PID agreed), opened for writing
+ * rows in place. NULL with the message in err if this rank cannot see it. */
+static FILE *open_share(const char *out_path, int64_t pid, int rank, char *err, size_t errlen)
+{
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%lld", out_path, (long long)pid);
+    FILE *f = fopen(tmp, "r+b");
+    if (!f)
+        knn_errorf(CASK_ERR_IO, err, errlen, "%s: rank %d cannot open rank 0's output %s: %s "
+                   "(streamed across ranks, each rank writes its rows into it: give --out a "
+                   "path on a file system every rank sees)", out_path, rank, tmp,
+                   strerror(errno));
+    return f;
+}
+
 int knn_stream_main(const knn_stream_main_args *a)
 {
     char err[KNN_ERRLEN];
     const char *prog = a->prog;
-    const char *out_path = a->out->path;   /* the commit clears a->out */
+    const char *out_path = a->out_path;
+    const int P = a->cl ? a->cl->size : 1, me = a->cl ? a->cl->rank : 0;
+    FILE *share = NULL;                    /* ranks but 0: where their rows go */
+    int failed = 0;
     double t0 = now_s();
     if (knn_points_read(a->ref_path, &a->ro, a->alloc, a->ref, err, sizeof err)) {
-        fprintf(stderr, "%s: %s\n", prog, err);
-        return 1;
+        failed = 1;
+    } else if (a->ref->n > INT32_MAX) {
+        failed = 1;
+        snprintf(err, sizeof err, "%s: %lld references: at most %d are supported (int32 "
+                 "index)", a->ref_path, (long long)a->ref->n, INT32_MAX);
+    } else if (P > 1 && !a->obs->by_range) {
+        failed = 1;
+        snprintf(err, sizeof err, "%s: --stream across ranks reads a .npy observation file "
+                 "(each rank its share of the rows, by offset); a CSV file is read in order: "
+                 "convert it, or run --no-stream", a->obs->name);
+    } else if (P > 1 && out_path && !knn_path_is_npy(out_path)) {
+        failed = 1;
+        snprintf(err, sizeof err, "%s: --stream across ranks writes .npy output (each rank "
+                 "writes its rows in place; CSV rows have no fixed offset): --out FILE.npy, "
+                 "or --no-stream", out_path);
+    } else if (P > 1 && a->obs->n < P) {
+        failed = 1;
+        snprintf(err, sizeof err, "%s: %lld rows for %d ranks: fewer than one a rank",
+                 a->obs->name, (long long)a->obs->n, P);
     }
-    if (a->ref->n > INT32_MAX) {
-        fprintf(stderr, "%s: %s: %lld references: at most %d are supported (int32 index)\n",
-                prog, a->ref_path, (long long)a->ref->n, INT32_MAX);
+    /* every rank learns whether one failed, and rank 0's process id, which names its
+     * temporary output */
+    int64_t pid = me == 0 ? (int64_t)getpid() : INT64_MAX;
+    if (knn_ranks_agree(a->cl, prog, failed, &pid, err, sizeof err))
         return 1;
+    if (P > 1 && out_path) {
+        if (me != 0 && !(share = open_share(out_path, pid, me, err, sizeof err)))
+            failed = 1;
+        int64_t none = 0;
+        if (knn_ranks_agree(a->cl, prog, failed, &none, err, sizeof err)) {
+            if (share)
+                fclose(share);
+            return 1;
+        }
     }
     double t_ref = now_s() - t0;
+    const int64_t lo = a->obs->n * me / P, hi = a->obs->n * (me + 1) / P;
 
     knn_stream_cfg c = {0};
     c.obs = a->obs;
+    c.first_row = lo;
+    c.nrows = hi - lo;
+    c.out_rows = a->obs->n;
+    c.header_elsewhere = me != 0;
+    if (P > 1) {
+        c.agree = stream_agree;
+        c.agree_ctx = (void *)a;
+    }
     c.ref = a->ref;
     c.window = a->window;
     {
-        int64_t W = a->window < a->obs->n ? a->window : a->obs->n, chunk, pchunk;
+        int64_t W = a->window < hi - lo ? a->window : hi - lo, chunk, pchunk;
         /* as the in-memory path sizes its chunks, for one window */
         knn_plan_sizes(W, a->ref->n, a->obs->f64, a->k,
                        a->k > 1 || a->method != KNN_METHOD_BRUTE, a->method == KNN_METHOD_BRUTE,
@@ -54,7 +121,7 @@ int knn_stream_main(const knn_stream_main_args *a)
     }
     c.plan.scale = a->scale;
     c.plan.where = a->info->ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
-    c.out = a->out->f;
+    c.out = me == 0 ? a->out->f : share;
     c.out_name = out_path;
     c.out_npy = out_path && knn_path_is_npy(out_path);
     c.nworkers = a->info->ncpu_workers;
@@ -62,31 +129,44 @@ int knn_stream_main(const knn_stream_main_args *a)
     c.alloc = a->alloc;
 
     knn_stream_result r;
-    int rc = 1;
-    if (knn_stream_run(a->rt, a->kernels, &c, &r, err, sizeof err)) {
-        fprintf(stderr, "%s: %s\n", prog, err);
-        goto done;
-    }
-    int check_failed = 0;
+    int rc = 1, check_failed = 0;
     knn_check_report cr;
-    if (a->check) {
+    if (knn_stream_run(a->rt, a->kernels, &c, &r, err, sizeof err)) {
+        failed = 1;
+    } else if (a->check) {
         if (a->k > 1 ? knn_check_k(&r.sample_obs, a->ref, r.sample_index, r.sample_dist,
                                    a->k, a->scale, r.nsamples, &cr)
                      : knn_check(&r.sample_obs, a->ref, r.sample_index, r.sample_dist,
                                  a->scale, r.nsamples, &cr)) {
-            fprintf(stderr, "%s: --check: out of memory\n", prog);
-            goto done;
+            failed = 1;
+            snprintf(err, sizeof err, "--check: out of memory");
+        } else {
+            /* the report names sample positions: back to rows of the file */
+            if (cr.first_bad_index >= 0)
+                cr.first_bad_index = lo + r.sample_rows[cr.first_bad_index];
+            if (cr.worst_chosen >= 0)
+                cr.worst_chosen = lo + r.sample_rows[cr.worst_chosen];
+            if (cr.worst_reported >= 0)
+                cr.worst_reported = lo + r.sample_rows[cr.worst_reported];
+            check_failed = cr.bad_index > 0 || cr.max_err_chosen > KNN_CHECK_TOL_CHOSEN ||
+                           cr.max_err_reported > KNN_CHECK_TOL_REPORTED;
         }
-        /* the report names sample positions: back to rows of the file */
-        if (cr.first_bad_index >= 0)
-            cr.first_bad_index = r.sample_rows[cr.first_bad_index];
-        if (cr.worst_chosen >= 0)
-            cr.worst_chosen = r.sample_rows[cr.worst_chosen];
-        if (cr.worst_reported >= 0)
-            cr.worst_reported = r.sample_rows[cr.worst_reported];
-        check_failed = cr.bad_index > 0 || cr.max_err_chosen > KNN_CHECK_TOL_CHOSEN ||
-                       cr.max_err_reported > KNN_CHECK_TOL_REPORTED;
     }
+    /* this rank's rows are on the file system before rank 0 renames the file */
+    if (share) {
+        if ((fflush(share) != 0 || fsync(fileno(share)) != 0 || ferror(share)) && !failed) {
+            failed = 1;
+            snprintf(err, sizeof err, "%s: rank %d: write failed: %s", out_path, me,
+                     strerror(errno));
+        }
+        fclose(share);
+        share = NULL;
+    }
+    /* the job's verdict: a failure anywhere, or a check that failed anywhere */
+    int64_t all_checked = !check_failed;
+    if (knn_ranks_agree(a->cl, prog, failed, &all_checked, err, sizeof err))
+        goto done;
+    check_failed = check_failed || !all_checked;
     double t_commit = now_s();
     if (a->out->f && !check_failed && knn_outfile_commit(a->out, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", prog, err);
@@ -97,7 +177,8 @@ int knn_stream_main(const knn_stream_main_args *a)
     if (!a->quiet) {
         const cask_runtime_info *in = a->info;
         double pairs = (double)n * (double)m;
-        int64_t W = a->window < n ? a->window : n;
+        double mine = (double)(hi - lo) * (double)m;   /* rates: this rank's own pairs */
+        int64_t W = a->window < hi - lo ? a->window : hi - lo;
         fprintf(stderr, "%s: %lld observations x %lld references = %.4g pairs\n", prog,
                 (long long)n, (long long)m, pairs);
         fprintf(stderr, "%s: k = %d, method %s", prog, a->k, r.prune ? "pruned" : "brute");
@@ -105,6 +186,9 @@ int knn_stream_main(const knn_stream_main_args *a)
             fprintf(stderr, " (auto, from the first window: about %.3g of the pairs visited "
                     "if pruned)", r.auto_fraction);
         fputc('\n', stderr);
+        if (P > 1)
+            fprintf(stderr, "%s: %d ranks, each streaming its share of the rows into the "
+                    "output; rank 0 (rows 0 to %lld):\n", prog, P, (long long)hi - 1);
         fprintf(stderr,
                 "%s: streamed in %lld windows of %lld rows; %d GPU%s%s, %d CPU worker%s; "
                 "per window %lld x %lld chunks of %lld x %lld rows, %zu tasks\n",
@@ -119,12 +203,11 @@ int knn_stream_main(const knn_stream_main_args *a)
                 prog, t_ref + r.t_first_load, r.t_compute, r.t_wait_io,
                 t_ref + r.t_total + t_commit, out_path ? " (output written as it came)" : "");
         fprintf(stderr, "%s: %.4g pairs/s (compute), %.4g pairs/s (end to end)\n", prog,
-                r.t_compute > 0 ? pairs / r.t_compute : 0,
-                pairs / (t_ref + r.t_total + t_commit));
+                r.t_compute > 0 ? mine / r.t_compute : 0, mine / (t_ref + r.t_total + t_commit));
     }
     if (a->check && (!a->quiet || check_failed))
         knn_check_print(stderr, prog, &cr);
-    if (check_failed && out_path)
+    if (check_failed && out_path && me == 0)
         fprintf(stderr, "%s: %s not written: the check failed\n", prog, out_path);
     rc = check_failed ? 3 : 0;
 done:

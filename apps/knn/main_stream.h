@@ -1,10 +1,13 @@
-/* main_stream.h: the streamed path of cask-knn's main (one process, .npy observations
- * larger than a window): load the references, run knn_stream_run, check the sampled
- * rows, commit the output, print the summary. */
+/* main_stream.h: the streamed path of cask-knn's main (observations larger than a
+ * window): load the references, run knn_stream_run, check the sampled rows, commit the
+ * output, print the summary. Across the ranks of a job each rank streams its share of
+ * the rows of a .npy file and writes its results in place into rank 0's output (.npy,
+ * on a file system every rank sees), which rank 0 commits once every rank succeeded. */
 #ifndef KNN_MAIN_STREAM_H
 #define KNN_MAIN_STREAM_H
 
 #include "cask/cask.h"
+#include "knn_dist.h"
 #include "stream.h"
 
 typedef struct knn_stream_main_args {
@@ -17,13 +20,16 @@ typedef struct knn_stream_main_args {
     const char *ref_path;
     knn_read_opts ro;
     knn_points *ref;           /* filled here; the caller frees it */
-    knn_outfile *out;          /* out->f NULL: no output; committed here on success */
+    knn_outfile *out;          /* out->f NULL: no output; committed here on success
+                                * (across ranks, rank 0's only) */
+    const char *out_path;      /* --out (NULL: none), on every rank */
     int64_t window, chunk, ref_chunk;   /* chunk, ref_chunk: 0 = default */
     int k;                     /* neighbours (1 .. CASK_KNN_KMAX) */
     int method;                /* KNN_METHOD_* (options.h) */
     double scale;
     int quiet;
     int64_t check;
+    knn_cluster *cl;           /* the job (one rank: alone); each rank streams its share */
 } knn_stream_main_args;
 
 /* Returns cask-knn's exit status (0, 1 data or run error, 3 check failed); messages on

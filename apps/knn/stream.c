@@ -191,9 +191,14 @@ static int64_t sample_row(int64_t s, int64_t k, int64_t n)
     return k == 1 ? 0 : (int64_t)((double)s * (double)(n - 1) / (double)(k - 1) + 0.5);
 }
 
+static int64_t rows_of_run(const knn_stream_cfg *c)
+{
+    return c->nrows ? c->nrows : c->obs->n;
+}
+
 static cask_status samples_init(const knn_stream_cfg *c, knn_stream_result *r)
 {
-    int64_t n = c->obs->n, k = c->check < n ? c->check : n;
+    int64_t n = rows_of_run(c), k = c->check < n ? c->check : n;
     if (k <= 0)
         return CASK_OK;
     if (knn_points_alloc(k, c->obs->f64, c->obs->degrees, NULL, &r->sample_obs))
@@ -251,7 +256,8 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
     slot sl[2];
     knn_refs *refs = NULL;
     cask_status st = CASK_OK;
-    int64_t n = c->obs->n, W = c->window < n ? c->window : n;
+    int64_t n = rows_of_run(c), W = c->window < n ? c->window : n, base = c->first_row;
+    int64_t out_rows = c->out_rows ? c->out_rows : n;
     int f64 = c->obs->f64, K = k_of(c);
     knn_plan plan = c->plan;
     double t_start = now_s();
@@ -259,8 +265,15 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
     memset(res, 0, sizeof *res);
     memset(sl, 0, sizeof sl);
     res->auto_fraction = -1;
+    int64_t prune = plan.prune, npy_off = -1;
+    double t;
     if (W <= 0)
-        return knn_errorf(CASK_ERR_INVALID, err, errlen, "stream: bad window");
+        st = knn_errorf(CASK_ERR_INVALID, err, errlen, "stream: bad window");
+    else if ((base || c->header_elsewhere) && (!c->obs->by_range || (c->out && !c->out_npy)))
+        st = knn_errorf(CASK_ERR_INVALID, err, errlen, "stream: a share of the rows needs "
+                        ".npy observations and output");
+    if (st)
+        goto agree;
     res->windows = (n + W - 1) / W;
     for (int s = 0; s < 2 && s < res->windows; s++) {
         if (knn_points_alloc(W, f64, c->obs->degrees, c->alloc, &sl[s].obs) ||
@@ -269,43 +282,68 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
             st = knn_errorf(CASK_ERR_NOMEM, err, errlen,
                             "%s: out of memory for two windows of %lld rows", c->obs->name,
                             (long long)W);
-            goto done;
+            goto agree;
         }
     }
     if (samples_init(c, res)) {
         st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "--check: out of memory");
-        goto done;
+        goto agree;
     }
-    int64_t npy_off = -1;
     if (c->out && c->out_npy) {
-        if ((st = K > 1 ? knn_knpy_write_header(c->out, c->out_name, n, K, err, errlen)
-                        : knn_npy_write_header(c->out, c->out_name, n, err, errlen)))
-            goto done;
-        long pos = ftell(c->out);
+        /* the header's length, where rows start: written by one run, measured by all */
+        FILE *hf = c->header_elsewhere ? tmpfile() : c->out;
+        if (!hf) {
+            st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: cannot size the .npy header: %s",
+                            c->out_name, strerror(errno));
+            goto agree;
+        }
+        st = K > 1 ? knn_knpy_write_header(hf, c->out_name, out_rows, K, err, errlen)
+                   : knn_npy_write_header(hf, c->out_name, out_rows, err, errlen);
+        long pos = ftell(hf);
+        if (hf != c->out)
+            fclose(hf);
+        if (st)
+            goto agree;
         if (fflush(c->out) != 0 || pos < 0) {
             st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", c->out_name,
                             strerror(errno));
-            goto done;
+            goto agree;
         }
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
         npy_off = pos;   /* rows go to their offsets, in parallel */
 #endif
+        if (npy_off < 0 && (base || c->header_elsewhere)) {
+            st = knn_errorf(CASK_ERR_INVALID, err, errlen, "%s: rows by offset need a "
+                            "little-endian host", c->out_name);
+            goto agree;
+        }
     }
     if (c->out && !c->out_npy && fputs(K > 1 ? KNN_KCSV_HEADER : KNN_CSV_HEADER, c->out) == EOF) {
         st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed", c->out_name);
-        goto done;
+        goto agree;
     }
-    double t = now_s();
+    t = now_s();
     if (!c->obs->by_range && c->obs->window != W && c->obs->window < n) {
         st = knn_errorf(CASK_ERR_INVALID, err, errlen, "%s: scanned for windows of %lld rows, "
                         "not %lld", c->obs->name, (long long)c->obs->window, (long long)W);
-        goto done;
+        goto agree;
     }
-    if ((st = knn_obs_source_read(c->obs, 0, W, &sl[0].obs, err, errlen)))
-        goto done;
+    if ((st = knn_obs_source_read(c->obs, base, W, &sl[0].obs, err, errlen)))
+        goto agree;
     res->t_first_load = now_s() - t;
     /* auto: the first window stands for the file (as the whole input does in memory) */
-    if (c->auto_prune && knn_auto_prune(&sl[0].obs, c->ref, K, c->pchunk, &res->auto_fraction)) {
+    if (c->auto_prune)
+        prune = knn_auto_prune(&sl[0].obs, c->ref, K, c->pchunk, &res->auto_fraction);
+agree:
+    /* Ranks meet here on every path, failed or not, so that none waits for one that
+     * left: they learn whether one failed and prune only if every one would, as in
+     * memory (the bytes are the same either way). After this, no rank waits for another
+     * until the caller's end. */
+    if (c->agree && c->agree(c->agree_ctx, st != CASK_OK, &prune) && !st)
+        st = knn_errorf(CASK_ERR_PEER, err, errlen, "another rank failed before the search");
+    if (st)
+        goto done;
+    if (c->auto_prune && prune) {
         plan.prune = 1;
         plan.chunk = c->pchunk;
     } else if (c->auto_prune && K == 1) {
@@ -338,11 +376,11 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
         }
         io_work io = {rt, c, npy_off, other, 0, 0, 0, 0, CASK_OK, {0}};
         if (w > 0) {
-            io.write_first = first - W;
+            io.write_first = base + first - W;
             io.write_rows = W;
         }
         if (w + 1 < res->windows) {
-            io.read_first = first + rows;
+            io.read_first = base + first + rows;
             io.read_rows = knn_rows_of(n, W, w + 1);
         }
         pthread_t th;
@@ -368,7 +406,7 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
     t = now_s();
     {
         int64_t w = res->windows - 1;
-        io_work io = {rt, c, npy_off, &sl[w & 1], w * W, knn_rows_of(n, W, w), 0, 0,
+        io_work io = {rt, c, npy_off, &sl[w & 1], base + w * W, knn_rows_of(n, W, w), 0, 0,
                       CASK_OK, {0}};
         io_main(&io);
         if ((st = io.st))

@@ -62,8 +62,20 @@ cask_status knn_obs_source_read(knn_obs_source *s, int64_t first, int64_t n,
                                 knn_points *dst, char *err, size_t errlen);
 void knn_obs_source_close(knn_obs_source *s);
 
+/* The ranks of a job agree: whether one failed, and on *value (each proposes one; all
+ * learn the smallest). Returns nonzero if a rank failed or the agreement did (the
+ * message is printed). */
+typedef int (*knn_stream_agree_fn)(void *ctx, int failed, int64_t *value);
+
 typedef struct knn_stream_cfg {
     knn_obs_source *obs;       /* open */
+    int64_t first_row, nrows;  /* the rows of obs this run searches (nrows 0: all) */
+    int64_t out_rows;          /* rows of the whole output (0: nrows): its header's */
+    int header_elsewhere;      /* 1: another rank writes the output's header; this one
+                                * only its rows after it, by offset (.npy only) */
+    knn_stream_agree_fn agree; /* several ranks: meet once the first window is read,
+                                * failed or not, and agree on auto's choice (NULL: alone) */
+    void *agree_ctx;
     const knn_points *ref;     /* loaded */
     int64_t window;            /* observation rows per window (> 0) */
     knn_plan plan;             /* chunk sizes for a full window; k; prune */
@@ -96,7 +108,7 @@ typedef struct knn_stream_result {
     knn_points sample_obs;
     int32_t *sample_index;     /* nsamples x k */
     float *sample_dist;
-    int64_t *sample_rows;
+    int64_t *sample_rows;      /* rows of the run's share (add first_row for the file's) */
     int64_t nsamples;
 } knn_stream_result;
 

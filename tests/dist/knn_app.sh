@@ -8,6 +8,9 @@
 #                                   auto choosing pruned for --k 5, and ranks whose
 #                                   chunks would make auto choose otherwise agreeing
 #   knn_app.sh NP CASK_KNN badinput a bad input file: every rank exits non-zero, no hang
+#   knn_app.sh NP CASK_KNN stream   --stream across ranks (each its share of a .npy file,
+#                                   its rows written in place): one process's bytes; CSV
+#                                   output refused on every rank
 #
 # The ranks are started by run.sh (mpirun; exit 77, SKIP, without it). Small and on CPU,
 # one worker per rank: a few seconds on 2 cores.
@@ -82,6 +85,35 @@ badinput)
   [ $n -eq "$np" ] || { echo "FAIL: $n of $np ranks reported an exit status"; exit 1; }
   echo "ok: all $np ranks failed cleanly on a bad input"
   ;;
-*) echo "usage: knn_app.sh NP CASK_KNN same|kpruned|badinput"; exit 2 ;;
+stream)
+  # each rank streams its share of a .npy file and writes its rows in place: the bytes of
+  # one process (K nearest pruned; 1 nearest by auto), and CSV output refused everywhere
+  knngen=$(dirname "$knn")/cask-knn-gen
+  "$knngen" --rows 30011 --seed 5 --set obs "$tmp/obs.npy" &&
+    "$knngen" --rows 2000 --seed 5 --set ref "$tmp/ref.npy" || { echo "FAIL: cask-knn-gen"; exit 1; }
+  io="--obs $tmp/obs.npy --ref $tmp/ref.npy --cpu-only --threads 1 -q"
+  for opts in "--k 4 --method pruned" "--method auto"; do
+    "$knn" $io $opts --no-stream --out "$tmp/one.npy" || { echo "FAIL: one process"; exit 1; }
+    "$here/run.sh" "$np" "$knn" $io $opts --stream --window 4000 --check 64 \
+      --out "$tmp/many.npy" || exit $?
+    cmp "$tmp/one.npy" "$tmp/many.npy" || { echo "FAIL: $np ranks streamed other bytes ($opts)"; exit 1; }
+    echo "ok: $np ranks streamed $opts: $(wc -c < "$tmp/one.npy") identical bytes"
+  done
+  mkdir "$tmp/rc"
+  export KNN_RC_DIR="$tmp/rc"
+  "$here/run.sh" "$np" sh -c '"$@" 2>> "$KNN_RC_DIR/err"; echo $? > "$KNN_RC_DIR/rc.${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-$$}}"' \
+    sh "$knn" $io --stream --out "$tmp/many.csv"
+  rc=$?
+  [ $rc -eq 77 ] && exit 77
+  for f in "$tmp"/rc/rc.*; do
+    [ "$(cat "$f")" = 1 ] || { echo "FAIL: ${f##*/} exited $(cat "$f") on CSV output"; exit 1; }
+  done
+  [ "$(ls "$tmp"/rc/rc.* | wc -l)" -eq "$np" ] || { echo "FAIL: not every rank ended"; exit 1; }
+  grep -q "writes .npy output" "$tmp/rc/err" || { cat "$tmp/rc/err"; echo "FAIL: no clear message"; exit 1; }
+  [ ! -e "$tmp/many.csv" ] && ! ls "$tmp"/many.csv.tmp.* > /dev/null 2>&1 ||
+    { echo "FAIL: a CSV file was left"; exit 1; }
+  echo "ok: CSV output streamed across $np ranks refused on every rank, nothing left"
+  ;;
+*) echo "usage: knn_app.sh NP CASK_KNN same|kpruned|badinput|stream"; exit 2 ;;
 esac
 exit 0
