@@ -69,7 +69,9 @@ typedef struct cask_dist_config {
 /* Joins the job: learns rank and size from the launcher (PMIx), connects to every
  * other process (UCX). Collective: every rank calls it. cfg may be NULL. On failure
  * cask_runtime_error(rt) has the message. Errors: CASK_ERR_PEER (launcher or peers
- * unreachable), CASK_ERR_UNSUPPORTED (several processes but cask built without UCX),
+ * unreachable), CASK_ERR_LAUNCH (one of several processes started without PMIx, e.g.
+ * `srun --mpi=none`: refused rather than run as N copies; the message names the fix),
+ * CASK_ERR_UNSUPPORTED (several processes but cask built without UCX),
  * CASK_ERR_UCX, CASK_ERR_NOMEM. rt must outlive the returned context. */
 cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_dist **out);
 
