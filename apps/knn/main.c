@@ -36,6 +36,7 @@
 #include "main_stream.h"
 #include "options.h"
 #include "points.h"
+#include "same_input.h"
 #include "write_par.h"
 
 enum { EXIT_DATA = 1, EXIT_CHECK = 3 }; /* 2: a usage error (options.h) */
@@ -249,6 +250,11 @@ int main(int argc, char **argv)
         failed = 1;
     }
     double t_load = now_s() - t0;
+    /* Read files: every rank must hold the same bytes (nodes may see other copies). */
+    if (!o.generate && nranks > 1 &&
+        knn_ranks_same_input(&cl, prog, failed, &obs, &ref, o.obs_path, o.ref_path, err,
+                             sizeof err))
+        goto done;
 
     /* ---- method: pruned or brute force ---- */
     int prune = 0, overruled = 0;   /* overruled: auto chose pruned here, not everywhere */
