@@ -92,7 +92,7 @@ start() {
   need
   mkdir "$dir" || die "cannot make $dir"
   dir=$(cd "$dir" && pwd)
-  mkdir "$dir/pid" "$dir/log" "$dir/state" "$dir/spool" "$dir/scratch" "$dir/node" "$dir/munge" ||
+  mkdir "$dir/pid" "$dir/log" "$dir/state" "$dir/spool" "$dir/scratch" "$dir/tmp" "$dir/node" "$dir/munge" ||
     die "cannot fill $dir"
   chmod 700 "$dir/munge"
   tag=cl$$$(od -An -N3 -tx1 /dev/urandom | tr -d ' \n')
@@ -148,6 +148,7 @@ AuthInfo=socket=$dir/munge/sock
 CredType=cred/munge
 PluginDir=$plugdir
 StateSaveLocation=$dir/state
+TmpFS=$dir/tmp
 SlurmdSpoolDir=$dir/spool/%n
 SlurmctldPidFile=$dir/slurmctld.pid
 SlurmdPidFile=$dir/spool/slurmd.%n.pid
@@ -187,13 +188,14 @@ EOF
   echo $! > "$dir/pid/slurmctld"
   h=0
   while [ $h -lt "$nn" ]; do
-    mkdir -p "$dir/node/n$h" "$dir/spool/n$h"
+    mkdir -p "$dir/node/n$h/scratch" "$dir/node/n$h/tmp" "$dir/spool/n$h"
     # sh is the namespace's pid 1; slurmd its child
     ip netns exec "${tag}n$h" \
       unshare --uts --ipc --pid --mount --mount-proc --fork --kill-child \
-      sh -c 'hostname "$1" && mount --bind "$2" "$3" &&
+      sh -c 'hostname "$1" && mount --bind "$2/node/$1/scratch" "$2/scratch" &&
+             mount --bind "$2/node/$1/tmp" "$2/tmp" &&
              mount -t tmpfs cgroup /sys/fs/cgroup && exec slurmd -D -N "$1"' \
-      sh "n$h" "$dir/node/n$h" "$dir/scratch" > "$dir/log/slurmd.n$h.out" 2>&1 &
+      sh "n$h" "$dir" > "$dir/log/slurmd.n$h.out" 2>&1 &
     echo $! > "$dir/pid/n$h"
     h=$((h + 1))
   done
