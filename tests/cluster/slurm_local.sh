@@ -40,7 +40,7 @@ die() { echo "slurm_local.sh: $*" >&2; exit 1; }
 
 need() {
   [ "$(id -u 2> /dev/null)" = 0 ] || skip "not root (namespaces and slurmd need root)"
-  for c in ip unshare timeout munged slurmctld slurmd srun sbatch sinfo scontrol; do
+  for c in ip unshare setsid timeout munged slurmctld slurmd srun sbatch sinfo scontrol; do
     command -v "$c" > /dev/null 2>&1 || skip "no $c command (sh deps.sh --cluster)"
   done
   plugdir=""
@@ -242,15 +242,21 @@ run)
   base=$(mktemp -d "${TMPDIR:-/tmp}/cask-slurm.XXXXXX") || exit 1
   cdir="$base/c"
   cpid=""
+  # COMMAND runs in a session of its own (setsid: a background job of this shell is no
+  # group leader, so setsid needs no fork and $! is the session's id); on the way out
+  # every process of it goes (an srun left behind would outlive the cluster)
   cleanup() {
-    [ -n "$cpid" ] && kill -TERM "$cpid" 2> /dev/null
+    if [ -n "$cpid" ]; then
+      kill -TERM "-$cpid" 2> /dev/null && sleep 1
+      kill -KILL "-$cpid" 2> /dev/null
+    fi
     stop "$cdir"
     rm -rf "$base"
   }
   trap cleanup EXIT
   trap 'exit 1' INT TERM HUP
   (start "$cdir" "$n") || exit $?
-  "$self" exec "$cdir" "$@" &
+  setsid "$self" exec "$cdir" "$@" &
   cpid=$!
   wait $cpid
   rc=$?
