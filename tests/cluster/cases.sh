@@ -29,6 +29,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 # started from outside (meson): a cluster of 4 nodes of its own, then this on its login
 # node; exit 77 (SKIP), saying why, where cask cannot run a job or the cluster cannot start
 if [ -z "${CLUSTER_DIR:-}" ]; then
+  if [ "${CASK_TEST_HAVE_UCX:-1}" != 1 ]; then
+    echo "SKIP: cask built without UCX (libucx-dev): one process only, no job to launch"; exit 77
+  fi
   if [ "${CASK_TEST_HAVE_PMIX:-1}" != 1 ]; then
     echo "SKIP: cask built without PMIx (libpmix-dev): srun --mpi=pmix cannot start it"; exit 77
   fi
