@@ -396,6 +396,16 @@ int main(int argc, char **argv)
            (long long)done, resid, resid < o.tol ? "converged" : "max sweeps", el,
            (double)done / el, (double)done * cells * 8.0 / el / 1e9, (double)done * cells / el / 1e9);
 
+    /* Rank 0 gathers the grid and writes --out: lost, the job has no output. */
+    if ((o.verify || o.out) && me != 0 && cask_dist_rank_lost(dist, 0)) {
+        int first = 1;
+        while (first < me && cask_dist_rank_lost(dist, first))
+            first++;
+        if (first == me)
+            fprintf(stderr, "cask-jacobi: rank %d: rank 0 was lost: it gathers the grid and "
+                    "writes it, so this job has no output; run it again\n", me);
+        goto fail;
+    }
     if (o.verify && me == 0) {
         float *ref = serial(o.n, done);
         double maxd = 0;

@@ -374,6 +374,18 @@ int main(int argc, char **argv)
     job = NULL;
     knn_dist_job_destroy(djob);
     djob = NULL;
+    /* Rank 0 held the gathered results and writes them: lost, the survivors' recovered
+     * compute has no output. The lowest survivor says so; all exit non-zero. */
+    if (nranks > 1 && rank != 0 && cask_dist_rank_lost(cl.dist, 0)) {
+        int first = 1;
+        while (first < rank && cask_dist_rank_lost(cl.dist, first))
+            first++;
+        if (first == rank)
+            fprintf(stderr, "%s: rank %d: rank 0 was lost: it held the results gathered to "
+                    "it and writes the output, so this job has none; run it again\n", prog,
+                    rank);
+        goto done;
+    }
     /* The job is over: leave it now, so that no rank waits for rank 0's check and
      * write (the results are in rank 0's host arrays). */
     if ((st = knn_cluster_close(&cl))) {

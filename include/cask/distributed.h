@@ -85,6 +85,11 @@ int cask_dist_size(const cask_dist *dist);
 /* Rank among the processes on this node, and their number (pick a GPU with it). */
 int cask_dist_local_rank(const cask_dist *dist);
 int cask_dist_local_size(const cask_dist *dist);
+/* 1 if rank is lost to this process (its failure was seen, or an agreed view left it
+ * out): after a compute that survived a loss, whatever the lost rank was to do after it
+ * (write the results gathered to it) will not happen. 0 otherwise, also for a rank out
+ * of range or a NULL dist. Thread safe. */
+int cask_dist_rank_lost(cask_dist *dist, int rank);
 
 /* Waits for every rank (CASK_ERR_PEER if one is lost, or left the job: finalized after
  * a failure of its own). */

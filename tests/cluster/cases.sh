@@ -12,7 +12,9 @@
 #             rank 0's summary, the result is the bytes of one process
 #   nodelost  every process of the job step on node n2 SIGKILLed during a 4-node
 #             cask-knn: the survivors recover (the bytes of one process) or end with
-#             cask's message naming the lost rank; srun returns; Slurm sees the job end
+#             cask's message naming the lost rank; srun returns; Slurm sees the job end.
+#             Then rank 0's node (rank 0 writes the output): the survivors exit non-zero,
+#             one of them saying rank 0 was lost, and nothing is written
 #   scancel   scancel of a running batch job (cask-jacobi on 4 nodes): the job is
 #             CANCELLED and no process of it is left on any node
 #   mistakes  the usual mistakes get one clear line and no output: srun --mpi=none (each
@@ -127,39 +129,47 @@ sbatch)
 nodelost)
   kopts="--generate 100000 1024 --seed 3 --cpu-only --threads 1 -q --chunk 5000"
   "$knn" $kopts --out "$tmp/one.npy" || fail "cask-knn, one process"
-  # rank 2's task bodies take 100 times as long (a test hook that sleeps): it is still
-  # searching when its node is lost
-  CASK_DIST_SLOW_RANK=2:100 CASK_PEER_TIMEOUT_MS=10000 timeout "$limit" srun --mpi=pmix -N 4 -n 4 -J lost "$knn" $kopts --out "$tmp/many.npy" \
-    > "$tmp/lost.out" 2> "$tmp/lost.err" &
-  spid=$!
-  # the job's id, then its task 2 (alone on node n2) running
-  t0=$(date +%s)
-  id=""
-  victim=""
-  while [ -z "$victim" ]; do
-    [ -n "$id" ] || id=$(squeue -h -n lost -o %i | head -n 1)
-    [ -n "$id" ] && victim=$(task_pid "$id" 2)
-    [ $(($(date +%s) - t0)) -lt 60 ] || fail "task 2 of the job never ran"
-    kill -0 $spid 2> /dev/null || { cat "$tmp/lost.err"; fail "the job ended before task 2 was seen"; }
-    sleep 0.1
-  done
-  sleep 1   # into the search
-  node=$(scontrol show job "$id" | sed -n 's/^ *NodeList=//p')
-  # every process of the job on node n2 (those in n2's PID namespace): the task
-  init2=$(cat "/proc/$(cat "$CLUSTER_DIR/pid/n2")/task/"*/children | tr -s " " "\n" | head -n 1)
-  ns2=$(readlink "/proc/${init2:-none}/ns/pid")
-  [ -n "$ns2" ] || fail "node n2's namespace not found"
-  n2=""
-  for p in $(job_procs "$id"); do
-    [ "$(readlink "/proc/$p/ns/pid" 2> /dev/null)" = "$ns2" ] && n2="$n2 $p"
-  done
-  [ -n "$n2" ] || fail "no process of job $id on n2"
-  kill -KILL $n2 2> /dev/null
-  echo "job $id on $node: SIGKILLed the step's processes on n2 (pids$n2; task 2 is $victim)"
-  wait $spid
-  rc=$?
-  [ $rc -ne 124 ] || { tail -n 30 "$tmp/lost.err"; fail "srun did not return in $limit s (a hang)"; }
-  grep -q "task 2: Killed" "$tmp/lost.err" || { tail -n 30 "$tmp/lost.err"; fail "srun did not report task 2 killed"; }
+  # lose R: a 4-node cask-knn whose task R (alone on its node) is still searching (its
+  # task bodies take 100 times as long: a test hook that sleeps) when every process of
+  # the job on its node is SIGKILLed; then srun must return, and Slurm end the job
+  lose() {
+    rm -f "$tmp/many.npy"
+    CASK_DIST_SLOW_RANK=$1:100 CASK_PEER_TIMEOUT_MS=10000 timeout "$limit" \
+      srun --mpi=pmix -N 4 -n 4 -J "lost$1" "$knn" $kopts --out "$tmp/many.npy" \
+      > "$tmp/lost.out" 2> "$tmp/lost.err" &
+    spid=$!
+    t0=$(date +%s)
+    id=""
+    victim=""
+    while [ -z "$victim" ]; do
+      [ -n "$id" ] || id=$(squeue -h -n "lost$1" -o %i | head -n 1)
+      [ -n "$id" ] && victim=$(task_pid "$id" "$1")
+      [ $(($(date +%s) - t0)) -lt 60 ] || fail "task $1 of the job never ran"
+      kill -0 $spid 2> /dev/null || { cat "$tmp/lost.err"; fail "the job ended before task $1 was seen"; }
+      sleep 0.1
+    done
+    sleep 1   # into the search
+    # every process of the job on the victim's node: those in its PID namespace
+    ns=$(readlink "/proc/$victim/ns/pid")
+    on=""
+    for p in $(job_procs "$id"); do
+      [ "$(readlink "/proc/$p/ns/pid" 2> /dev/null)" = "$ns" ] && on="$on $p"
+    done
+    node=$(scontrol show job "$id" | sed -n 's/^ *NodeList=//p')
+    kill -KILL $on 2> /dev/null
+    echo "job $id on $node: SIGKILLed the processes of task $1's node (pids$on)"
+    wait $spid
+    rc=$?
+    [ $rc -ne 124 ] || { tail -n 30 "$tmp/lost.err"; fail "srun did not return in $limit s (a hang)"; }
+    grep -q "task $1: Killed" "$tmp/lost.err" || { tail -n 30 "$tmp/lost.err"; fail "srun did not report task $1 killed"; }
+  }
+  ended() {
+    state=$(wait_job "$id") || fail "Slurm still holds job $id ($state)"
+    echo "ok: Slurm holds job $id ended: $state"
+    left=$(job_procs "$id")
+    [ -z "$left" ] || { ps -o pid,args -p $left; fail "processes of job $id are left"; }
+  }
+  lose 2
   if cmp -s "$tmp/one.npy" "$tmp/many.npy"; then
     echo "ok: the 3 survivors recovered; srun exited $rc; the bytes of one process"
   elif grep -q "rank 2" "$tmp/lost.err"; then
@@ -168,10 +178,20 @@ nodelost)
   else
     tail -n 30 "$tmp/lost.err"; fail "neither the bytes of one process nor a message naming rank 2"
   fi
-  state=$(wait_job "$id") || fail "Slurm still holds job $id ($state)"
-  echo "ok: Slurm holds job $id ended: $state"
-  left=$(job_procs "$id")
-  [ -z "$left" ] || { ps -o pid,args -p $left; fail "processes of job $id are left"; }
+  ended
+  # rank 0 holds the gathered results and writes them: the survivors recover the
+  # compute, but have no output to write; one of them says so, all exit non-zero
+  lose 0
+  [ $rc -ne 0 ] || fail "rank 0 lost: srun exited 0"
+  [ ! -e "$tmp/many.npy" ] || fail "rank 0 lost: an output was written"
+  for t in 1 2 3; do
+    grep -q "task $t: Exited with exit code [1-9]" "$tmp/lost.err" ||
+      { tail -n 30 "$tmp/lost.err"; fail "rank 0 lost: task $t did not exit non-zero"; }
+  done
+  [ "$(grep -c '^cask-knn: ' "$tmp/lost.err")" = 1 ] && grep -q '^cask-knn: rank [1-3]: rank 0 was lost' "$tmp/lost.err" ||
+    { tail -n 30 "$tmp/lost.err"; fail "rank 0 lost: not one line saying so"; }
+  echo "ok: rank 0 lost: srun exited $rc, no output, $(grep '^cask-knn: ' "$tmp/lost.err")"
+  ended
   ;;
 
 scancel)
