@@ -20,8 +20,9 @@
 #   mistakes  the usual mistakes get one clear line and no output: srun --mpi=none (each
 #             rank refuses, naming --mpi=pmix), nodes whose copies of the input differ
 #             (node-local scratch: one line naming the rank, its host and the fix), an
-#             output folder rank 0's node lacks (one line naming the path); and the
-#             output folder that only rank 0's node has is written there
+#             output folder rank 0's node lacks (cask-knn and cask-jacobi: one line
+#             naming the path, before the compute, every rank non-zero); and the output
+#             folder that only rank 0's node has is written there
 #
 # Each srun and wait is bounded (CASK_TEST_TIMEOUT, default 90 s): a hang fails.
 set -u
@@ -120,7 +121,7 @@ sbatch)
   scontrol show job "$id" | grep -q 'ExitCode=0:0' || fail "job $id: exit code not 0:0"
   grep -q "^cask-knn: job $id on 4 nodes" "$out" || { cat "$out"; fail "no job line in $out"; }
   grep -q "^cask-knn: 4 processes" "$out" || { cat "$out"; fail "rank 0's summary is not in $out"; }
-  grep -q "check: .* 0 mismatches\|check.*ok\|checked" "$out" || true
+  grep -q "^cask-knn: check: .* float64 brute force: ok" "$out" || { cat "$out"; fail "no passed check in $out"; }
   cmp "$tmp/one.npy" "$tmp/nn.npy" || fail "the batch job wrote other bytes than one process"
   echo "ok: sbatch docs/examples/cask-knn.sbatch: job $id COMPLETED, exit 0:0, summary in cask-knn-$id.out, the bytes of one process:"
   sed 's/^/    /' "$out"
@@ -148,7 +149,7 @@ nodelost)
       kill -0 $spid 2> /dev/null || { cat "$tmp/lost.err"; fail "the job ended before task $1 was seen"; }
       sleep 0.1
     done
-    sleep 1   # into the search
+    sleep 2   # into the search (its part takes ~10 s slowed; joining, well under 1 s)
     # every process of the job on the victim's node: those in its PID namespace
     ns=$(readlink "/proc/$victim/ns/pid")
     on=""
@@ -273,6 +274,16 @@ mistakes)
     { cat "$tmp/wr.err"; fail "output folder missing on rank 0's node: not one line naming the path"; }
   ls "$CLUSTER_DIR"/node/*/scratch/out/* > /dev/null 2>&1 && fail "unwritable output: another node wrote one"
   echo "ok: output folder missing on rank 0's node: $(grep '^cask-knn:' "$tmp/wr.err")"
+  # cask-jacobi alike, before its sweeps (a million of them: a late check would time out)
+  timeout "$limit" srun --mpi=pmix -N 4 -n 4 "$jacobi" --n 66 --iters 1000000 --tol 0 --cpu-only \
+    --out "$CLUSTER_SCRATCH/out/grid.raw" > "$tmp/wrj.out" 2> "$tmp/wrj.err" &&
+    fail "unwritable output: cask-jacobi succeeded"
+  [ "$(grep -c '^cask-jacobi:' "$tmp/wrj.err")" = 1 ] && grep -q "cannot write $CLUSTER_SCRATCH/out/grid.raw" "$tmp/wrj.err" ||
+    { cat "$tmp/wrj.err"; fail "cask-jacobi: output folder missing on rank 0's node: not one line naming the path"; }
+  for t in 1 2 3; do
+    grep -q "task $t: Exited with exit code [1-9]" "$tmp/wrj.err" || { cat "$tmp/wrj.err"; fail "cask-jacobi: task $t did not fail"; }
+  done
+  echo "ok: cask-jacobi, output folder missing on rank 0's node: $(grep '^cask-jacobi:' "$tmp/wrj.err")"
   rm -rf "$CLUSTER_DIR"/node/*/scratch/out
   mkdir "$CLUSTER_DIR/node/n0/scratch/out"
   timeout "$limit" srun --mpi=pmix -N 4 -n 4 "$knn" --generate 20000 500 --cpu-only --threads 1 -q \

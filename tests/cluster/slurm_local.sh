@@ -17,8 +17,12 @@
 # process table, and reach each other by TCP only). The login node (10.198.0.1, hostname
 # login) holds slurmctld and runs COMMAND, so srun, sbatch, squeue and scancel work there
 # as on a cluster's login node; munge listens on a socket in DIR. Each node also has
-# DIR/scratch mounted from DIR/node/nN (node-local scratch: the same path, another
-# folder on each node); $CLUSTER_DIR/node/nN/ is that folder seen from outside.
+# DIR/scratch mounted from DIR/node/nN/scratch (node-local scratch: the same path,
+# another folder on each node; $CLUSTER_DIR/node/nN/scratch is it seen from outside)
+# and DIR/tmp from DIR/node/nN/tmp: Slurm's TmpFS, where its PMIx plugin makes a folder
+# per job step whose name would collide on a /tmp that all the nodes share. The rest of
+# the file system is shared, as a cluster's home is. slurmd's cgroup plugin starts
+# (cgroup/v1 on a tmpfs) but nothing uses cgroups.
 #
 # COMMAND gets SLURM_CONF, CLUSTER_DIR (the state folder), CLUSTER_NODES (the count),
 # CLUSTER_SCRATCH (DIR/scratch). Daemons' logs: DIR/log/. The configuration: no cgroups
