@@ -345,6 +345,14 @@ Test(dist, a_job_of_one_is_rank_0_of_1)
     cr_assert_eq(cask_dist_barrier(dist), CASK_OK);
 }
 
+Test(dist, no_rank_of_a_job_of_one_is_lost_and_bad_ranks_are_not)
+{
+    cr_assert_eq(cask_dist_rank_lost(dist, 0), 0);
+    cr_assert_eq(cask_dist_rank_lost(dist, 1), 0, "out of range");
+    cr_assert_eq(cask_dist_rank_lost(dist, -1), 0, "out of range");
+    cr_assert_eq(cask_dist_rank_lost(NULL, 0), 0);
+}
+
 Test(dist, owners_must_be_ranks_and_declared_once)
 {
     cask_data *d;
