@@ -7,6 +7,8 @@
 #                         libmicrohttpd (the live dashboard), Python
 #   sh deps.sh --dist     also UCX, PMIx and Open MPI's mpirun (several processes), and
 #                         iproute2 (the network-namespace hosts test)
+#   sh deps.sh --cluster  also Slurm (slurmctld, slurmd, its clients and PMIx plugin)
+#                         and munge: the local test cluster (tests/cluster, suite cluster)
 #   sh deps.sh --ci       all of the above, plus debootstrap (CI's bare-machine check)
 #                         and Chromium (the dashboard's browser test)
 #   sh deps.sh --list     prints the packages it would install and exits
@@ -17,6 +19,7 @@ set -eu
 
 BASE="meson ninja-build pkg-config gcc libc6-dev libhwloc-dev libcriterion-dev libmicrohttpd-dev python3"
 DIST="libucx-dev libpmix-dev openmpi-bin iproute2"
+CLUSTER="slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge"
 CI="debootstrap chromium fonts-dejavu-core"
 
 want=$BASE
@@ -24,9 +27,10 @@ list=0
 for a in "$@"; do
   case $a in
     --dist) want="$BASE $DIST" ;;
-    --ci) want="$BASE $DIST $CI" ;;
+    --cluster) want="$BASE $DIST $CLUSTER" ;;
+    --ci) want="$BASE $DIST $CLUSTER $CI" ;;
     --list) list=1 ;;
-    *) echo "deps.sh: unknown option $a (--dist, --ci, --list)" >&2; exit 2 ;;
+    *) echo "deps.sh: unknown option $a (--dist, --cluster, --ci, --list)" >&2; exit 2 ;;
   esac
 done
 if [ "$list" = 1 ]; then

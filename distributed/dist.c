@@ -485,6 +485,16 @@ int cask_dist_local_rank(const cask_dist *dist) { return dist ? dist->local_rank
 int cask_dist_local_size(const cask_dist *dist) { return dist ? dist->local_size : 1; }
 const char *cask_dist_error(const cask_dist *dist) { return dist ? dist->err : ""; }
 
+int cask_dist_rank_lost(cask_dist *dist, int rank)
+{
+    if (!dist || rank < 0 || rank >= dist->size)
+        return 0;
+    pthread_mutex_lock(&dist->mu);
+    int out = dist->lost[rank] || dist->excluded[rank];
+    pthread_mutex_unlock(&dist->mu);
+    return out;
+}
+
 cask_status cask_dist_barrier(cask_dist *dist)
 {
     if (!dist)

@@ -22,6 +22,7 @@ const char *cask_status_string(cask_status status)
     case CASK_ERR_CANCELLED: return "cancelled";
     case CASK_ERR_PEER: return "remote process failed";
     case CASK_ERR_INTERNAL: return "internal error";
+    case CASK_ERR_LAUNCH: return "launch error";
     case CASK_STATUS_COUNT_: break;
     }
     return "unknown status";

@@ -79,9 +79,36 @@ Test(bootstrap, refuses_to_run_alone_under_a_launcher_without_pmix)
     setenv("OMPI_COMM_WORLD_SIZE", "4", 1);   /* mpirun's variables, no PMIx ones */
     xport_boot *b = NULL;
     char err[256];
-    cr_assert_eq(xport_boot_init(NULL, &b, err, sizeof err), CASK_ERR_PEER);
+    cr_assert_eq(xport_boot_init(NULL, &b, err, sizeof err), CASK_ERR_LAUNCH);
     cr_assert_null(b);
     cr_assert(strstr(err, "4 processes"), "message: %s", err);
+}
+
+Test(bootstrap, refuses_srun_without_pmix_naming_mpi_pmix)
+{
+    setenv("SLURM_PROCID", "2", 1);           /* srun --mpi=none: Slurm's, no PMIx ones */
+    setenv("SLURM_STEP_NUM_TASKS", "4", 1);
+    xport_boot *b = NULL;
+    char err[256];
+    cask_status st = xport_boot_init(NULL, &b, err, sizeof err);
+    unsetenv("SLURM_STEP_NUM_TASKS");
+    cr_assert_eq(st, CASK_ERR_LAUNCH);
+    cr_assert_null(b);
+#ifdef CASK_HAVE_PMIX
+    cr_assert(strstr(err, "srun started 4 tasks") && strstr(err, "--mpi=pmix"), "message: %s", err);
+#endif
+}
+
+Test(bootstrap, a_batch_script_outside_srun_runs_alone)
+{
+    setenv("SLURM_PROCID", "0", 1);           /* sbatch's script: no job step */
+    setenv("SLURM_NTASKS", "4", 1);
+    xport_boot *b = NULL;
+    cask_status st = xport_boot_init(NULL, &b, NULL, 0);
+    unsetenv("SLURM_NTASKS");
+    cr_assert_eq(st, CASK_OK);
+    cr_assert_eq(xport_boot_size(b), 1);
+    xport_boot_finalize(b);
 }
 
 Test(bootstrap, forced_single_ignores_the_launcher)
@@ -316,6 +343,14 @@ Test(dist, a_job_of_one_is_rank_0_of_1)
     cr_assert_eq(cask_dist_rank(dist), 0);
     cr_assert_eq(cask_dist_size(dist), 1);
     cr_assert_eq(cask_dist_barrier(dist), CASK_OK);
+}
+
+Test(dist, no_rank_of_a_job_of_one_is_lost_and_bad_ranks_are_not)
+{
+    cr_assert_eq(cask_dist_rank_lost(dist, 0), 0);
+    cr_assert_eq(cask_dist_rank_lost(dist, 1), 0, "out of range");
+    cr_assert_eq(cask_dist_rank_lost(dist, -1), 0, "out of range");
+    cr_assert_eq(cask_dist_rank_lost(NULL, 0), 0);
 }
 
 Test(dist, owners_must_be_ranks_and_declared_once)

@@ -60,18 +60,39 @@ static int env_int(const char *name, int dflt)
 }
 
 /* The job size that a launcher other than a PMIx one announces (0 if none): used to
- * refuse running N copies of a program that each believe they are alone. */
-static int foreign_launcher_size(void)
+ * refuse running N copies of a program that each believe they are alone. *slurm is set
+ * when it is Slurm's srun that started them (its own message names the fix). */
+static int foreign_launcher_size(int *slurm)
 {
+    *slurm = 0;
     int n = env_int("OMPI_COMM_WORLD_SIZE", 0);
     if (n > 1) return n;
     n = env_int("PMI_SIZE", 0);
     if (n > 1) return n;
     if (getenv("SLURM_PROCID")) {
+        /* a task of a job step; the batch script itself has no SLURM_STEP_NUM_TASKS,
+         * and runs alone */
         n = env_int("SLURM_STEP_NUM_TASKS", 0);
+        *slurm = n > 1;
         if (n > 1) return n;
     }
     return 0;
+}
+
+/* The refusal of a multi-process launch cask cannot join, naming the fix. */
+static cask_status foreign_launch_fail(xport_boot *b, int n, int slurm, int have_pmix)
+{
+    if (slurm && have_pmix)
+        return boot_fail(b, CASK_ERR_LAUNCH,
+                         "srun started %d tasks without PMIx (srun --mpi=none, or the "
+                         "site's MpiDefault): run srun --mpi=pmix", n);
+    if (have_pmix)
+        return boot_fail(b, CASK_ERR_LAUNCH,
+                         "launched as one of %d processes without PMIx: use a PMIx launcher "
+                         "(mpirun of Open MPI >= 4, srun --mpi=pmix)", n);
+    return boot_fail(b, CASK_ERR_LAUNCH,
+                     "launched as one of %d processes, but cask was built without PMIx "
+                     "(install libpmix-dev and rebuild)", n);
 }
 
 static void become_single(xport_boot *b)
@@ -432,7 +453,8 @@ cask_status xport_boot_init(const xport_boot_config *cfg, xport_boot **out, char
     }
 
     int launched = getenv("PMIX_RANK") && getenv("PMIX_NAMESPACE");
-    int foreign = foreign_launcher_size();
+    int slurm;
+    int foreign = foreign_launcher_size(&slurm);
     const char *dir = getenv("CASK_BOOT_DIR");
     cask_status st = CASK_OK;
     if (dir && *dir) {
@@ -458,16 +480,12 @@ cask_status xport_boot_init(const xport_boot_config *cfg, xport_boot **out, char
             st = CASK_OK;
         }
     } else if (foreign > 1) {
-        st = boot_fail(b, CASK_ERR_PEER,
-                       "launched as one of %d processes without PMIx: use a PMIx launcher "
-                       "(mpirun of Open MPI >= 4, srun --mpi=pmix)", foreign);
+        st = foreign_launch_fail(b, foreign, slurm, 1);
     }
 #else
     (void)launched;
     if (foreign > 1)
-        st = boot_fail(b, CASK_ERR_PEER,
-                       "launched as one of %d processes, but cask was built without PMIx "
-                       "(install libpmix-dev and rebuild)", foreign);
+        st = foreign_launch_fail(b, foreign, slurm, 0);
 #endif
     if (st) {
         if (err) snprintf(err, errlen, "%s", b->err);

@@ -21,6 +21,7 @@
  * The initial state (zeros; the fixed edges) has loaders (cask_dist_data_set_loader):
  * if a rank dies, the survivors make its blocks again and recompute the sweeps, and the
  * result is the same bits. */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -29,6 +30,48 @@
 #include <time.h>
 #include "cask/distributed.h"
 #include "jacobi.h"
+
+/* --out on rank 0, collective: whether rank 0 can write it, found before any sweep (a
+ * node-local path that rank 0's node lacks would otherwise fail after the whole run,
+ * and rank 0 alone). Rank 0 tries the path (a file it makes is removed again) and says
+ * why not; the others learn its verdict by a gather of one flag. */
+static int out_writable(cask_dist *dist, int me, int P, const char *path)
+{
+    static int32_t ok;   /* rank 0's handle keeps pointing here until finalize */
+    int32_t got = 1;
+    ok = 1;
+    if (me == 0) {
+        FILE *f = fopen(path, "rb");
+        int existed = f != NULL;
+        if (f)
+            fclose(f);
+        f = fopen(path, "ab");
+        if (!f) {
+            fprintf(stderr, "cask-jacobi: cannot write %s: %s\n", path, strerror(errno));
+            ok = 0;
+        } else {
+            fclose(f);
+            if (!existed)
+                remove(path);
+        }
+    }
+    if (P == 1)
+        return ok;
+    cask_data *d = NULL;
+    cask_dist_graph *g = NULL;
+    cask_status st = cask_dist_data_create(dist, sizeof ok, 0, me == 0 ? &ok : NULL, &d);
+    if (!st)
+        st = cask_dist_graph_create(dist, &g);
+    for (int r = 1; r < P && !st; r++)
+        st = cask_dist_graph_gather(g, d, r, me == r ? &got : NULL);
+    if (!st)
+        st = cask_dist_graph_compute(g);
+    if (st)
+        fprintf(stderr, "cask-jacobi: rank %d: checking --out with rank 0: %s\n", me,
+                cask_status_string(st));
+    cask_dist_graph_destroy(g);
+    return !st && (me == 0 ? ok : got);
+}
 
 typedef struct opts {
     int64_t n, iters, check;
@@ -229,6 +272,8 @@ int main(int argc, char **argv)
         goto fail;
     }
     int me = cask_dist_rank(dist), P = cask_dist_size(dist);
+    if (o.out && !out_writable(dist, me, P, o.out))
+        goto fail;
     int ngpu = info.ngpus;
     int workers = ngpu ? ngpu : info.ncpu_workers;
     nb = o.blocks ? o.blocks : 2 * workers * P;
@@ -396,6 +441,16 @@ int main(int argc, char **argv)
            (long long)done, resid, resid < o.tol ? "converged" : "max sweeps", el,
            (double)done / el, (double)done * cells * 8.0 / el / 1e9, (double)done * cells / el / 1e9);
 
+    /* Rank 0 gathers the grid and writes --out: lost, the job has no output. */
+    if ((o.verify || o.out) && me != 0 && cask_dist_rank_lost(dist, 0)) {
+        int first = 1;
+        while (first < me && cask_dist_rank_lost(dist, first))
+            first++;
+        if (first == me)
+            fprintf(stderr, "cask-jacobi: rank %d: rank 0 was lost: it gathers the grid and "
+                    "writes it, so this job has no output; run it again\n", me);
+        goto fail;
+    }
     if (o.verify && me == 0) {
         float *ref = serial(o.n, done);
         double maxd = 0;

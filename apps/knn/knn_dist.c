@@ -74,8 +74,11 @@ static cask_status dist_fail(knn_cluster *c, cask_status st, const char *what, c
     cask_runtime_error(c->rt, msg, sizeof msg);
     if (!msg[0] && c->dist)
         snprintf(msg, sizeof msg, "%s", cask_dist_error(c->dist));
-    return knn_errorf(st, err, errlen, "%s: %s%s%s", what, cask_status_string(st),
-                      msg[0] ? ": " : "", msg);
+    /* the runtime's message may already begin with the status's name */
+    const char *name = cask_status_string(st);
+    int named = !strncmp(msg, name, strlen(name));
+    return knn_errorf(st, err, errlen, "%s: %s%s%s", what, named ? "" : name,
+                      msg[0] && !named ? ": " : "", msg);
 }
 
 /* ---- agreement: a tree of combines, then a copy of the result to every rank ---- */

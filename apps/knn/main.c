@@ -36,6 +36,7 @@
 #include "main_stream.h"
 #include "options.h"
 #include "points.h"
+#include "same_input.h"
 #include "write_par.h"
 
 enum { EXIT_DATA = 1, EXIT_CHECK = 3 }; /* 2: a usage error (options.h) */
@@ -246,6 +247,11 @@ int main(int argc, char **argv)
         failed = 1;
     }
     double t_load = now_s() - t0;
+    /* Read files: every rank must hold the same bytes (nodes may see other copies). */
+    if (!o.generate && nranks > 1 &&
+        knn_ranks_same_input(&cl, prog, failed, &obs, &ref, o.obs_path, o.ref_path, err,
+                             sizeof err))
+        goto done;
 
     /* ---- method: pruned or brute force ---- */
     int prune = 0, overruled = 0;   /* overruled: auto chose pruned here, not everywhere */
@@ -349,6 +355,18 @@ int main(int argc, char **argv)
     job = NULL;
     knn_dist_job_destroy(djob);
     djob = NULL;
+    /* Rank 0 held the gathered results and writes them: lost, the survivors' recovered
+     * compute has no output. The lowest survivor says so; all exit non-zero. */
+    if (nranks > 1 && rank != 0 && cask_dist_rank_lost(cl.dist, 0)) {
+        int first = 1;
+        while (first < rank && cask_dist_rank_lost(cl.dist, first))
+            first++;
+        if (first == rank)
+            fprintf(stderr, "%s: rank %d: rank 0 was lost: it held the results gathered to "
+                    "it and writes the output, so this job has none; run it again\n", prog,
+                    rank);
+        goto done;
+    }
     /* The job is over: leave it now, so that no rank waits for rank 0's check and
      * write (the results are in rank 0's host arrays). */
     if ((st = knn_cluster_close(&cl))) {

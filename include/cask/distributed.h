@@ -69,7 +69,9 @@ typedef struct cask_dist_config {
 /* Joins the job: learns rank and size from the launcher (PMIx), connects to every
  * other process (UCX). Collective: every rank calls it. cfg may be NULL. On failure
  * cask_runtime_error(rt) has the message. Errors: CASK_ERR_PEER (launcher or peers
- * unreachable), CASK_ERR_UNSUPPORTED (several processes but cask built without UCX),
+ * unreachable), CASK_ERR_LAUNCH (one of several processes started without PMIx, e.g.
+ * `srun --mpi=none`: refused rather than run as N copies; the message names the fix),
+ * CASK_ERR_UNSUPPORTED (several processes but cask built without UCX),
  * CASK_ERR_UCX, CASK_ERR_NOMEM. rt must outlive the returned context. */
 cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_dist **out);
 
@@ -83,6 +85,11 @@ int cask_dist_size(const cask_dist *dist);
 /* Rank among the processes on this node, and their number (pick a GPU with it). */
 int cask_dist_local_rank(const cask_dist *dist);
 int cask_dist_local_size(const cask_dist *dist);
+/* 1 if rank is lost to this process (its failure was seen, or an agreed view left it
+ * out): after a compute that survived a loss, whatever the lost rank was to do after it
+ * (write the results gathered to it) will not happen. 0 otherwise, also for a rank out
+ * of range or a NULL dist. Thread safe. */
+int cask_dist_rank_lost(cask_dist *dist, int rank);
 
 /* Waits for every rank (CASK_ERR_PEER if one is lost, or left the job: finalized after
  * a failure of its own). */
