@@ -26,24 +26,6 @@ int64_t knn_points_digest(const knn_points *p, int64_t seed)
     return (int64_t)(h >> 1);
 }
 
-/* One agreement; 1 when it failed or a rank had failed (printed as ranks_agree does). */
-static int agree(knn_cluster *c, const char *prog, int failed, int64_t *value, char *err,
-                 size_t errlen)
-{
-    int first;
-    if (knn_cluster_agree(c, failed, failed ? INT64_MAX : *value, &first, value, err,
-                          errlen)) {
-        fprintf(stderr, "%s: rank %d: %s\n", prog, c->rank, err);
-        return 1;
-    }
-    if (first >= 0) {
-        if (first == c->rank)
-            fprintf(stderr, "%s: %s\n", prog, err);
-        return 1;
-    }
-    return 0;
-}
-
 int knn_ranks_same_input(knn_cluster *c, const char *prog, int failed, const knn_points *obs,
                          const knn_points *ref, const char *obs_path, const char *ref_path,
                          char *err, size_t errlen)
@@ -54,7 +36,7 @@ int knn_ranks_same_input(knn_cluster *c, const char *prog, int failed, const knn
     if (!failed)
         mine = knn_points_digest(ref, knn_points_digest(obs, 0));
     int64_t lowest = mine;
-    if (agree(c, prog, failed, &lowest, err, errlen))
+    if (knn_ranks_agree(c, prog, failed, &lowest, err, errlen))
         return 1;
     int differs = mine != lowest;
     if (differs) {
@@ -69,5 +51,5 @@ int knn_ranks_same_input(knn_cluster *c, const char *prog, int failed, const knn
                  (unsigned long long)mine, (unsigned long long)lowest);
     }
     int64_t none = 0;
-    return agree(c, prog, differs, &none, err, errlen);
+    return knn_ranks_agree(c, prog, differs, &none, err, errlen);
 }
