@@ -75,6 +75,16 @@ ucx_wheel() {
   return 0
 }
 
+# Every step of the dispatch at the end (and of --help): a new step goes in all three.
+STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
+STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma"
+STEPS="$STEPS gather gpux recover-gpu knn-k ucx-wheel "
+for step in "$@"; do   # a typo fails before the build, not after it
+  case $STEPS in
+    *" $step "*) ;;
+    *) echo "unknown step $step (sh bench/device_run.sh --help)"; exit 2 ;;
+  esac
+done
 need_main=0 need_wheel=0
 for step in "$@"; do
   case $step in
