@@ -48,7 +48,9 @@ setup:
   ucx-wheel     the libucx-cu13 wheel's UCX from .devdeps (implied by the steps that need it)
 Settings: BCD_BASE=dir or BCD_BASE_REF=ref (bcd before/after), BCD_ROUNDS, KNN_REPS,
 KNN_CHECK, REPS (multigpu's jacobi rounds, 3), INFLIGHT_VARIANTS ("def= m2=-DMIN_INFLIGHT=2"),
-INFLIGHT_ROUNDS (1), GPU_ARCH (sm_90).
+INFLIGHT_ROUNDS (1), GPU_ARCH (sm_90), BUILDTYPE (meson's, for a new $BUILD; default
+debugoptimized: the multigpu, hog, cma, gather and one-GPU-sharing figures in
+bench/RESULTS.md were taken with BUILDTYPE=release).
 EOF
 }
 case "${1:-}" in -h|--help|"") usage; exit 0 ;; esac
@@ -98,7 +100,8 @@ done
 [ $need_wheel = 1 ] && ucx_wheel
 if [ $need_main = 1 ]; then
   if [ ! -f "$B/build.ninja" ]; then
-    meson setup "$B" -Dgpu_arch=${GPU_ARCH:-sm_90} > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
+    meson setup "$B" -Dgpu_arch=${GPU_ARCH:-sm_90} ${BUILDTYPE:+-Dbuildtype=$BUILDTYPE} \
+      > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
   fi
   grep -E "^ *(UCX|CUDA|NCCL)" "$OUT/setup.log" 2>/dev/null | head -4
   ninja -C "$B" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
