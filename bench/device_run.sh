@@ -219,7 +219,7 @@ step_jacobi_1gpu() {
   for i in 1 2 3; do
     jac1 ${1}j1_$i $J --n 16384
     jac1 ${1}j2_$i $L 2 $J --n 16384
-    CASK_DIST_GPU_XPORT=host jac1 ${1}j2host_$i $L 2 $J --n 16384
+    jac1 ${1}j2host_$i env CASK_DIST_GPU_XPORT=host $L 2 $J --n 16384
   done
   r1=$(grep -ho "residual [^ ]*" "$OUT/${1}j1_1.txt" | head -1); r2=$(grep -ho "residual [^ ]*" "$OUT/${1}j2_1.txt" | head -1)
   [ "$r1" = "$r2" ] && echo "jacobi residuals identical ($r1)" || echo "jacobi residuals DIFFER: '$r1' vs '$r2'"
