@@ -13,19 +13,17 @@ set -u
 
 usage() {
   cat <<'EOF'
-usage: sh bench/device_run.sh STEP...   (logs under $OUT, build in $BUILD)
+usage: sh bench/device_run.sh STEP...   (logs under $OUT, build in $BUILD; each step, one line)
 one GPU:
   unit          the unit suite
   gpu           the gpu suite
-  gpubench      GPU task throughput and copy bandwidth (bench-gpu)
-  sched         scheduler throughput of empty tasks, 1..16 workers (bench-sched)
-  schedtrace    the cost of tracing: bench-sched with CASK_TRACE off and on
-  bcd           build + compute + destroy, 1 worker then 16 with the peers (CPU-only build;
-                BCD_BASE=dir or BCD_BASE_REF=ref for a before/after, BCD_ROUNDS=R)
+  gpubench      GPU task throughput and copy bandwidth against raw CUDA (bench-gpu)
+  sched         scheduler throughput of empty tasks on 1..16 workers against pthreads (bench-sched)
+  schedtrace    what tracing costs: bench-sched with CASK_TRACE off and on
+  bcd           build + compute + destroy, 1 worker, then 16 with StarPU and OpenMP (CPU-only build)
   knn           exact 1-NN 2^24 x 2^14 against the hand-threaded baseline (bench-knn)
   knnapp        cask-knn 2^24 x 2^14 brute force, the application's own timing
-  knn-methods   cask-knn brute force against pruned, K = 1, 16, 64, uniform and clustered,
-                outputs compared; the knn GPU tests first, a trace of a pruned run last
+  knn-methods   cask-knn brute force against pruned search, K = 1..64, outputs compared
   knn-stream    cask-knn streamed from 8 GiB of .npy: 2^30 x 2^16 auto against brute
                 force (compute, peak RSS, check; first 2^24 rows against in memory),
                 2^30 x 2^14 --k 16, --k 16 streamed against in memory on 2^22 rows
@@ -33,37 +31,31 @@ one GPU:
                 (bench-xfer-floor), with a trace
   trace         a traced cask-knn run: how much copying overlaps compute
   jacobi        cask-jacobi 32768^2, 300 sweeps, on 1, 2 and 4 GPUs
-  fusion        array fusion against unfused expressions (bench-array-fusion)
-  dashboard     what the live dashboard costs: cask-knn with it (a capture of its pages)
-                and without, then bench/dash_overhead.sh on 16 workers
+  fusion        fused elementwise arrays against unfused (bench-array-fusion)
+  dashboard     what the live dashboard costs: cask-knn with and without it, dash_overhead.sh
   dist          the dist suite
-  distgpu       tests/dist/device.sh: GPU tests, bench-xport and cask-knn across 2 processes
-  xport-1gpu    GPU to GPU between 2 processes sharing ONE GPU (bench-xport --gpu-only,
-                every size, then CUDA polling 0)
-  perftest      ucx_perftest with CUDA memory (the wheel's), the baseline of xport-1gpu
-  jacobi-1gpu   cask-jacobi 16384^2 on one GPU: 1 process against 2 (UCX and host halos),
-                and two independent processes time-sharing the GPU
+  distgpu       tests/dist/device.sh: GPU tests, bench-xport and cask-knn in 2 processes
+  xport-1gpu    GPU to GPU between 2 processes sharing ONE GPU (bench-xport --gpu-only)
+  perftest      ucx_perftest with CUDA memory, the baseline of xport-1gpu
+  jacobi-1gpu   cask-jacobi 16384^2 on one GPU: 1 process against 2, and time-sharing
   knn-1gpu      cask-knn 2^24 x 2^14 on one GPU: 1 process against 2, and time-sharing
-  mps           xport-1gpu, jacobi-1gpu and knn-1gpu's figures with CUDA MPS, then without
+  mps           xport-1gpu, jacobi-1gpu and knn-1gpu with CUDA MPS, then without
 two GPUs of one host:
-  multigpu      bench-knn even/uneven/hog; cask-jacobi and cask-knn, 1 process x 2 GPUs
-                against 2 processes x 1 GPU by every GPU route; bench-xport --gpu-only
-                --nccl; a summary of medians (REPS jacobi rounds, default 3)
-  hog           bench-knn's hog case (a competing load on one GPU) with statistics,
-                late-binding decisions and traces, then 64 chunks
-  inflight      bench-knn for builds of the GPU workers' in-flight rule, alternated
-                (INFLIGHT_ROUNDS, default 1; INFLIGHT_VARIANTS="def= m2=-DMIN_INFLIGHT=2")
-  cma           host data between processes by CMA reads against TCP (CASK_UCX_CMA=1/0):
-                bench-xport, cask-knn, cask-jacobi
-  gather        gathers of GPU-made results between 2 processes: GPU route against host
-                route (cask-knn --k 8), then a transfer timeline
+  multigpu      bench-knn cases; jacobi and knn, 1 process x 2 GPUs against 2 x 1, every route
+  hog           bench-knn under a competing load on one GPU, with statistics and traces
+  inflight      bench-knn for builds of the in-flight rule (INFLIGHT_VARIANTS, INFLIGHT_ROUNDS)
+  cma           host data between processes by CMA reads against TCP (CASK_UCX_CMA=1/0)
+  gather        gathers of GPU-made results: GPU route against host route, then a timeline
   gpux          the gpu suite and test_dist_gpux (a chunk by the GPU route and the host route)
   recover-gpu   recover_app.sh knngpu: ranks killed, GPU-made chunks recovered
-  knn-k         tests/dist/device_knn_k.sh: K nearest, same bytes on 1, 2 GPUs, 2 processes
+  knn-k         tests/dist/device_knn_k.sh: K nearest, the same bytes on 1, 2 GPUs, 2 processes
 setup:
-  ucx-wheel     use the libucx-cu13 wheel's UCX (1.22: cuda_ipc, CMA) from .devdeps for the
-                build and the steps after it (implied by multigpu, cma, gather, gpux,
-                recover-gpu, knn-k and the one-GPU steps)
+  ucx-wheel     the libucx-cu13 wheel's UCX from .devdeps (implied by the steps that need it)
+Settings: BCD_BASE=dir or BCD_BASE_REF=ref (bcd before/after), BCD_ROUNDS, KNN_REPS,
+KNN_CHECK, REPS (multigpu's jacobi rounds, 3), INFLIGHT_VARIANTS ("def= m2=-DMIN_INFLIGHT=2"),
+INFLIGHT_ROUNDS (1), GPU_ARCH (sm_90), BUILDTYPE (meson's, for a new $BUILD; default
+debugoptimized: the multigpu, hog, cma, gather and one-GPU-sharing figures in
+bench/RESULTS.md were taken with BUILDTYPE=release).
 EOF
 }
 case "${1:-}" in -h|--help|"") usage; exit 0 ;; esac
@@ -90,6 +82,16 @@ ucx_wheel() {
   return 0
 }
 
+# Every step of the dispatch at the end (and of --help): a new step goes in all three.
+STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
+STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma"
+STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor ucx-wheel "
+for step in "$@"; do   # a typo fails before the build, not after it
+  case $STEPS in
+    *" $step "*) ;;
+    *) echo "unknown step $step (sh bench/device_run.sh --help)"; exit 2 ;;
+  esac
+done
 need_main=0 need_wheel=0
 for step in "$@"; do
   case $step in
@@ -103,7 +105,8 @@ done
 [ $need_wheel = 1 ] && ucx_wheel
 if [ $need_main = 1 ]; then
   if [ ! -f "$B/build.ninja" ]; then
-    meson setup "$B" -Dgpu_arch=${GPU_ARCH:-sm_90} > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
+    meson setup "$B" -Dgpu_arch=${GPU_ARCH:-sm_90} ${BUILDTYPE:+-Dbuildtype=$BUILDTYPE} \
+      > "$OUT/setup.log" 2>&1 || { tail -30 "$OUT/setup.log"; exit 1; }
   fi
   grep -E "^ *(UCX|CUDA|NCCL)" "$OUT/setup.log" 2>/dev/null | head -4
   ninja -C "$B" > "$OUT/build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/build.log" | head -30; exit 1; }
@@ -221,7 +224,7 @@ step_jacobi_1gpu() {
   for i in 1 2 3; do
     jac1 ${1}j1_$i $J --n 16384
     jac1 ${1}j2_$i $L 2 $J --n 16384
-    CASK_DIST_GPU_XPORT=host jac1 ${1}j2host_$i $L 2 $J --n 16384
+    jac1 ${1}j2host_$i env CASK_DIST_GPU_XPORT=host $L 2 $J --n 16384
   done
   r1=$(grep -ho "residual [^ ]*" "$OUT/${1}j1_1.txt" | head -1); r2=$(grep -ho "residual [^ ]*" "$OUT/${1}j2_1.txt" | head -1)
   [ "$r1" = "$r2" ] && echo "jacobi residuals identical ($r1)" || echo "jacobi residuals DIFFER: '$r1' vs '$r2'"

@@ -46,20 +46,20 @@ static void empty_body(void)
     for (uint64_t i = 0, n = work_iters; i < n; i++)
         __asm__ volatile("" ::: "memory");
 }
-static void (*volatile empty_fn)(void) = empty_body;
+void (*volatile bench_empty_fn)(void) = empty_body;
 
 const char *shape_names[NSHAPES] = { "independent", "fanout", "chains", "random" };
 const char *edges_names[EDGES_ALL + 1] = { "depend", "deps", "both", "batch", "all" };
 
 void bench_task_body(void)
 {
-    empty_fn();
+    bench_empty_fn();
 }
 
 cask_status bench_empty_kernel(cask_task_ctx *ctx)
 {
     (void)ctx;
-    empty_fn();
+    bench_empty_fn();
     return CASK_OK;
 }
 
@@ -277,111 +277,6 @@ double bench_time_cask(enum shape s, int workers, const options *o, const dag *d
     return m;
 }
 
-/* ---- pthreads baseline: persistent threads, static split, barriers ---- */
-
-typedef struct baseline {
-    enum shape shape;
-    int nthreads;
-    long tasks;          /* children for fanout, tasks otherwise */
-    int chains;
-    const dag *d;
-    int reps;
-    pthread_barrier_t barrier;
-    double *times;
-} baseline;
-
-typedef struct thread_arg {
-    baseline *b;
-    int id;
-} thread_arg;
-
-static void run_range(long begin, long end)
-{
-    for (long i = begin; i < end; i++)
-        empty_fn();
-}
-
-static void split(long n, int parts, int id, long *begin, long *end)
-{
-    *begin = n * id / parts;
-    *end = n * (id + 1) / parts;
-}
-
-static void *baseline_thread(void *p)
-{
-    thread_arg *a = p;
-    baseline *b = a->b;
-    int id = a->id, P = b->nthreads;
-    long begin, end;
-    for (int r = -1; r < b->reps; r++) { /* r = -1: warm-up */
-        pthread_barrier_wait(&b->barrier);
-        double t0 = bench_now_s();
-        switch (b->shape) {
-        case INDEPENDENT:
-            split(b->tasks, P, id, &begin, &end);
-            run_range(begin, end);
-            break;
-        case FANOUT:
-            if (id == 0)
-                empty_fn();
-            pthread_barrier_wait(&b->barrier);
-            split(b->tasks, P, id, &begin, &end);
-            run_range(begin, end);
-            pthread_barrier_wait(&b->barrier);
-            if (id == 0)
-                empty_fn();
-            break;
-        case CHAINS: {
-            long len = b->tasks / b->chains;
-            split(b->chains, P, id, &begin, &end);
-            run_range(begin * len, end * len);
-            break;
-        }
-        case RANDOM:
-            for (int l = 0; l < b->d->nlevels; l++) {
-                long lb = b->d->level_start[l], le = b->d->level_start[l + 1];
-                split(le - lb, P, id, &begin, &end);
-                run_range(begin, end);
-                pthread_barrier_wait(&b->barrier);
-            }
-            break;
-        default:
-            break;
-        }
-        pthread_barrier_wait(&b->barrier);
-        if (id == 0 && r >= 0)
-            b->times[r] = bench_now_s() - t0;
-    }
-    return NULL;
-}
-
-static double time_baseline(enum shape s, int workers, const options *o, const dag *d)
-{
-    baseline b = { .shape = s, .nthreads = workers, .tasks = o->tasks, .chains = o->chains,
-                   .d = d, .reps = o->reps };
-    b.times = calloc((size_t)o->reps, sizeof *b.times);
-    pthread_barrier_init(&b.barrier, NULL, (unsigned)workers);
-    pthread_t *th = malloc((size_t)workers * sizeof *th);
-    thread_arg *args = malloc((size_t)workers * sizeof *args);
-    for (int i = 1; i < workers; i++) {
-        args[i] = (thread_arg){ &b, i };
-        if (pthread_create(&th[i], NULL, baseline_thread, &args[i]) != 0) {
-            fprintf(stderr, "bench-sched: pthread_create failed\n");
-            exit(1);
-        }
-    }
-    args[0] = (thread_arg){ &b, 0 };
-    baseline_thread(&args[0]);
-    for (int i = 1; i < workers; i++)
-        pthread_join(th[i], NULL);
-    pthread_barrier_destroy(&b.barrier);
-    double m = bench_median(b.times, o->reps);
-    free(b.times);
-    free(th);
-    free(args);
-    return m;
-}
-
 /* ---- driver ---- */
 
 static void usage(void)
@@ -563,7 +458,7 @@ static double calibrate(void)
     double best = 1e30;
     for (int r = 0; r < 5; r++) {
         double t0 = bench_now_s();
-        empty_fn();
+        bench_empty_fn();
         double t = bench_now_s() - t0;
         if (t < best)
             best = t;
@@ -597,7 +492,7 @@ int main(int argc, char **argv)
         for (int w = 0; w < o.nworkers; w++) {
             int workers = o.workers[w];
             long ntasks = 0;
-            double base = time_baseline((enum shape)s, workers, &o, &d);
+            double base = bench_time_baseline((enum shape)s, workers, &o, &d);
             double cask = bench_time_cask((enum shape)s, workers, &o, &d, &ntasks);
             bench_emit(shape_names[s], workers, "pthreads", ntasks, base, 0, o.work_ns, NULL, 1);
             bench_emit(shape_names[s], workers, "cask", ntasks, cask, base > 0 ? cask / base : 0,

@@ -77,6 +77,14 @@ cask_graph *bench_build_graph(cask_runtime *rt, cask_kernel *k, enum shape s,
 double bench_time_cask(enum shape s, int workers, const options *o, const dag *d,
                        long *ntasks);
 
+/* The task body both sides call, through a pointer the compiler cannot see through
+ * (sched.c; --work-ns sets what it does). */
+extern void (*volatile bench_empty_fn)(void);
+
+/* The pthreads baseline (sched_baseline.c): the median time of o->reps runs of shape s
+ * on `workers` threads, a static split with barriers. */
+double bench_time_baseline(enum shape s, int workers, const options *o, const dag *d);
+
 /* A shape as arrays for cask_graph_add_batch (sched_batch.c): made before the timed
  * builds (0, or -1 out of memory); a graph built from them in one call. */
 typedef struct batch_arrays {

@@ -387,7 +387,7 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
     double fit_lat = -1, fit_bw = -1, host_lat = -1, host_bw = -1;
     for (size_t len = 8u << 10; len <= maxb; len *= (len < (64u << 20) ? 4 : 2)) {
         if (len == (32u << 20))
-            len = 64u << 20;   /* the acceptance size */
+            len = 64u << 20;   /* the size GPU-to-GPU figures are compared at */
         if (sz && *sz && !size_listed(sz, len))
             continue;
         double ul = -1, ub = -1, us = -1, sl, sb, ss, dl = -1, db = -1, pl = -1, pb = -1;

@@ -173,6 +173,8 @@ void steal_tell_idle(struct dist_steal *S, int idle, uint64_t run);
 void steal_on_msg(void *arg, xport_ucx_msg *m);
 #endif
 void steal_send_result(struct dist_steal *S, tslot *ts, cask_status st, const char *msg);
+/* The wrapper kernel of every stealable task: ships it to an idle peer, or runs it here. */
+cask_status steal_wrap_cpu(cask_task_ctx *ctx);
 /* dist_steal_exec.c */
 #ifdef CASK_HAVE_UCX
 void steal_on_task(struct dist_steal *S, xport_ucx_msg *m, const steal_hdr *h);

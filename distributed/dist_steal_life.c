@@ -74,8 +74,8 @@ cask_status dist_steal_init(cask_dist *dist, const cask_dist_config *cfg)
 {
     const char *s = getenv("CASK_DIST_BALANCE");
     /* opt-in for now: the rank it made random gather graphs lose now and then was a
-     * transport deadlock, fixed; the default waits for the slowed-rank acceptance on a
-     * quiet machine (docs/distributed.md, Limits) */
+     * transport deadlock, fixed; a default that changes every job's behaviour should
+     * first pass a chaos soak with it on (docs/distributed.md, Limits) */
     int balance = s && *s ? atoi(s) != 0 : 0;
     if (cfg && (cfg->field_mask & CASK_DIST_BALANCE))
         balance = cfg->balance != 0;

@@ -17,15 +17,12 @@
 #include "cask/cask.h"
 #include "test_helpers.h"
 
-
 TestSuite(graph, .fini = leak_check, .timeout = 120);
 TestSuite(graph_stress, .fini = leak_check, .timeout = 600);
 
 /* ---- helpers ---- */
 
 static cask_runtime *start(int ncpu) { return start_runtime(ncpu, 0); }
-
-
 
 /* Adds a task with an int argument and the given accesses. */
 static cask_task *add(cask_graph *g, cask_kernel *k, int arg, const cask_access *acc, int nacc)
@@ -37,14 +34,6 @@ static cask_task *add(cask_graph *g, cask_kernel *k, int arg, const cask_access 
     cr_assert_eq(st, CASK_OK, "add_task: %s", cask_status_string(st));
     return t;
 }
-
-/* The int argument of a task added by add(); INT_MIN if the args are not one int.
- * Kernels never cr_assert (they run on worker threads): they fail the task instead,
- * and compute_ok shows the message. */
-
-
-
-
 
 /* A logical clock: every task takes a tick when it starts and when it ends, so "a ended
  * before b started" is end[a] < start[b]. */

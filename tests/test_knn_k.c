@@ -14,29 +14,9 @@
 #include <string.h>
 
 #include "cask/cask.h"
+#include "knn_points.h"
 
 /* ---- helpers ---- */
-
-static uint64_t krng = 1;
-static double urand(void)
-{
-    uint64_t z = (krng += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return ((z ^ (z >> 31)) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* n (lat, lon) float degrees uniform on the sphere. */
-static float *uniform(int64_t n)
-{
-    float *p = malloc((size_t)n * 2 * sizeof(float));
-    cr_assert(p);
-    for (int64_t i = 0; i < n; i++) {
-        p[2 * i] = (float)(asin(2 * urand() - 1) * (180.0 / M_PI));
-        p[2 * i + 1] = (float)(urand() * 360.0 - 180.0);
-    }
-    return p;
-}
 
 static double hav(double lat1, double lon1, double lat2, double lon2)
 {
@@ -322,9 +302,9 @@ static void brute_vs_pruned(const float *obs, int64_t n, const float *ref, int64
 
 Test(knn_k, k1_k2_k16_k64_match_the_float64_brute_force_and_pruning_changes_nothing)
 {
-    krng = 31;
+    knn_rng = 31;
     int64_t n = 700, m = 2000;
-    float *obs = uniform(n), *ref = uniform(m);
+    float *obs = random_points(n), *ref = random_points(m);
     int ks[] = {1, 2, 16, 64};
     for (int i = 0; i < 4; i++)
         brute_vs_pruned(obs, n, ref, m, ks[i], 1, 1);
@@ -333,9 +313,9 @@ Test(knn_k, k1_k2_k16_k64_match_the_float64_brute_force_and_pruning_changes_noth
 
 Test(knn_k, chunked_observations_and_references_give_the_same_bytes)
 {
-    krng = 32;
+    knn_rng = 32;
     int64_t n = 900, m = 1000;
-    float *obs = uniform(n), *ref = uniform(m);
+    float *obs = random_points(n), *ref = random_points(m);
     kplan one = {16, 1, 1, 1, CASK_WHERE_CPU};
     int32_t *i1, *i2;
     float *d1, *d2;
@@ -352,9 +332,9 @@ Test(knn_k, chunked_observations_and_references_give_the_same_bytes)
 
 Test(knn_k, duplicates_are_ordered_by_the_lower_index)
 {
-    krng = 33;
+    knn_rng = 33;
     int64_t n = 300, m = 800;
-    float *obs = uniform(n), *ref = uniform(m);
+    float *obs = random_points(n), *ref = random_points(m);
     for (int64_t j = 0; j < 400; j++) { /* reference j + 400 is a copy of j */
         ref[2 * (j + 400)] = ref[2 * j];
         ref[2 * (j + 400) + 1] = ref[2 * j + 1];
@@ -405,7 +385,7 @@ Test(knn_k, all_points_equal_keep_the_lowest_indices)
 
 Test(knn_k, antipodal_clusters_equator_ring_poles_and_antimeridian_prune_to_the_same_bytes)
 {
-    krng = 34;
+    knn_rng = 34;
     float *a_obs = antipodes(500), *a_ref = antipodes(1500);
     brute_vs_pruned(a_obs, 500, a_ref, 1500, 16, 1, 1);
     brute_vs_pruned(a_obs, 500, a_ref, 1500, 1, 2, 2);
@@ -416,7 +396,7 @@ Test(knn_k, antipodal_clusters_equator_ring_poles_and_antimeridian_prune_to_the_
     brute_vs_pruned(p_obs, 600, p_ref, 1300, 1, 1, 1);
     brute_vs_pruned(p_obs, 600, p_ref, 1300, 16, 3, 2);
     /* mixed: uniform observations against clustered references and back */
-    float *u = uniform(800);
+    float *u = random_points(800);
     brute_vs_pruned(u, 800, a_ref, 1500, 4, 1, 1);
     brute_vs_pruned(a_obs, 500, u, 800, 4, 1, 1);
     free(a_obs), free(a_ref), free(r_obs), free(r_ref), free(p_obs), free(p_ref), free(u);
@@ -424,9 +404,9 @@ Test(knn_k, antipodal_clusters_equator_ring_poles_and_antimeridian_prune_to_the_
 
 Test(knn_k, fewer_references_than_k_pad_with_minus_one)
 {
-    krng = 35;
+    knn_rng = 35;
     int64_t n = 50, m = 10;
-    float *obs = uniform(n), *ref = uniform(m);
+    float *obs = random_points(n), *ref = random_points(m);
     brute_vs_pruned(obs, n, ref, m, 16, 1, 1);
     brute_vs_pruned(obs, n, ref, m, 16, 1, 3);
     free(obs), free(ref);
@@ -434,9 +414,9 @@ Test(knn_k, fewer_references_than_k_pad_with_minus_one)
 
 Test(knn_k, k1_gives_the_bytes_of_the_one_nearest_kernels)
 {
-    krng = 36;
+    knn_rng = 36;
     int64_t n = 800, m = 1500;
-    float *obs = uniform(n), *ref = uniform(m);
+    float *obs = random_points(n), *ref = random_points(m);
     int32_t *ik;
     float *dk;
     kplan pl = {1, 1, 1, 1, CASK_WHERE_CPU};
@@ -468,8 +448,8 @@ Test(knn_k, k1_gives_the_bytes_of_the_one_nearest_kernels)
 
 Test(knn_k, bad_k_fails_the_task_with_a_message)
 {
-    krng = 37;
-    float *obs = uniform(10), *ref = uniform(10);
+    knn_rng = 37;
+    float *obs = random_points(10), *ref = random_points(10);
     int32_t idx[10 * 65];
     float dist[10 * 65];
     int bad[] = {0, 65};

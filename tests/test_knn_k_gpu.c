@@ -41,9 +41,9 @@ static void gpu_vs_cpu(const float *obs, int64_t n, const float *ref, int64_t m,
 
 Test(knn_k_gpu, uniform_k1_k2_k16_k64)
 {
-    krng = 41;
+    knn_rng = 41;
     int64_t n = 20000, m = 5000;
-    float *obs = uniform(n), *ref = uniform(m);
+    float *obs = random_points(n), *ref = random_points(m);
     int ks[] = {1, 2, 16, 64};
     for (int i = 0; i < 4; i++)
         gpu_vs_cpu(obs, n, ref, m, ks[i], i == 3 ? 1 : 4, 1);
@@ -53,9 +53,9 @@ Test(knn_k_gpu, uniform_k1_k2_k16_k64)
 
 Test(knn_k_gpu, duplicates_and_all_equal)
 {
-    krng = 42;
+    knn_rng = 42;
     int64_t n = 3000, m = 800;
-    float *obs = uniform(n), *ref = uniform(m);
+    float *obs = random_points(n), *ref = random_points(m);
     for (int64_t j = 0; j < 400; j++) {
         ref[2 * (j + 400)] = ref[2 * j];
         ref[2 * (j + 400) + 1] = ref[2 * j + 1];
@@ -69,7 +69,7 @@ Test(knn_k_gpu, duplicates_and_all_equal)
 
 Test(knn_k_gpu, antipodes_ring_poles_antimeridian)
 {
-    krng = 43;
+    knn_rng = 43;
     float *a_obs = antipodes(4000), *a_ref = antipodes(3000);
     gpu_vs_cpu(a_obs, 4000, a_ref, 3000, 16, 2, 1);
     float *r_obs = ring(3000), *r_ref = ring(2048);
@@ -82,8 +82,8 @@ Test(knn_k_gpu, antipodes_ring_poles_antimeridian)
 
 Test(knn_k_gpu, fewer_references_than_k)
 {
-    krng = 44;
-    float *obs = uniform(1000), *ref = uniform(20);
+    knn_rng = 44;
+    float *obs = random_points(1000), *ref = random_points(20);
     gpu_vs_cpu(obs, 1000, ref, 20, 64, 1, 1);
     gpu_vs_cpu(obs, 1000, ref, 20, 16, 1, 2);
     free(obs), free(ref);

@@ -165,9 +165,31 @@ uint64_t ucx_now_ns(void);
 /* ucx_info.c: whether ctx moves UCS_MEMORY_TYPE_CUDA */
 int ucx_context_cuda(ucp_context_h ctx);
 
-/* ucx_progress.c */
+/* ---- in-flight list of a peer: ops UCX holds a request for ---- */
+
+static inline void inflight_add(ucx_peer *p, ucx_op *op)
+{
+    op->fprev = NULL;
+    op->fnext = p->inflight;
+    if (p->inflight)
+        p->inflight->fprev = op;
+    p->inflight = op;
+}
+
+static inline void inflight_remove(ucx_peer *p, ucx_op *op)
+{
+    if (op->fprev) op->fprev->fnext = op->fnext;
+    else if (p->inflight == op) p->inflight = op->fnext;
+    if (op->fnext) op->fnext->fprev = op->fprev;
+    op->fprev = op->fnext = NULL;
+}
+
+/* ucx_thread.c: the progress thread's loop; after it stopped, cancelling what is left */
 extern __thread const xport_ucx *ucx_progress_of;   /* the transport this thread runs */
 void *ucx_progress_main(void *arg);
+void ucx_cancel_all(xport_ucx *x);
+
+/* ucx_progress.c */
 void ucx_issue(xport_ucx *x, ucx_op *op);
 /* Hands op (a send whose credit is taken, or a control message) to UCX now; put off
  * (ucx_defer) while x->in_progress. */
@@ -180,7 +202,6 @@ ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t header_length,
                             void *data, size_t length, const ucp_am_recv_param_t *param);
 ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t header_length,
                             void *data, size_t length, const ucp_am_recv_param_t *param);
-void ucx_cancel_all(xport_ucx *x);
 /* Completes op's user callback with st (why: the message); progress thread. */
 void ucx_call_done(ucx_op *op, cask_status st, const char *why);
 /* Sends control message `type` (CTRL_*) to p; progress thread. */

@@ -112,6 +112,24 @@ static cask_kernel *reg(cask_runtime *rt, const char *name, cask_kernel_fn fn)
 }
 
 /* give_up: 1 giveup, 2 giveupquiet, 3 planlate (see the top) */
+/* The graph's first tasks in both tests: fill(first) with seed 0 (`what` names it in a
+ * failure), fill(y) with seed 1, then die(y), where the victim dies. */
+static void add_fills_and_die(cask_dist_graph *g, cask_kernel *fill, cask_kernel *die,
+                              cask_data *first, cask_data *y, const char *what)
+{
+    int64_t s0 = 0, s1 = 1;
+    cask_access a1[1] = { { first, CASK_WRITE } };
+    cask_task_desc d = { .field_mask = CASK_TASK_ARGS, .kernel = fill, .access = a1,
+                         .naccess = 1, .args = &s0, .args_size = sizeof s0 };
+    CHECK_OK(cask_dist_graph_add_task(g, &d, NULL), "%s", what);
+    a1[0].data = y;
+    d.args = &s1;
+    CHECK_OK(cask_dist_graph_add_task(g, &d, NULL), "fill y");
+    cask_access a2[1] = { { y, CASK_RW } };
+    cask_task_desc dd = { .kernel = die, .access = a2, .naccess = 1 };
+    CHECK_OK(cask_dist_graph_add_task(g, &dd, NULL), "die");
+}
+
 static void test(int with_loader, int give_up)
 {
     cask_runtime *rt;
@@ -148,17 +166,7 @@ static void test(int with_loader, int give_up)
                  "loader");
     cask_dist_graph *g;
     CHECK_OK(cask_dist_graph_create(dist, &g), "graph");
-    int64_t s0 = 0, s1 = 1;
-    cask_access a1[1] = { { b, CASK_WRITE } };
-    cask_task_desc d = { .field_mask = CASK_TASK_ARGS, .kernel = fill, .access = a1,
-                         .naccess = 1, .args = &s0, .args_size = sizeof s0 };
-    CHECK_OK(cask_dist_graph_add_task(g, &d, NULL), "fill b");
-    a1[0].data = y;
-    d.args = &s1;
-    CHECK_OK(cask_dist_graph_add_task(g, &d, NULL), "fill y");
-    cask_access a2[1] = { { y, CASK_RW } };
-    cask_task_desc dd = { .kernel = die, .access = a2, .naccess = 1 };
-    CHECK_OK(cask_dist_graph_add_task(g, &dd, NULL), "die");
+    add_fills_and_die(g, fill, die, b, y, "fill b");
     cask_access a3[3] = { { b, CASK_RW }, { x, CASK_READ }, { y, CASK_READ } };
     cask_task_desc da = { .kernel = add2, .access = a3, .naccess = 3 };
     CHECK_OK(cask_dist_graph_add_task(g, &da, NULL), "add2");
@@ -238,17 +246,7 @@ static void test_gather_lost(void)
     CHECK_OK(cask_dist_data_create(dist, sizeof zmem, 1, NULL, &y), "y");
     cask_dist_graph *g;
     CHECK_OK(cask_dist_graph_create(dist, &g), "graph");
-    int64_t s0 = 0, s1 = 1;
-    cask_access a1[1] = { { w, CASK_WRITE } };
-    cask_task_desc d = { .field_mask = CASK_TASK_ARGS, .kernel = fill, .access = a1,
-                         .naccess = 1, .args = &s0, .args_size = sizeof s0 };
-    CHECK_OK(cask_dist_graph_add_task(g, &d, NULL), "fill w");
-    a1[0].data = y;
-    d.args = &s1;
-    CHECK_OK(cask_dist_graph_add_task(g, &d, NULL), "fill y");
-    cask_access a2[1] = { { y, CASK_RW } };
-    cask_task_desc dd = { .kernel = die, .access = a2, .naccess = 1 };
-    CHECK_OK(cask_dist_graph_add_task(g, &dd, NULL), "die");
+    add_fills_and_die(g, fill, die, w, y, "fill w");
     CHECK_OK(cask_dist_graph_gather(g, z, 0, rank == 0 ? zdest : NULL), "gather z");
     /* the compute in which rank 1 dies: recovered (z was delivered), or, if z was not
      * out yet, failed naming it; the next computes fail naming it. Never CASK_OK with
