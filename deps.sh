@@ -4,7 +4,8 @@
 # commands start with it; .ci/run calls it with --ci.
 #
 #   sh deps.sh            build and tests, CPU only: compiler, Meson, hwloc, Criterion,
-#                         libmicrohttpd (the live dashboard), Python
+#                         libmicrohttpd (the live dashboard), Python, OpenBLAS (CPU
+#                         matmul of arrays) and SLEEF (vector math of CPU arrays)
 #   sh deps.sh --dist     also UCX, PMIx and Open MPI's mpirun (several processes), and
 #                         iproute2 (the network-namespace hosts test)
 #   sh deps.sh --ci       all of the above, plus debootstrap (CI's bare-machine check)
@@ -15,7 +16,7 @@
 # installed here (NVIDIA's packages): with nvcc on the PATH, Meson builds the GPU parts.
 set -eu
 
-BASE="meson ninja-build pkg-config gcc libc6-dev libhwloc-dev libcriterion-dev libmicrohttpd-dev python3"
+BASE="meson ninja-build pkg-config gcc libc6-dev libhwloc-dev libcriterion-dev libmicrohttpd-dev python3 libopenblas-dev libsleef-dev"
 DIST="libucx-dev libpmix-dev openmpi-bin iproute2"
 CI="debootstrap chromium fonts-dejavu-core"
 

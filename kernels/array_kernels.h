@@ -191,6 +191,12 @@ typedef struct ak_mm_args {
     void *blas;               /* ak_blas_cache of the array context (CUDA builds) */
 } ak_mm_args;
 
+/* The CPU BLAS (array_cpu_matmul.c): its name, or NULL in a build without one; its
+ * process-wide thread count (1 without one). Set it only while no tile runs. */
+const char *ak_blas_name(void);
+int ak_blas_threads_get(void);
+void ak_blas_threads_set(int n);
+
 /* The kernels, registered once per array context. */
 typedef struct ak_kernels {
     cask_kernel *fused;
