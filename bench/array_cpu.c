@@ -19,8 +19,10 @@
  *
  *   bench-array-cpu [--only chain,light,sum,mean,std,matmul,stencil] [--chain-mb 256]
  *                   [--chunk-mb 16] [--red-log2 28] [--mm 2048,4096] [--mm-chunk 512]
- *                   [--stencil 8192] [--reps 5] [--blas-threads T] [--smoke]
- * (--blas-threads: force the BLAS threads of each tile product; default: cask decides)
+ *                   [--stencil 8192] [--reps 5] [--blas-threads T] [--with-gpus] [--smoke]
+ * (--blas-threads: force the BLAS threads of each tile product; default: cask decides.
+ * --with-gpus: open the GPUs too (arrays still run on CPU workers): what host memory
+ * costs when a GPU is present.)
  * (--smoke: small sizes and 2 reps, a CI check that runs in a few seconds). */
 #include <getopt.h>
 #include <math.h>
@@ -350,13 +352,14 @@ static void bench_stencil(int64_t n, int64_t rows)
 int main(int argc, char **argv)
 {
     int64_t chain_mb = 256, chunk_mb = 16, mm_chunk = 512, sten = 8192, sten_rows = 512;
-    int red_log2 = 28, smoke = 0, blas_threads = 0;
+    int red_log2 = 28, smoke = 0, blas_threads = 0, with_gpus = 0;
     const char *only = NULL, *mm = "2048";
     static const struct option lo[] = {
         {"only", 1, 0, 'o'}, {"chain-mb", 1, 0, 'c'}, {"chunk-mb", 1, 0, 'k'},
         {"red-log2", 1, 0, 'r'}, {"mm", 1, 0, 'm'}, {"mm-chunk", 1, 0, 't'},
         {"stencil", 1, 0, 's'}, {"stencil-rows", 1, 0, 'w'}, {"reps", 1, 0, 'R'},
-        {"smoke", 0, 0, 'S'}, {"blas-threads", 1, 0, 'B'}, {0, 0, 0, 0}};
+        {"smoke", 0, 0, 'S'}, {"blas-threads", 1, 0, 'B'},
+        {"with-gpus", 0, 0, 'G'}, {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (o) {
@@ -371,6 +374,7 @@ int main(int argc, char **argv)
         case 'R': reps = atoi(optarg); break;
         case 'S': smoke = 1; break;
         case 'B': blas_threads = atoi(optarg); break;
+        case 'G': with_gpus = 1; break;
         default:
             fprintf(stderr, "usage: %s [--only chain,light,sum,mean,std,matmul,stencil] "
                             "[--chain-mb M] [--chunk-mb M] [--red-log2 N] [--mm N,N..] "
@@ -387,7 +391,7 @@ int main(int argc, char **argv)
     cask_config cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.field_mask = CASK_CONFIG_NGPU;
-    cfg.ngpu = 0;
+    cfg.ngpu = with_gpus ? -1 : 0;   /* --with-gpus: GPUs open, arrays still on CPUs */
     ctx = NULL;
     TRY(cask_init(&cfg, &rt));
     cask_runtime_info info;
@@ -401,8 +405,8 @@ int main(int argc, char **argv)
         snprintf(v, sizeof v, "blas%d", blas_threads);
         mm_variant = v;
     }
-    printf("array_cpu: cask on %d CPU workers (%d cores), medians of %d\n",
-           info.ncpu_workers, info.ncores, reps);
+    printf("array_cpu: cask on %d CPU workers (%d cores, %d GPUs open), medians of %d\n",
+           info.ncpu_workers, info.ncores, info.ngpus, reps);
     printf("%-8s %-8s %-14s %10s %10s %10s %10s %-7s %6s %10s %8s\n", "figure", "variant",
            "size", "median_s", "min_s", "max_s", "rate", "unit", "tasks", "minflt",
            "cacheMiB");

@@ -11,7 +11,7 @@ missing and skipped.
   python3 bench/array_cpu.py --cask build/bench/bench-array-cpu [--figs chain,light,sum,
       mean,std,matmul,stencil] [--chain-mb 256] [--chunk-mb 16] [--red-log2 28]
       [--mm 2048] [--mm-chunk 512] [--stencil 8192] [--stencil-rows 512] [--reps 5]
-      [--smoke] [--json-only]
+      [--smoke] [--cask-args "--blas-threads 1 --with-gpus"] [--no-peers]
 
 Peers: NumPy single call (its BLAS threads for matmul); dask.array on NumPy chunks of the
 same chunking with the threaded scheduler (persist, as cask persists); numexpr for the
@@ -205,7 +205,7 @@ def run_cask(a, fig, rows, extra):
     cmd = [a.cask, "--only", fig, "--chain-mb", str(a.chain_mb), "--chunk-mb", str(a.chunk_mb),
            "--red-log2", str(a.red_log2), "--mm", ",".join(map(str, extra)) if extra else str(a.mm[0]),
            "--mm-chunk", str(a.mm_chunk), "--stencil", str(a.stencil),
-           "--stencil-rows", str(a.stencil_rows), "--reps", str(a.reps)]
+           "--stencil-rows", str(a.stencil_rows), "--reps", str(a.reps)] + a.cask_args.split()
     p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     for line in p.stdout.splitlines():
         if line.startswith("{"):
@@ -249,12 +249,14 @@ def main():
     ap.add_argument("--stencil-rows", type=int, default=512)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--cask-args", default="", help="more arguments for bench-array-cpu")
+    ap.add_argument("--no-peers", action="store_true", help="cask alone")
     a = ap.parse_args()
     if a.smoke:
         a.chain_mb, a.chunk_mb, a.red_log2, a.mm, a.mm_chunk = 8, 1, 20, "256", 128
         a.stencil, a.stencil_rows, a.reps = 512, 64, 2
     a.mm = [int(v) for v in a.mm.split(",") if v]
-    P = load_peers()
+    P = {} if a.no_peers else load_peers()
     print(json.dumps({"bench": "array_cpu", "peers": sorted(P), "blas": blas_info() if "numpy" in P else None,
                       "env": {k: os.environ.get(k) for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE",
                                                              "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES")},

@@ -1,7 +1,9 @@
 #!/bin/sh
 # bench/device_run.sh: build on the GPU machine and run the named steps, logs under $OUT
 # (or ./device-logs). Steps: unit gpu gpubench sched schedtrace bcd knn knnapp trace jacobi
-# fusion dist. bcd: build + compute + destroy on one worker (1M tasks), CPU-only build
+# fusion dist cpu-arrays. cpu-arrays: issue 38's CPU arrays against NumPy, dask.array and
+# numexpr (bench/device_cpu_arrays.sh: carry .devdeps with Debian's OpenBLAS and SLEEF
+# .debs and the dask/numexpr wheels). bcd: build + compute + destroy on one worker (1M tasks), CPU-only build
 # (build-bcd), then 16 workers with the peers (50k tasks); for a before/after in the
 # same call, BCD_BASE=<its source tree or build dir> (a source tree is built CPU-only
 # in it), or BCD_BASE_REF=<git ref> (needs .git) builds that code too; BCD_ROUNDS=R
@@ -87,6 +89,7 @@ for step in "$@"; do
     distgpu) sh tests/dist/device.sh "$B" 2>&1 | tail -40 ;;
     fusion) timeout 200 "$B/bench/bench-array-fusion" > "$OUT/fusion.log" 2>&1
             echo "rc=$?"; grep -v '^{' "$OUT/fusion.log" | tail -12 ;;
+    cpu-arrays) sh bench/device_cpu_arrays.sh "$B" ;;
     dist) meson test -C "$B" --suite dist --print-errorlogs > "$OUT/dist.log" 2>&1
           grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/dist.log" | tail -20 ;;
     *) echo "unknown step $step" ;;
