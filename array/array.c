@@ -66,7 +66,13 @@ cask_status cask_array_ctx_create(cask_runtime *rt, cask_array_ctx **out)
     if (!ctx->buckets) goto fail;
     if ((st = ak_kernels_register(rt, &ctx->k))) goto fail;
     cask_runtime_info info;
-    if (cask_runtime_query(rt, &info) == CASK_OK) ctx->ngpus = info.ngpus;
+    if (cask_runtime_query(rt, &info) == CASK_OK) {
+        ctx->ngpus = info.ngpus;
+        ctx->ncpu = info.ncpu_workers;
+    }
+    if (!ak_blas_name())
+        cask_log(rt, CASK_LOG_INFO, "arrays: cask was built without a BLAS (libopenblas-dev): "
+                 "float matrix products on CPU workers use a blocked loop, about 15x slower");
 #ifdef CASK_HAVE_CUDA
     ctx->blas = ak_blas_cache_create();
     ctx->use_jit = 1;
@@ -115,6 +121,11 @@ cask_status cask_array_ctx_set(cask_array_ctx *ctx, cask_array_option opt, int64
     case CASK_ARRAY_OPT_FUSE: ctx->fuse = value != 0; return CASK_OK;
     case CASK_ARRAY_OPT_CSE: ctx->cse = value != 0; return CASK_OK;
     case CASK_ARRAY_OPT_JIT: ctx->use_jit = value != 0; return CASK_OK;
+    case CASK_ARRAY_OPT_BLAS_THREADS:
+        if (value < 0 || value > 1024)
+            return arr_error(ctx, CASK_ERR_INVALID, "BLAS threads must be 0..1024");
+        ctx->blas_threads = (int)value;
+        return CASK_OK;
     case CASK_ARRAY_OPT_WHERE:
         if (value != CASK_WHERE_ANY && value != CASK_WHERE_CPU && value != CASK_WHERE_GPU)
             return arr_error(ctx, CASK_ERR_INVALID, "where must be a cask_where value");
@@ -135,6 +146,8 @@ cask_status cask_array_last_stats(const cask_array_ctx *ctx, cask_array_stats *o
 {
     if (!ctx || !out) return CASK_ERR_INVALID;
     *out = ctx->last;
+    size_t cached = 0;   /* now, after the run's temporaries went back to the cache */
+    if (cask_runtime_host_cache(ctx->rt, &cached, NULL) == CASK_OK) out->host_cached_bytes = cached;
     return CASK_OK;
 }
 

@@ -88,6 +88,8 @@ struct cask_array_ctx {
     void *blas;
     void *jit;                  /* run-time compiled programs (CUDA builds with GPUs) */
     int use_jit;
+    int ncpu;                   /* CPU workers of the runtime */
+    int blas_threads;           /* CASK_ARRAY_OPT_BLAS_THREADS */
 };
 
 /* ---- array.c: context, nodes, shapes ---- */
@@ -164,6 +166,8 @@ typedef struct plan {
     cask_array_stats st;
     int persist;                 /* outputs keep their chunks */
     int chunk_counter;           /* round-robin GPU hints */
+    long minflt0;                /* process minor faults when lowering began */
+    int blas_threads;            /* CPU BLAS threads the run's products want; 0: none */
 } plan;
 
 cask_status plan_init(plan *pl, cask_array_ctx *ctx, int n, cask_array *const *arrays,

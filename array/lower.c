@@ -4,6 +4,7 @@
  * of its inputs, so only chunks something needs are ever computed (a slice of a large
  * array computes the slice). Then: compute, persist, to .npy, and plan-only. */
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <string.h>
 #include "array/array_internal.h"
 
@@ -93,12 +94,20 @@ out:
     return rc;
 }
 
+/* Minor page faults of the process so far. */
+static long minor_faults(void)
+{
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) == 0 ? ru.ru_minflt : 0;
+}
+
 cask_status plan_init(plan *pl, cask_array_ctx *ctx, int n, cask_array *const *arrays,
                       int persist)
 {
     memset(pl, 0, sizeof *pl);
     pl->ctx = ctx;
     pl->persist = persist;
+    pl->minflt0 = minor_faults();
     double t0 = arr_now();
     cask_status st = CASK_OK;
     for (int i = 0; i < n && !st; i++) {
@@ -404,12 +413,18 @@ cask_status plan_chunk(plan *pl, cask_array *n, int64_t c, cask_data **out)
 static cask_status run_graph(plan *pl)
 {
     cask_array_ctx *ctx = pl->ctx;
+    /* the BLAS's thread count is process-wide: set for this run only, while no tile runs */
+    int blas_old = pl->blas_threads && ak_blas_name() ? ak_blas_threads_get() : 0;
+    if (blas_old && blas_old != pl->blas_threads) ak_blas_threads_set(pl->blas_threads);
     cask_status st = cask_graph_compute(pl->g);
+    if (blas_old && blas_old != pl->blas_threads) ak_blas_threads_set(blas_old);
     cask_graph_info gi;
     if (cask_graph_query(pl->g, &gi) == CASK_OK) {
         pl->st.nedges = gi.nedges;
         pl->st.elapsed_s = gi.elapsed_s;
     }
+    long f = minor_faults();
+    pl->st.minor_faults = f > pl->minflt0 ? (size_t)(f - pl->minflt0) : 0;
     ctx->last = pl->st;
     if (st) return arr_error(ctx, st, "%s", cask_graph_error(pl->g));
     return CASK_OK;

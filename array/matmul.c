@@ -41,6 +41,14 @@ cask_status matmul_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask
     cask_array *A = n->in[0], *B = n->in[1];
     cask_status st = plan_out_handle(pl, n, idx, out);
     if (st) return st;
+    /* BLAS threads: serial gemms when the workers have a tile each, else the spare
+       workers go to each gemm; the run takes the smallest any product wants */
+    int want = pl->ctx->blas_threads;
+    if (!want) {
+        int64_t tiles = n->nch[0] * n->nch[1], w = pl->ctx->ncpu > 0 ? pl->ctx->ncpu : 1;
+        want = tiles >= w ? 1 : (int)(w / tiles);
+    }
+    if (!pl->blas_threads || want < pl->blas_threads) pl->blas_threads = want;
     for (int64_t k = 0; k < A->nch[1]; k++) {
         int64_t ai[2] = {idx[0], k}, bi[2] = {k, idx[1]};
         ak_geom ag, bg;

@@ -29,6 +29,8 @@ one GPU:
                 2^30 x 2^14 --k 16, --k 16 streamed against in memory on 2^22 rows
   knn-floor     pruned 2^24 x 2^14 host to host against the transfer floor of its bytes
                 (bench-xfer-floor), with a trace
+  cpu-arrays    CPU arrays against NumPy, dask.array and numexpr on the 16 cores, GPU hidden
+                and visible (carry OpenBLAS/SLEEF .debs and the dask/numexpr wheels)
   trace         a traced cask-knn run: how much copying overlaps compute
   jacobi        cask-jacobi 32768^2, 300 sweeps, on 1, 2 and 4 GPUs
   fusion        fused elementwise arrays against unfused (bench-array-fusion)
@@ -85,7 +87,7 @@ ucx_wheel() {
 # Every step of the dispatch at the end (and of --help): a new step goes in all three.
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
 STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma"
-STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor ucx-wheel "
+STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays ucx-wheel "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
     *" $step "*) ;;
@@ -501,6 +503,63 @@ step_gpux() {
   CASK_LAUNCHER=local CASK_GPU_PER_RANK=1 tests/dist/run.sh 2 "$B/tests/test_dist_gpux" auto 65536 2>&1 | tail -3
 }
 
+step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this host's cores
+  # Carried in .devdeps (nothing can be fetched there): Debian's OpenBLAS and SLEEF
+  # (libopenblas0 libopenblas0-pthread libopenblas-dev libopenblas-pthread-dev libgfortran5
+  # libsleef3 libsleef-dev, `apt-get download`) and the peers the image lacks as wheels for
+  # its Python 3.12 (dask numexpr partd locket, `pip download --no-deps
+  # --only-binary=:all: --python-version 3.12 ...`). The GPU hidden, then visible; the BLAS
+  # thread split forced both ways; bench-array-fusion --cpu. OPENBLAS_CORETYPE and
+  # OPENBLAS_L2_SIZE are unset for these runs only.
+  D=/opt/devdeps
+  if ! pkg-config --exists openblas sleef 2>/dev/null; then
+    mkdir -p "$D"
+    for f in .devdeps/libopenblas*.deb .devdeps/libsleef*.deb .devdeps/libgfortran5*.deb; do
+      [ -f "$f" ] && dpkg -x "$f" "$D"
+    done
+    L=$D/usr/lib/x86_64-linux-gnu
+    # Debian's .pc files name /usr (openblas.pc without a prefix line): the unpacked tree
+    sed -i "s#=/usr#=$D/usr#" "$L"/openblas-pthread/pkgconfig/*.pc "$L"/pkgconfig/sleef.pc 2>/dev/null
+    export PKG_CONFIG_PATH="$L/openblas-pthread/pkgconfig:$L/pkgconfig:${PKG_CONFIG_PATH:-}"
+    export LD_LIBRARY_PATH="$L/openblas-pthread:$L:${LD_LIBRARY_PATH:-}"
+    export C_INCLUDE_PATH="$D/usr/include:${C_INCLUDE_PATH:-}"
+  fi
+  pkg-config --modversion openblas sleef | tr '\n' ' '; echo "(openblas, sleef)"
+  ls .devdeps/*.whl >/dev/null 2>&1 &&
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site .devdeps/*.whl > "$OUT/cpu_arrays_pip.log" 2>&1 &&
+    export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+  meson setup --reconfigure "$B" > "$OUT/cpu_arrays_setup.log" 2>&1
+  grep -E "BLAS|SLEEF" "$OUT/cpu_arrays_setup.log" | tail -2
+  ninja -C "$B" bench/bench-array-cpu bench/bench-array-fusion > "$OUT/cpu_arrays_build.log" 2>&1 ||
+    { grep -E "error|FAILED" "$OUT/cpu_arrays_build.log" | head -20; return 1; }
+  X="$B/bench/bench-array-cpu"
+  cpu_run() {   # name, then arguments of bench/array_cpu.py
+    name=$1; shift
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE timeout 420 python3 bench/array_cpu.py --cask "$X" "$@" > "$OUT/cpu_arrays_$name.log" 2>&1
+    echo "--- $name rc=$?"; sed -n '/^figure/,$p' "$OUT/cpu_arrays_$name.log"
+    grep -E '"peers"|missing' "$OUT/cpu_arrays_$name.log" | cut -c1-400
+  }
+  # the issue's sizes, GPU hidden: chain 1 GiB (64 MiB and 16 MiB chunks), sum/mean/std of
+  # 2^28, matmul 2048^2 .. 8192^2 in 2048^2 tiles, one 16384^2 stencil step
+  CUDA_VISIBLE_DEVICES= cpu_run hidden --chain-mb 1024 --chunk-mb 64 --mm 2048,4096,8192 --mm-chunk 2048 --stencil 16384 --stencil-rows 1024
+  CUDA_VISIBLE_DEVICES= cpu_run hidden16 --figs chain,light --chain-mb 1024 --chunk-mb 16
+  # the BLAS split: serial gemm per tile (auto at 16 tiles) against 16 threads per tile, and
+  # one tile holding the whole product (auto: threaded) against a serial one
+  for t in 1 16; do
+    CUDA_VISIBLE_DEVICES= cpu_run "mm_t$t" --no-peers --figs matmul --mm 8192 --mm-chunk 2048 --cask-args="--blas-threads $t"
+  done
+  CUDA_VISIBLE_DEVICES= cpu_run mm_onetile --figs matmul --mm 4096 --mm-chunk 4096
+  CUDA_VISIBLE_DEVICES= cpu_run mm_onetile_t1 --no-peers --figs matmul --mm 4096 --mm-chunk 4096 --cask-args="--blas-threads 1"
+  # GPU visible: cask opens it (15 CPU workers), arrays on CPUs: host chunks stay pageable
+  cpu_run visible --no-peers --figs chain,light,sum,matmul --chain-mb 1024 --chunk-mb 64 --mm 8192 --mm-chunk 2048 --cask-args=--with-gpus
+  # the issue's own figure
+  for chain in math light; do
+    CUDA_VISIBLE_DEVICES= env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE timeout 200 "$B/bench/bench-array-fusion" --cpu --chain $chain > "$OUT/cpu_arrays_fusion_$chain.log" 2>&1
+    echo "--- fusion --cpu --chain $chain rc=$?"; grep -v '^{' "$OUT/cpu_arrays_fusion_$chain.log"
+  done
+}
+
 step_recover_gpu() {
   CASK_LAUNCHER=local CASK_RECOVER_UCX_TLS= CASK_DIST_XFER_LOG="$OUT/rx" timeout 400 \
     sh tests/dist/recover_app.sh 3 "$B/apps/cask-knn" knngpu kill 2 3 8
@@ -550,6 +609,7 @@ for step in "$@"; do
       $K > "$OUT/knn_nodash.txt" 2>&1; echo "without: $(grep 'time:' "$OUT/knn_nodash.txt")"
       ROUNDS=7 sh bench/dash_overhead.sh "$B" 16 > "$OUT/dash_overhead.txt" 2>&1
       grep -v '^{' "$OUT/dash_overhead.txt" | tail -12 ;;
+    cpu-arrays) step_cpu_arrays ;;
     dist) meson test -C "$B" --suite dist --print-errorlogs > "$OUT/dist.log" 2>&1
           grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/dist.log" | tail -20 ;;
     knn-stream) # streamed runs from .npy files made by cask-knn-gen (KNN_DIR, default

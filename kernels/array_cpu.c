@@ -14,7 +14,9 @@
 #endif
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 #include "kernels/array_kernels.h"
+#include "kernels/array_vmath.h"
 
 struct ak_scratch {
     _Alignas(64) unsigned char acc[2][AK_TILE * 8];
@@ -73,23 +75,51 @@ static void fill_gidx(const ak_geom *g, int64_t e0, int64_t cnt, int64_t *out)
     }
 }
 
-/* Reads input elements through broadcast strides into dst (esize bytes each). */
+/* Reads input elements through broadcast strides into dst (esize bytes each): by runs
+ * along the last axis (copied when its stride is 1, one value repeated when 0). */
 static void gather_input(const ak_fused_args *a, int in, const void *src, int64_t e0,
                          int64_t cnt, void *dst)
 {
     const ak_geom *g = &a->geom;
     int es = ak_dt_size(a->prog.in_dt[in]);
     const int64_t *st = a->in_stride[in];
+    int d = g->ndim;
+    if (d == 0) {
+        for (int64_t i = 0; i < cnt; i++) memcpy((char *)dst + i * es, src, (size_t)es);
+        return;
+    }
     int64_t j[AK_MAX_DIMS] = {0};
     unravel(g, e0, j);
-    int d = g->ndim;
-    for (int64_t i = 0; i < cnt; i++) {
+    int last = d - 1;
+    int64_t i = 0;
+    while (i < cnt) {
         int64_t off = 0;
         for (int k = 0; k < d; k++) off += j[k] * st[k];
-        memcpy((char *)dst + i * es, (const char *)src + off * es, (size_t)es);
-        for (int k = d - 1; k >= 0; k--) {
-            if (++j[k] < g->shape[k]) break;
+        int64_t run = g->shape[last] - j[last];
+        if (run > cnt - i) run = cnt - i;
+        const char *s0 = (const char *)src + off * es;
+        char *d0 = (char *)dst + i * es;
+        if (st[last] == 1) {
+            memcpy(d0, s0, (size_t)(run * es));
+        } else if (st[last] == 0) {
+            if (es == 4) {
+                uint32_t v;
+                memcpy(&v, s0, 4);
+                for (int64_t t = 0; t < run; t++) ((uint32_t *)d0)[t] = v;
+            } else {
+                uint64_t v;
+                memcpy(&v, s0, 8);
+                for (int64_t t = 0; t < run; t++) ((uint64_t *)d0)[t] = v;
+            }
+        } else {
+            for (int64_t t = 0; t < run; t++)
+                memcpy(d0 + t * es, s0 + t * st[last] * es, (size_t)es);
+        }
+        i += run;
+        j[last] += run;
+        for (int k = last; k > 0 && j[k] >= g->shape[k]; k--) {
             j[k] = 0;
+            j[k - 1]++;
         }
     }
 }
@@ -105,76 +135,121 @@ static void fill_imm(int dt, ak_scalar v, int64_t cnt, void *dst)
     }
 }
 
-/* ---- typed loops ---- */
+/* ---- typed loops: dst = f(src [, operand]); dst may be src ---- */
 
 #define UN_LOOP(T, EXPR)                                                               \
     do {                                                                               \
-        T *x_ = (T *)acc;                                                              \
-        for (int64_t i = 0; i < cnt; i++) { T v = x_[i]; x_[i] = (EXPR); }             \
+        const T *x_ = (const T *)src;                                                  \
+        T *y_ = (T *)dst;                                                              \
+        for (int64_t i = 0; i < cnt; i++) { T v = x_[i]; y_[i] = (EXPR); }             \
     } while (0)
-
-#define UN_ALL(T, FN)                                                                  \
-    switch (op) {                                                                      \
-    case AK_OP_NEG: UN_LOOP(T, FN(AK_OP_NEG, v)); break;                               \
-    case AK_OP_ABS: UN_LOOP(T, FN(AK_OP_ABS, v)); break;                               \
-    case AK_OP_SQRT: UN_LOOP(T, FN(AK_OP_SQRT, v)); break;                             \
-    case AK_OP_EXP: UN_LOOP(T, FN(AK_OP_EXP, v)); break;                               \
-    case AK_OP_LOG: UN_LOOP(T, FN(AK_OP_LOG, v)); break;                               \
-    case AK_OP_SIN: UN_LOOP(T, FN(AK_OP_SIN, v)); break;                               \
-    case AK_OP_COS: UN_LOOP(T, FN(AK_OP_COS, v)); break;                               \
-    default: UN_LOOP(T, FN(AK_OP_SQUARE, v)); break;                                   \
-    }
 
 #define I32UN(o, v) ((int32_t)ak_int_un(o, AK_I32, v))
 #define U32UN(o, v) ((uint32_t)ak_int_un(o, AK_U32, v))
 #define I64UN(o, v) (ak_int_un(o, AK_I64, v))
 
-static void apply_unary(int op, int dt, void *acc, int64_t cnt)
+#define UN_INT(T, FN)                                                                  \
+    switch (op) {                                                                      \
+    case AK_OP_NEG: UN_LOOP(T, FN(AK_OP_NEG, v)); break;                               \
+    case AK_OP_ABS: UN_LOOP(T, FN(AK_OP_ABS, v)); break;                               \
+    case AK_OP_SQUARE: UN_LOOP(T, FN(AK_OP_SQUARE, v)); break;                         \
+    default: UN_LOOP(T, v); break;                                                     \
+    }
+
+/* Floats: neg, abs, sqrt (correctly rounded: the compiler's vector sqrt) and square
+ * inline; exp, log, sin, cos through the vector math (array_vmath.h). */
+#define UN_FLOAT(T, ABS, SQRT, MUL, VM)                                                \
+    switch (op) {                                                                      \
+    case AK_OP_NEG: UN_LOOP(T, -v); break;                                             \
+    case AK_OP_ABS: UN_LOOP(T, ABS(v)); break;                                         \
+    case AK_OP_SQRT: UN_LOOP(T, SQRT(v)); break;                                       \
+    case AK_OP_EXP: VM(AK_VM_EXP, (const T *)src, (T *)dst, cnt); break;               \
+    case AK_OP_LOG: VM(AK_VM_LOG, (const T *)src, (T *)dst, cnt); break;               \
+    case AK_OP_SIN: VM(AK_VM_SIN, (const T *)src, (T *)dst, cnt); break;               \
+    case AK_OP_COS: VM(AK_VM_COS, (const T *)src, (T *)dst, cnt); break;               \
+    default: UN_LOOP(T, MUL(v, v)); break;                                             \
+    }
+
+static void apply_unary(int op, int dt, const void *src, void *dst, int64_t cnt)
 {
     switch (dt) {
-    case AK_F32: UN_ALL(float, ak_f32_un); break;
-    case AK_F64: UN_ALL(double, ak_f64_un); break;
-    case AK_I32: UN_ALL(int32_t, I32UN); break;
-    case AK_U32: UN_ALL(uint32_t, U32UN); break;
-    default: UN_ALL(int64_t, I64UN); break;
+    case AK_F32: UN_FLOAT(float, fabsf, sqrtf, AK_FMUL, ak_vmath_f32); break;
+    case AK_F64: UN_FLOAT(double, fabs, sqrt, AK_DMUL, ak_vmath_f64); break;
+    case AK_I32: UN_INT(int32_t, I32UN); break;
+    case AK_U32: UN_INT(uint32_t, U32UN); break;
+    default: UN_INT(int64_t, I64UN); break;
     }
 }
 
-/* acc = f(acc, b) or, with rev, acc = f(b, acc). */
-#define BIN_LOOP(T, EXPR)                                                              \
+/* dst = f(src, b) or, with rev, f(b, src); b an array (B_AT(i) = b_[i]) or one value
+ * (B_AT(i) = bv), so an immediate costs no fill. */
+#define BIN_LOOP(T, EXPR, B_AT)                                                        \
     do {                                                                               \
-        T *__restrict o_ = (T *)acc;                                                   \
-        const T *__restrict b_ = (const T *)b;                                         \
+        const T *x_ = (const T *)src;                                                  \
+        T *y_ = (T *)dst;                                                              \
         if (!rev)                                                                      \
-            for (int64_t i = 0; i < cnt; i++) { T u = o_[i], w = b_[i]; o_[i] = (EXPR); } \
+            for (int64_t i = 0; i < cnt; i++) { T u = x_[i], w = B_AT(i); y_[i] = (EXPR); } \
         else                                                                           \
-            for (int64_t i = 0; i < cnt; i++) { T u = b_[i], w = o_[i]; o_[i] = (EXPR); } \
+            for (int64_t i = 0; i < cnt; i++) { T u = B_AT(i), w = x_[i]; y_[i] = (EXPR); } \
     } while (0)
 
-#define BIN_ALL(T, FN)                                                                 \
+#define B_ARR(i) (b_[i])
+#define B_ONE(i) (bv)
+
+#define BIN_ALL(T, FN, B_AT)                                                           \
     switch (op) {                                                                      \
-    case AK_OP_ADD: BIN_LOOP(T, FN(AK_OP_ADD, u, w)); break;                           \
-    case AK_OP_SUB: BIN_LOOP(T, FN(AK_OP_SUB, u, w)); break;                           \
-    case AK_OP_MUL: BIN_LOOP(T, FN(AK_OP_MUL, u, w)); break;                           \
-    case AK_OP_DIV: BIN_LOOP(T, FN(AK_OP_DIV, u, w)); break;                           \
-    case AK_OP_MIN: BIN_LOOP(T, FN(AK_OP_MIN, u, w)); break;                           \
-    case AK_OP_MAX: BIN_LOOP(T, FN(AK_OP_MAX, u, w)); break;                           \
-    default: BIN_LOOP(T, FN(AK_OP_POW, u, w)); break;                                  \
+    case AK_OP_ADD: BIN_LOOP(T, FN(AK_OP_ADD, u, w), B_AT); break;                     \
+    case AK_OP_SUB: BIN_LOOP(T, FN(AK_OP_SUB, u, w), B_AT); break;                     \
+    case AK_OP_MUL: BIN_LOOP(T, FN(AK_OP_MUL, u, w), B_AT); break;                     \
+    case AK_OP_DIV: BIN_LOOP(T, FN(AK_OP_DIV, u, w), B_AT); break;                     \
+    case AK_OP_MIN: BIN_LOOP(T, FN(AK_OP_MIN, u, w), B_AT); break;                     \
+    case AK_OP_MAX: BIN_LOOP(T, FN(AK_OP_MAX, u, w), B_AT); break;                     \
+    default: BIN_LOOP(T, FN(AK_OP_POW, u, w), B_AT); break;                            \
     }
 
 #define I32BIN(o, u, w) ((int32_t)ak_int_bin(o, AK_I32, u, w))
 #define U32BIN(o, u, w) ((uint32_t)ak_int_bin(o, AK_U32, u, w))
 #define I64BIN(o, u, w) (ak_int_bin(o, AK_I64, u, w))
 
-static void apply_binary(int op, int dt, void *acc, const void *b, int rev, int64_t cnt)
+/* Float pow through the vector math: base and exponent as arrays (an immediate is
+ * spread over the tile first). */
+static void float_pow(int dt, const void *src, const void *b, ak_scalar imm, int rev, void *dst,
+                      int64_t cnt, void *tmp)
 {
-    switch (dt) {
-    case AK_F32: BIN_ALL(float, ak_f32_bin); break;
-    case AK_F64: BIN_ALL(double, ak_f64_bin); break;
-    case AK_I32: BIN_ALL(int32_t, I32BIN); break;
-    case AK_U32: BIN_ALL(uint32_t, U32BIN); break;
-    default: BIN_ALL(int64_t, I64BIN); break;
+    if (!b) {
+        if (dt == AK_F32) for (int64_t i = 0; i < cnt; i++) ((float *)tmp)[i] = (float)imm.f;
+        else for (int64_t i = 0; i < cnt; i++) ((double *)tmp)[i] = imm.f;
+        b = tmp;
     }
+    const void *base = rev ? b : src, *ex = rev ? src : b;
+    if (dt == AK_F32) ak_vpow_f32(base, ex, dst, cnt);
+    else ak_vpow_f64(base, ex, dst, cnt);
+}
+
+/* b: the operand array, or NULL for the immediate imm. tmp: a tile of scratch. */
+static void apply_binary(int op, int dt, const void *src, const void *b, ak_scalar imm,
+                         int rev, void *dst, int64_t cnt, void *tmp)
+{
+    if (op == AK_OP_POW && ak_dt_is_float(dt)) {
+        float_pow(dt, src, b, imm, rev, dst, cnt, tmp);
+        return;
+    }
+#define BIN_DT(T, FN, VAL)                                                             \
+    if (b) {                                                                           \
+        const T *b_ = (const T *)b;                                                    \
+        BIN_ALL(T, FN, B_ARR);                                                         \
+    } else {                                                                           \
+        T bv = (T)(VAL);                                                               \
+        BIN_ALL(T, FN, B_ONE);                                                         \
+    }
+    switch (dt) {
+    case AK_F32: { BIN_DT(float, ak_f32_bin, imm.f); break; }
+    case AK_F64: { BIN_DT(double, ak_f64_bin, imm.f); break; }
+    case AK_I32: { BIN_DT(int32_t, I32BIN, imm.i); break; }
+    case AK_U32: { BIN_DT(uint32_t, U32BIN, imm.i); break; }
+    default: { BIN_DT(int64_t, I64BIN, imm.i); break; }
+    }
+#undef BIN_DT
 }
 
 /* dst (dtype dd) = convert(src (dtype sd)). */
@@ -245,54 +320,86 @@ static void apply_gen(const ak_instr *ins, const int64_t *g, int64_t cnt, void *
     }
 }
 
-void ak_cpu_eval_tile(const ak_fused_args *a, void *const *in, int64_t e0, int64_t cnt,
-                      void *out, ak_scratch *s)
+/* Runs the program on elements [e0, e0+cnt) (cnt <= AK_TILE) and returns where the
+ * result is: out, unless the program only reads an input or a side register (then that
+ * place, nothing copied). Values move between s->acc buffers and the last instruction
+ * writes out directly; a SET of a contiguous input reads it in place. */
+static const void *eval_tile(const ak_fused_args *a, void *const *in, int64_t e0, int64_t cnt,
+                             void *out, ak_scratch *s)
 {
     const ak_prog *p = &a->prog;
     void *acc = s->acc[0], *other = s->acc[1];
+    const void *cur = acc;   /* where the accumulator's value is */
     if (p->needs_gidx) fill_gidx(&a->geom, e0, cnt, s->g);
     for (int pc = 0; pc < p->nops; pc++) {
         const ak_instr *ins = &p->ops[pc];
         const void *opnd = NULL;
-        if (ins->okind == AK_OPND_IMM) {
-            fill_imm(ins->dt, ins->imm[0], cnt, s->opnd);
-            opnd = s->opnd;
-        } else if (ins->okind == AK_OPND_SIDE) {
+        if (ins->okind == AK_OPND_SIDE) {
             opnd = s->side[ins->oidx];
         } else if (ins->okind == AK_OPND_INPUT) {
             int k = ins->oidx, es = ak_dt_size(p->in_dt[k]);
             if (a->in_contig[k]) {
                 opnd = (const char *)in[k] + e0 * es;
             } else {
-                gather_input(a, k, in[k], e0, cnt, s->opnd);
-                opnd = s->opnd;
+                void *dst = ins->op == AK_OP_SET ? acc : s->opnd;
+                gather_input(a, k, in[k], e0, cnt, dst);
+                opnd = dst;
             }
         }
+        /* the last instruction writes the output itself */
+        void *dst = pc == p->nops - 1 ? out : acc;
         switch (ins->op) {
         case AK_OP_SET:
-            memcpy(acc, opnd, (size_t)(cnt * ak_dt_size(ins->dt)));
+            if (ins->okind == AK_OPND_IMM) {
+                fill_imm(ins->dt, ins->imm[0], cnt, acc);
+                cur = acc;
+            } else {
+                cur = opnd;
+            }
             break;
         case AK_OP_ARANGE:
         case AK_OP_RAND_U:
         case AK_OP_RAND_N:
-            apply_gen(ins, s->g, cnt, acc);
+            apply_gen(ins, s->g, cnt, dst);
+            cur = dst;
             break;
         case AK_OP_CAST: {
-            apply_cast(ins->src_dt, ins->dt, acc, other, cnt);
-            void *t = acc;
-            acc = other;
-            other = t;
+            if (dst == acc && cur == acc) {   /* the new type goes to the other buffer */
+                dst = other;
+                other = acc;
+                acc = dst;
+            }
+            apply_cast(ins->src_dt, ins->dt, cur, dst, cnt);
+            cur = dst;
             break;
         }
         case AK_OP_PUT:
-            memcpy(s->side[ins->oidx], acc, (size_t)(cnt * ak_dt_size(ins->dt)));
+            if (s->side[ins->oidx] != cur)
+                memcpy(s->side[ins->oidx], cur, (size_t)(cnt * ak_dt_size(ins->dt)));
             break;
         default:
-            if (ins->op < AK_OP_BINARY0) apply_unary(ins->op, ins->dt, acc, cnt);
-            else apply_binary(ins->op, ins->dt, acc, opnd, ins->rev, cnt);
+            if (ins->op < AK_OP_BINARY0)
+                apply_unary(ins->op, ins->dt, cur, dst, cnt);
+            else
+                apply_binary(ins->op, ins->dt, cur, ins->okind == AK_OPND_IMM ? NULL : opnd,
+                             ins->imm[0], ins->rev, dst, cnt, s->opnd);
+            cur = dst;
         }
     }
-    memcpy(out, acc, (size_t)(cnt * ak_dt_size(p->out_dt)));
+    return cur;
+}
+
+void ak_cpu_eval_tile(const ak_fused_args *a, void *const *in, int64_t e0, int64_t cnt,
+                      void *out, ak_scratch *s)
+{
+    const void *r = eval_tile(a, in, e0, cnt, out, s);
+    if (r != out) memcpy(out, r, (size_t)(cnt * ak_dt_size(a->prog.out_dt)));
+}
+
+const void *ak_cpu_eval_tile_ref(const ak_fused_args *a, void *const *in, int64_t e0,
+                                 int64_t cnt, void *out, ak_scratch *s)
+{
+    return eval_tile(a, in, e0, cnt, out, s);
 }
 
 cask_status ak_cpu_fused(cask_task_ctx *ctx)

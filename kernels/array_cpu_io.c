@@ -1,6 +1,6 @@
 /* kernels/array_cpu_io.c: CPU kernels that move array blocks: rechunk copies, gathers
- * from and scatters to a row-major host array, reads and writes of .npy data, and the
- * blocked matrix product of two tiles. */
+ * from and scatters to a row-major host array, reads and writes of .npy data. (The
+ * matrix product of tiles is array_cpu_matmul.c.) */
 /* The tile loops must vectorise whatever the build type (-O2's cheap cost model leaves
  * loops of unknown length scalar); set before the includes so that the inline helpers
  * share the options and inline. No fast-math: results stay those of the C library. */
@@ -172,54 +172,3 @@ static cask_status npy_io(cask_task_ctx *ctx, int write)
 
 cask_status ak_cpu_npy_read(cask_task_ctx *ctx) { return npy_io(ctx, 0); }
 cask_status ak_cpu_npy_write(cask_task_ctx *ctx) { return npy_io(ctx, 1); }
-
-/* ---- matrix product of tiles: C (m x n) = [C +] A (m x k) B (k x n), row-major ---- */
-
-#define MM_BLOCK 64
-
-#define MM_LOOP(T, MUL, ADD)                                                           \
-    do {                                                                               \
-        const T *A = a_, *B = b_;                                                      \
-        T *C = c_;                                                                     \
-        if (!beta)                                                                     \
-            for (int64_t i = 0; i < m * n; i++) C[i] = 0;                              \
-        for (int64_t k0 = 0; k0 < k; k0 += MM_BLOCK)                                   \
-            for (int64_t j0 = 0; j0 < n; j0 += MM_BLOCK) {                             \
-                int64_t k1 = k0 + MM_BLOCK < k ? k0 + MM_BLOCK : k;                    \
-                int64_t j1 = j0 + MM_BLOCK < n ? j0 + MM_BLOCK : n;                    \
-                for (int64_t i = 0; i < m; i++)                                        \
-                    for (int64_t kk = k0; kk < k1; kk++) {                             \
-                        T av = A[i * k + kk];                                          \
-                        T *crow = C + i * n;                                           \
-                        const T *brow = B + kk * n;                                    \
-                        for (int64_t j = j0; j < j1; j++)                              \
-                            crow[j] = ADD(crow[j], MUL(av, brow[j]));                  \
-                    }                                                                  \
-            }                                                                          \
-    } while (0)
-
-#define PLAIN_MUL(x, y) ((x) * (y))
-#define PLAIN_ADD(x, y) ((x) + (y))
-#define WRAP_MUL32(x, y) ((__typeof__(x))((uint32_t)(x) * (uint32_t)(y)))
-#define WRAP_ADD32(x, y) ((__typeof__(x))((uint32_t)(x) + (uint32_t)(y)))
-#define WRAP_MUL64(x, y) ((int64_t)((uint64_t)(x) * (uint64_t)(y)))
-#define WRAP_ADD64(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
-
-cask_status ak_cpu_matmul(cask_task_ctx *ctx)
-{
-    size_t asz;
-    const ak_mm_args *a = cask_task_args(ctx, &asz);
-    if (!a || asz < sizeof(*a)) return cask_task_fail(ctx, "bad arguments");
-    const void *a_ = cask_task_buffer(ctx, 0), *b_ = cask_task_buffer(ctx, 1);
-    void *c_ = cask_task_buffer(ctx, 2);
-    int64_t m = a->m, n = a->n, k = a->k;
-    int beta = a->beta;
-    switch (a->dt) {
-    case AK_F32: MM_LOOP(float, PLAIN_MUL, PLAIN_ADD); break;
-    case AK_F64: MM_LOOP(double, PLAIN_MUL, PLAIN_ADD); break;
-    case AK_I32: MM_LOOP(int32_t, WRAP_MUL32, WRAP_ADD32); break;
-    case AK_U32: MM_LOOP(uint32_t, WRAP_MUL32, WRAP_ADD32); break;
-    default: MM_LOOP(int64_t, WRAP_MUL64, WRAP_ADD64); break;
-    }
-    return CASK_OK;
-}

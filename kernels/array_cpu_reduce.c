@@ -73,6 +73,51 @@ static void accumulate(int op, int isf, ak_scalar v, int64_t i, ak_red_entry *e)
     }
 }
 
+/* d[j] = x[2j] + x[2j+1], j < m: one level of the pairwise tree. Only additions (no
+ * contraction is possible), so the AVX2 clone gives the same bits as the SSE2 one. */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+#define AK_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define AK_CLONES
+#endif
+AK_CLONES static void pairs_f64(double *__restrict d, const double *__restrict x, int64_t m)
+{
+    for (int64_t j = 0; j < m; j++) d[j] = AK_DADD(x[2 * j], x[2 * j + 1]);
+}
+
+AK_CLONES static void pairs_f32(double *__restrict d, const float *__restrict x, int64_t m)
+{
+    for (int64_t j = 0; j < m; j++) d[j] = AK_DADD((double)x[2 * j], (double)x[2 * j + 1]);
+}
+
+/* The value of the dyadic node of 2^L program values from element e0: the canonical
+ * pairwise tree (ak_canon_sum) computed level by level, which makes the same additions
+ * in the same order as the binary-counter walk but in loops that vectorise. The first
+ * level adds pairs straight from the program's tiles (float32 values widened). */
+static double node_sum(const ak_fused_args *f, void *const *in, int64_t e0, int L,
+                       double *a, double *b, ak_scratch *s)
+{
+    int64_t n = (int64_t)1 << L;
+    union { float f32[AK_TILE]; double f64[AK_TILE]; } t;
+    if (L == 0) {
+        const void *r = ak_cpu_eval_tile_ref(f, in, e0, 1, &t, s);
+        return f->prog.out_dt == AK_F64 ? *(const double *)r : (double)*(const float *)r;
+    }
+    for (int64_t i = 0; i < n; i += AK_TILE) {
+        int64_t c = n - i < AK_TILE ? n - i : AK_TILE;   /* even: n and AK_TILE are */
+        const void *r = ak_cpu_eval_tile_ref(f, in, e0 + i, c, &t, s);
+        if (f->prog.out_dt == AK_F64) pairs_f64(a + (i >> 1), r, c / 2);
+        else pairs_f32(a + (i >> 1), r, c / 2);
+    }
+    for (int64_t m = n >> 1; m > 1; m >>= 1) {
+        pairs_f64(b, a, m / 2);
+        double *tmp = a;
+        a = b;
+        b = tmp;
+    }
+    return a[0];
+}
+
 static void partial_dyadic(const ak_red_args *r, void *const *in, char *out, ak_scratch *s)
 {
     const ak_fused_args *f = &r->f;
@@ -86,15 +131,13 @@ static void partial_dyadic(const ak_red_args *r, void *const *in, char *out, ak_
     hdr[0] = K;
     double *vals = (double *)(hdr + 1 + K);
     if (inner == 1) {
-        double *buf = malloc(sizeof(double) << AK_DY_CAP);
+        double a[(size_t)1 << (AK_DY_CAP - 1)], b[(size_t)1 << (AK_DY_CAP - 2)];
         for (int64_t o = 0; o < r->outer; o++)
             for (int64_t k = 0; k < K; k++) {
                 int64_t p = NODE_POS(hdr[1 + k]);
                 int L = NODE_LVL(hdr[1 + k]);
-                eval_doubles(f, in, o * r->len + (p - r->c0), (int64_t)1 << L, buf, s);
-                vals[o * K + k] = ak_canon_sum(buf, L);
+                vals[o * K + k] = node_sum(f, in, o * r->len + (p - r->c0), L, a, b, s);
             }
-        free(buf);
         return;
     }
     /* Axis with inner elements per position: the binary-counter walk of each node,

@@ -191,6 +191,12 @@ typedef struct ak_mm_args {
     void *blas;               /* ak_blas_cache of the array context (CUDA builds) */
 } ak_mm_args;
 
+/* The CPU BLAS (array_cpu_matmul.c): its name, or NULL in a build without one; its
+ * process-wide thread count (1 without one). Set it only while no tile runs. */
+const char *ak_blas_name(void);
+int ak_blas_threads_get(void);
+void ak_blas_threads_set(int n);
+
 /* The kernels, registered once per array context. */
 typedef struct ak_kernels {
     cask_kernel *fused;
@@ -230,6 +236,10 @@ cask_status ak_cpu_matmul(cask_task_ctx *ctx);
  * prog.out_dt, packed) goes to out. */
 void ak_cpu_eval_tile(const ak_fused_args *a, void *const *in, int64_t e0, int64_t cnt,
                       void *out, ak_scratch *s);
+/* The same, but the result may be left where it is: returns out, or the input or
+ * scratch buffer that holds it (valid until the next call with s). */
+const void *ak_cpu_eval_tile_ref(const ak_fused_args *a, void *const *in, int64_t e0,
+                                 int64_t cnt, void *out, ak_scratch *s);
 /* Global flat index of element e of the chunk g. */
 int64_t ak_gidx(const ak_geom *g, int64_t e);
 

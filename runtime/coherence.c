@@ -12,18 +12,22 @@
 
 #define SET_VALID(r, v) __atomic_store_n(&(r)->valid, (uint8_t)(v), __ATOMIC_RELAXED)
 
-/* Host memory of d: the user's, or allocated on first need. */
-static cask_status host_ensure(cask_runtime *rt, cask_data *d)
+/* Host memory of d: the user's, or allocated on first need from the runtime's cache.
+ * pinned: the host copy of a chunk a GPU wrote (a write-back or an eviction), which
+ * GPUs read again; chunks made on the host stay pageable (pinning costs more than it
+ * saves for memory no GPU copies). */
+static cask_status host_ensure(cask_runtime *rt, cask_data *d, int pinned)
 {
     replica *h = &d->rep[0];
     if (h->ptr)
         return CASK_OK;
     if (rt->spill)   /* counted against the host limit, spillable */
         return spill_host_alloc(rt, d, 1);
-    cask_status st = cask_host_alloc(rt, d->bytes, &h->ptr);
+    cask_status st = hcache_alloc(&rt->hcache, d->bytes, pinned, &h->ptr);
     if (st)
         return st;
     h->owned = 1;
+    h->pinned = (uint8_t)(pinned && rt->dev);
     return CASK_OK;
 }
 
@@ -100,7 +104,7 @@ static cask_status make_valid(cask_runtime *rt, cask_data *d, int node, cask_acc
     cask_status st;
     if ((mode & CASK_READ) && !r->valid && d->on_disk && pick_source(rt, d, node) < 0) {
         /* the only copy is in the spill file: back to host memory first */
-        if ((st = host_ensure(rt, d)) || (st = spill_read(rt, d)))
+        if ((st = host_ensure(rt, d, 0)) || (st = spill_read(rt, d)))
             return st;
         SET_VALID(&d->rep[0], 1);
     }
@@ -108,7 +112,7 @@ static cask_status make_valid(cask_runtime *rt, cask_data *d, int node, cask_acc
         __atomic_store_n(&d->on_disk, 0, __ATOMIC_RELAXED);   /* (read unlocked as a hint) */
     if (!r->ptr) {
         if (node == 0) {
-            st = host_ensure(rt, d);
+            st = host_ensure(rt, d, 0);
         } else {
             st = mem_alloc(rt, node, d->bytes, ctr, &r->ptr);
             if (st == CASK_OK)
@@ -285,7 +289,7 @@ void coh_finish_gpu(cask_runtime *rt, cask_task *t, int gpu, worker_counters *ct
             !d->rep[0].valid) {
             replica *h = &d->rep[0];
             void *s = device_stream(rt->dev, gpu, DEV_STREAM_D2H);
-            cask_status st = host_ensure(rt, d);
+            cask_status st = host_ensure(rt, d, 1);
             if (st == CASK_OK && h->event_pending && !rt->sim)
                 st = device_stream_wait(rt->dev, s, h->event);
             if (tr && st == CASK_OK && !rt->sim)
@@ -382,7 +386,7 @@ void coh_free_all(cask_data *d)
         spill_forget(rt, d);
         pthread_mutex_unlock(&d->lock);
     } else if (h->owned && h->ptr) {
-        cask_host_free(rt, h->ptr);
+        hcache_free(&rt->hcache, h->ptr, d->bytes, h->pinned);
     }
     h->ptr = NULL;
 }
@@ -425,7 +429,7 @@ cask_status coh_evict_locked(cask_runtime *rt, cask_data *d, int node, int *spil
         if (k != node && d->rep[k].valid)
             return CASK_OK;           /* clean: another copy stays */
     /* dirty: the only valid copy goes to host first */
-    if ((st = host_ensure(rt, d)) || (st = settle(rt, &d->rep[0])))
+    if ((st = host_ensure(rt, d, 1)) || (st = settle(rt, &d->rep[0])))
         return st;
     st = device_copy(rt->dev, d->rep[0].ptr, 0, r->ptr, node, d->bytes, NULL);
     if (st)

@@ -170,6 +170,17 @@ cask_status config_resolve(const cask_config *cfg, config_resolved *out, char *e
         if (config_parse_size(v, &out->host_mem_limit))
             BAD_ENV("CASK_HOST_MEM_LIMIT", v, "expected bytes with optional K/M/G/T suffix");
     }
+    out->host_cache_limit = (size_t)-1;
+    out->huge_pages = 1;
+    if (mask & CASK_CONFIG_HOST_CACHE) {
+        out->host_cache_limit = cfg->host_cache_limit;
+        out->huge_pages = cfg->huge_pages != 0;
+    } else {
+        if ((v = getenv("CASK_HOST_CACHE_LIMIT")) && config_parse_size(v, &out->host_cache_limit))
+            BAD_ENV("CASK_HOST_CACHE_LIMIT", v, "expected bytes with optional K/M/G/T suffix");
+        if ((v = getenv("CASK_HUGE_PAGES")) && parse_int(v, 0, 1, &out->huge_pages))
+            BAD_ENV("CASK_HUGE_PAGES", v, "expected 0 or 1");
+    }
     const char *sd = NULL;
     if (mask & CASK_CONFIG_SPILL_DIR) sd = cfg->spill_dir;
     else if ((v = getenv("CASK_SPILL_DIR")) && *v) sd = v;

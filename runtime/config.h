@@ -23,6 +23,8 @@ typedef struct config_resolved {
     int progress;          /* 1, 0, or -1: when stderr is a terminal */
     size_t host_mem_limit; /* 0: none (no spilling) */
     char spill_dir[512];   /* base folder of spill files */
+    size_t host_cache_limit; /* (size_t)-1: a quarter of physical memory */
+    int huge_pages;
 } config_resolved;
 
 /* Fills *out from cfg (may be NULL), then CASK_* environment variables, then defaults.

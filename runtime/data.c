@@ -66,7 +66,7 @@ cask_status cask_data_create(cask_runtime *rt, size_t bytes, cask_data **out)
     if (st)
         return st;
     if (rt->ngpu == 0 && !rt->spill) {   /* only the host can hold it: allocate now */
-        st = cask_host_alloc(rt, bytes, &d->rep[0].ptr);
+        st = hcache_alloc(&rt->hcache, bytes, 0, &d->rep[0].ptr);
         if (st) {
             pthread_mutex_destroy(&d->lock);
             free(d);

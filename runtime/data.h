@@ -15,6 +15,7 @@ typedef struct replica {
     uint8_t valid;
     uint8_t owned;               /* allocated by the runtime (freed by it) */
     uint8_t event_pending;       /* `event` must complete before ptr holds the data */
+    uint8_t pinned;              /* owned host memory that is page-locked (host_cache.c) */
     void *event;                 /* device event (cudaEvent_t), created lazily */
     int event_dev;               /* GPU the event was created on */
     int busy;                    /* tasks using it now: not evictable */

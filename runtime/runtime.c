@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "runtime/runtime.h"
 #include "runtime/graph.h"
 #include "runtime/data.h"
@@ -103,6 +104,16 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         if (rt->ncpu < 1)
             rt->ncpu = 1;
     }
+    size_t hc_limit = rt->cfg.host_cache_limit;
+    if (hc_limit == (size_t)-1) {
+        long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
+        hc_limit = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 4 : (size_t)1 << 30;
+    }
+    if ((st = hcache_init(&rt->hcache, rt, hc_limit))) {
+        snprintf(err, sizeof err, "host chunk cache");
+        goto fail;
+    }
+    rt->hcache.huge = rt->cfg.huge_pages;
     if (rt->ngpu > 0 && (st = mem_create(rt))) {
         snprintf(err, sizeof err, "GPU memory pools");
         goto fail;
@@ -161,6 +172,7 @@ fail:
 #ifdef CASK_HAVE_DASHBOARD
     dash_live_destroy(rt->live);
 #endif
+    hcache_destroy(&rt->hcache);
     mem_destroy(rt);
     if (rt->dev)
         device_close(rt->dev);
@@ -209,6 +221,7 @@ cask_status cask_shutdown(cask_runtime *rt)
         stats_print(stderr, stats, nw, wall);
         free(stats);
     }
+    hcache_destroy(&rt->hcache);
     mem_destroy(rt);
     if (rt->dev)
         device_close(rt->dev);

@@ -9,6 +9,7 @@
 #include "runtime/config.h"
 #include "runtime/topology.h"
 #include "runtime/arena.h"
+#include "runtime/host_cache.h"
 
 #define CASK_ERRMSG_LEN 1024
 #define CASK_MAX_GPUS 16
@@ -52,6 +53,7 @@ struct cask_runtime {
     struct dash_live *live;         /* the dashboard's counters; NULL without one */
     struct dashboard *dash;         /* its server (runtime/dashboard.c) */
     struct spill_state *spill;      /* host memory limit and spill files; NULL: no limit */
+    host_cache hcache;              /* freed host chunk memory kept for reuse */
 
     pthread_mutex_t lock;           /* kernels, data list, graph list */
     cask_kernel *kernels;

@@ -56,6 +56,23 @@ static inline void ref_set(void *p, cask_dtype dt, int64_t i, double v)
     }
 }
 
+/* Error of got against ref, a value computed in a wider type (double for float32
+ * results, long double for float64), in units in the last place of dt at ref. NaN
+ * against NaN and equal infinities are 0; a reference past dt's range rounds to
+ * infinity first. */
+static inline double ref_ulps(long double got, long double ref, cask_dtype dt)
+{
+    int p = dt == CASK_FLOAT32 ? 24 : 53, emin = dt == CASK_FLOAT32 ? -125 : -1021;
+    long double max = dt == CASK_FLOAT32 ? 3.40282346638528859812e+38L : 1.79769313486231570815e+308L;
+    if (isnan(got) || isnan(ref)) return isnan(got) && isnan(ref) ? 0 : INFINITY;
+    if (fabsl(ref) > max && !isinf(ref)) ref = ref > 0 ? INFINITY : -INFINITY;
+    if (isinf(got) || isinf(ref)) return got == ref ? 0 : INFINITY;
+    int e;
+    frexpl(ref, &e);
+    if (e < emin) e = emin;
+    return (double)(fabsl(got - ref) / ldexpl(1.0L, e - p));
+}
+
 /* n values: floats in [-4, 4) (a few exact zeros), integers in [-50, 50) (uint32 [0, 100)). */
 static inline void *ref_data(cask_dtype dt, int64_t n, uint64_t seed)
 {

@@ -166,8 +166,68 @@ Test(unit, array_persisted_results_are_reused, .init = up, .fini = down)
     cr_assert_eq(cask_array_plan(ctx, 1, &z, &st, NULL), CASK_OK);
     cr_assert_eq(st.ntasks_compute, 10, "only z's own tasks");
     double *o = run(z);
-    for (int i = 0; i < 1000; i++) cr_assert_eq(o[i], exp(ak_rand_uniform(5, (uint64_t)i, 0, 1)) + 1.0);
+    for (int i = 0; i < 1000; i++) {   /* exp within 1 ULP, then one rounding */
+        long double w = expl(ak_rand_uniform(5, (uint64_t)i, 0, 1)) + 1.0L;
+        cr_assert(ref_ulps(o[i], w, CASK_FLOAT64) <= 1.5, "%d: %.17g vs %.17Lg", i, o[i], w);
+    }
     free(o);
     cask_array_release(y);
     cask_array_release(z);
+}
+
+/* Host chunk memory: the temporaries of a compute go back to the runtime's cache and
+ * the next compute of the same shapes takes them again, touching no new page. */
+Test(unit, array_host_chunks_are_reused_across_computes, .init = up, .fini = down)
+{
+    int64_t shape[1] = {(int64_t)4 << 20}, ch[1] = {(int64_t)1 << 20};   /* 4 x 4 MiB */
+    cask_array *x, *y, *s;
+    cr_assert_eq(cask_array_random_uniform(ctx, CASK_FLOAT32, 1, shape, ch, 9, 0, 1, &x), 0);
+    cr_assert_eq(cask_array_ctx_set(ctx, CASK_ARRAY_OPT_FUSE, 0), CASK_OK);   /* temporaries */
+    cr_assert_eq(cask_array_unary(CASK_SQRT, x, &y), CASK_OK);
+    cr_assert_eq(cask_array_reduce(CASK_REDUCE_SUM, y, CASK_AXIS_ALL, &s), CASK_OK);
+    float v1, v2;
+    cask_array_stats st1, st2;
+    cr_assert_eq(cask_array_compute(s, &v1, sizeof v1), CASK_OK);
+    cask_array_last_stats(ctx, &st1);
+    cr_assert_geq(st1.host_cached_bytes, (size_t)32 << 20, "x and sqrt(x) chunks kept: %zu",
+                  st1.host_cached_bytes);
+    cr_assert_eq(cask_array_compute(s, &v2, sizeof v2), CASK_OK);
+    cask_array_last_stats(ctx, &st2);
+    cr_assert_eq(v1, v2);
+    /* 32 MiB of fresh 4 KiB pages would be 8192 faults */
+    cr_assert_lt(st2.minor_faults, 1000, "second compute: %zu minor faults (first %zu)",
+                 st2.minor_faults, st1.minor_faults);
+    size_t cached, limit;
+    cr_assert_eq(cask_runtime_host_cache(rt, &cached, &limit), CASK_OK);
+    cr_assert_gt(limit, 0);
+    cr_assert_eq(cask_runtime_host_cache_trim(rt), CASK_OK);
+    cr_assert_eq(cask_runtime_host_cache(rt, &cached, NULL), CASK_OK);
+    cr_assert_eq(cached, 0);
+    cask_array_release(x); cask_array_release(y); cask_array_release(s);
+}
+
+Test(unit, array_host_cache_limit_zero_keeps_nothing)
+{
+    cask_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_NGPU | CASK_CONFIG_BIND | CASK_CONFIG_HOST_CACHE;
+    cfg.ncpu = 2;
+    cfg.bind = 0;
+    cfg.host_cache_limit = 0;
+    cfg.huge_pages = 1;
+    cr_assert_eq(cask_init(&cfg, &rt), CASK_OK);
+    cr_assert_eq(cask_array_ctx_create(rt, &ctx), CASK_OK);
+    int64_t shape[1] = {(int64_t)1 << 20}, ch[1] = {(int64_t)1 << 18};
+    cask_array *x, *s;
+    cr_assert_eq(cask_array_random_uniform(ctx, CASK_FLOAT32, 1, shape, ch, 9, 0, 1, &x), 0);
+    cr_assert_eq(cask_array_reduce(CASK_REDUCE_SUM, x, CASK_AXIS_ALL, &s), CASK_OK);
+    cr_assert_eq(cask_array_persist(ctx, 1, &x), CASK_OK);
+    float v;
+    cr_assert_eq(cask_array_compute(s, &v, sizeof v), CASK_OK);
+    cask_array_release(x);   /* persisted chunks freed with the node */
+    cask_array_release(s);
+    size_t cached = 1;
+    cr_assert_eq(cask_runtime_host_cache(rt, &cached, NULL), CASK_OK);
+    cr_assert_eq(cached, 0);
+    down();
 }

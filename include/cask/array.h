@@ -88,9 +88,14 @@ typedef enum cask_array_option {
     CASK_ARRAY_OPT_CSE,            /* 1 (default): share identical sub-expressions */
     CASK_ARRAY_OPT_COMBINE_ARITY,  /* partial results one reduction task combines,
                                       2..15. Default 8 */
-    CASK_ARRAY_OPT_JIT             /* 1 (default): on GPUs, compile each fused program to
+    CASK_ARRAY_OPT_JIT,            /* 1 (default): on GPUs, compile each fused program to
                                       its own kernel at run time (NVRTC, when the build
                                       has it); 0: interpret programs. Same results. */
+    CASK_ARRAY_OPT_BLAS_THREADS    /* threads of each CPU tile product (the BLAS's own):
+                                      0 (default) decides per run: 1 when a product has
+                                      at least as many output tiles as CPU workers (the
+                                      workers run tiles in parallel), else workers /
+                                      tiles. Same results either way. */
 } cask_array_option;
 cask_status cask_array_ctx_set(cask_array_ctx *ctx, cask_array_option opt, int64_t value);
 
@@ -313,6 +318,12 @@ typedef struct cask_array_stats {
     size_t nhandles;        /* data handles the graph used (temporary and kept) */
     double build_s;         /* time to optimise and lower to tasks */
     double elapsed_s;       /* time the graph ran (0 for cask_array_plan) */
+    size_t minor_faults;    /* minor page faults of the whole process from lowering to the
+                               end of the run (getrusage): pages touched for the first time,
+                               most often fresh chunk memory */
+    size_t host_cached_bytes; /* host chunk memory the runtime's cache holds for reuse,
+                               read when the statistics are asked for
+                               (cask_runtime_host_cache) */
 } cask_array_stats;
 
 /* Statistics of the context's last compute or persist. */

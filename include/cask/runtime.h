@@ -43,7 +43,8 @@ enum cask_config_field {
     CASK_CONFIG_PROGRESS      = 1u << 10,
     CASK_CONFIG_DASHBOARD     = 1u << 11,
     CASK_CONFIG_HOST_MEM_LIMIT = 1u << 12,
-    CASK_CONFIG_SPILL_DIR     = 1u << 13
+    CASK_CONFIG_SPILL_DIR     = 1u << 13,
+    CASK_CONFIG_HOST_CACHE    = 1u << 14
 };
 
 /* Runtime configuration. For each field: the value given here if its bit is set in
@@ -87,6 +88,12 @@ typedef struct cask_config {
                                  cask-spill-PID-XXXXXX is made in it, removed at shutdown
                                  (leftovers of dead runs are removed at start). Copied.
                                  CASK_SPILL_DIR. Default: $TMPDIR, else /tmp. */
+    size_t host_cache_limit;  /* bytes of freed host chunk memory the runtime keeps to
+                                 reuse for later chunks (no page faults, no zeroing).
+                                 CASK_HOST_CACHE_LIMIT (suffixes K, M, G, T). Default: a
+                                 quarter of physical memory; 0 keeps nothing. */
+    int huge_pages;           /* advise transparent huge pages on host chunks of 2 MiB and
+                                 more. CASK_HUGE_PAGES. Default 1. */
 } cask_config;
 
 /* Describes a started runtime. */
@@ -153,6 +160,12 @@ typedef struct cask_host_mem_stats {
 
 /* Fills *out. Exact once no graph runs. Thread safe. */
 cask_status cask_runtime_host_mem(cask_runtime *rt, cask_host_mem_stats *out);
+
+/* Host chunk memory the runtime keeps for reuse: *cached bytes now, *limit the most it
+ * keeps (either may be NULL). Thread safe. */
+cask_status cask_runtime_host_cache(cask_runtime *rt, size_t *cached, size_t *limit);
+/* Returns every kept block to the system (e.g. between phases of a program). Thread safe. */
+cask_status cask_runtime_host_cache_trim(cask_runtime *rt);
 
 /* Allocates host memory suited for fast, asynchronous copies to and from GPUs (pinned
  * when GPUs are in use, plain aligned memory otherwise). Free with cask_host_free.

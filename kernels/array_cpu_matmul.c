@@ -1,0 +1,118 @@
+/* kernels/array_cpu_matmul.c: the CPU matrix product of two tiles ("array.matmul"),
+ * C (m x n) = [C +] A (m x k) B (k x n), row-major.
+ *
+ * Float tiles go to the BLAS the build found (CASK_HAVE_BLAS: OpenBLAS through
+ * pkg-config, the Debian package libopenblas-dev): cblas_sgemm / cblas_dgemm. Integer
+ * tiles, and float tiles in a build without a BLAS, use the blocked loop below (wrapping
+ * integer arithmetic; for floats about 15x slower than the BLAS).
+ *
+ * Threads: cask's workers already run the tiles of a product in parallel, so a tile's
+ * gemm is serial (one BLAS thread) whenever the product has at least as many output
+ * tiles as workers; a product with fewer tiles than workers gives each gemm the
+ * remaining workers (BLAS threads = workers / tiles). OpenBLAS has one process-wide
+ * thread count, so the array layer sets it once before a run that contains a product and
+ * restores it after (ak_blas_threads_set), never while tiles run. */
+/* The tile loops must vectorise whatever the build type; see array_cpu.c. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3", "no-math-errno")
+#endif
+#include <string.h>
+#include "kernels/array_kernels.h"
+#ifdef CASK_HAVE_BLAS
+#include <cblas.h>
+/* OpenBLAS's own entry points (its cblas.h declares them; repeated so that another
+ * CBLAS header would still compile) */
+void openblas_set_num_threads(int);
+int openblas_get_num_threads(void);
+char *openblas_get_corename(void);
+#endif
+
+const char *ak_blas_name(void)
+{
+#ifdef CASK_HAVE_BLAS
+    return "OpenBLAS";
+#else
+    return NULL;
+#endif
+}
+
+int ak_blas_threads_get(void)
+{
+#ifdef CASK_HAVE_BLAS
+    return openblas_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
+void ak_blas_threads_set(int n)
+{
+#ifdef CASK_HAVE_BLAS
+    if (n >= 1) openblas_set_num_threads(n);
+#else
+    (void)n;
+#endif
+}
+
+#define MM_BLOCK 64
+
+#define MM_LOOP(T, MUL, ADD)                                                           \
+    do {                                                                               \
+        const T *A = a_, *B = b_;                                                      \
+        T *C = c_;                                                                     \
+        if (!beta)                                                                     \
+            for (int64_t i = 0; i < m * n; i++) C[i] = 0;                              \
+        for (int64_t k0 = 0; k0 < k; k0 += MM_BLOCK)                                   \
+            for (int64_t j0 = 0; j0 < n; j0 += MM_BLOCK) {                             \
+                int64_t k1 = k0 + MM_BLOCK < k ? k0 + MM_BLOCK : k;                    \
+                int64_t j1 = j0 + MM_BLOCK < n ? j0 + MM_BLOCK : n;                    \
+                for (int64_t i = 0; i < m; i++)                                        \
+                    for (int64_t kk = k0; kk < k1; kk++) {                             \
+                        T av = A[i * k + kk];                                          \
+                        T *crow = C + i * n;                                           \
+                        const T *brow = B + kk * n;                                    \
+                        for (int64_t j = j0; j < j1; j++)                              \
+                            crow[j] = ADD(crow[j], MUL(av, brow[j]));                  \
+                    }                                                                  \
+            }                                                                          \
+    } while (0)
+
+#define PLAIN_MUL(x, y) ((x) * (y))
+#define PLAIN_ADD(x, y) ((x) + (y))
+#define WRAP_MUL32(x, y) ((__typeof__(x))((uint32_t)(x) * (uint32_t)(y)))
+#define WRAP_ADD32(x, y) ((__typeof__(x))((uint32_t)(x) + (uint32_t)(y)))
+#define WRAP_MUL64(x, y) ((int64_t)((uint64_t)(x) * (uint64_t)(y)))
+#define WRAP_ADD64(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
+
+cask_status ak_cpu_matmul(cask_task_ctx *ctx)
+{
+    size_t asz;
+    const ak_mm_args *a = cask_task_args(ctx, &asz);
+    if (!a || asz < sizeof(*a)) return cask_task_fail(ctx, "bad arguments");
+    const void *a_ = cask_task_buffer(ctx, 0), *b_ = cask_task_buffer(ctx, 1);
+    void *c_ = cask_task_buffer(ctx, 2);
+    int64_t m = a->m, n = a->n, k = a->k;
+    int beta = a->beta;
+#ifdef CASK_HAVE_BLAS
+    /* CBLAS takes int dimensions: a tile beyond that (2^31 rows) takes the loop */
+    if ((a->dt == AK_F32 || a->dt == AK_F64) && m > 0 && n > 0 && k > 0 && m <= INT32_MAX &&
+        n <= INT32_MAX && k <= INT32_MAX) {
+        int M = (int)m, N = (int)n, K = (int)k;
+        if (a->dt == AK_F32)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a_, K, b_, N,
+                        beta ? 1.0f : 0.0f, c_, N);
+        else
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, a_, K, b_, N,
+                        beta ? 1.0 : 0.0, c_, N);
+        return CASK_OK;
+    }
+#endif
+    switch (a->dt) {
+    case AK_F32: MM_LOOP(float, PLAIN_MUL, PLAIN_ADD); break;
+    case AK_F64: MM_LOOP(double, PLAIN_MUL, PLAIN_ADD); break;
+    case AK_I32: MM_LOOP(int32_t, WRAP_MUL32, WRAP_ADD32); break;
+    case AK_U32: MM_LOOP(uint32_t, WRAP_MUL32, WRAP_ADD32); break;
+    default: MM_LOOP(int64_t, WRAP_MUL64, WRAP_ADD64); break;
+    }
+    return CASK_OK;
+}

@@ -1,0 +1,32 @@
+/* kernels/array_vmath.h: vector math of the CPU programs (array_cpu_vmath.c): exp, log,
+ * sin, cos and pow over arrays, through SLEEF's 1.0-ULP functions (Sleef_*_u10) where the
+ * build found SLEEF, the C library's scalar functions otherwise. Each element's result is
+ * a function of its value alone (no dependence on position, tile or chunk). Internal. */
+#ifndef CASK_KERNELS_ARRAY_VMATH_H
+#define CASK_KERNELS_ARRAY_VMATH_H
+
+#include <stdint.h>
+
+enum { AK_VM_EXP = 0, AK_VM_LOG, AK_VM_SIN, AK_VM_COS };
+
+/* sin/cos arguments up to these share a vector (SLEEF's cheapest reduction covers
+ * |x| < 125 for float, < 15 for double); larger ones are computed one per vector. */
+#define AK_VM_TRIG_SMALL_F32 100.0f
+#define AK_VM_TRIG_SMALL_F64 10.0
+
+/* y[i] = f(x[i]), i < n; y may be x. */
+void ak_vmath_f32(int f, const float *x, float *y, int64_t n);
+void ak_vmath_f64(int f, const double *x, double *y, int64_t n);
+/* z[i] = pow(x[i], e[i]); z may be x or e. */
+void ak_vpow_f32(const float *x, const float *e, float *z, int64_t n);
+void ak_vpow_f64(const double *x, const double *e, double *z, int64_t n);
+/* What computes them here: "SLEEF AVX2", "SLEEF SSE2" or "libm (scalar)". */
+const char *ak_vmath_name(void);
+
+/* The AVX2+FMA loops (array_cpu_vmath_avx2.c, x86-64 builds with SLEEF). */
+void ak_vmath_f32_avx2(int f, const float *x, float *y, int64_t n);
+void ak_vmath_f64_avx2(int f, const double *x, double *y, int64_t n);
+void ak_vpow_f32_avx2(const float *x, const float *e, float *z, int64_t n);
+void ak_vpow_f64_avx2(const double *x, const double *e, double *z, int64_t n);
+
+#endif
