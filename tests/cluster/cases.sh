@@ -221,14 +221,19 @@ EOF
   n0addr=$(sed -n 's/^NodeName=n0 NodeAddr=\([0-9.]*\) .*/\1/p' "$SLURM_CONF")
   t0=$(date +%s)
   [ "${CASK_TEST_HAVE_DASHBOARD:-1}" = 1 ] || echo "note: no dashboard in this build (libmicrohttpd)"
-  [ "${CASK_TEST_HAVE_DASHBOARD:-1}" = 1 ] && until python3 -c 'import sys, urllib.request
-s = urllib.request.urlopen(sys.argv[1], timeout=5).read().decode()
-sys.exit(not ("\"rank\":0," in s and "\"size\":4," in s))' "http://$n0addr:8787/api/status" 2> /dev/null; do
-    [ $(($(date +%s) - t0)) -lt 30 ] || fail "rank 0's dashboard at $n0addr:8787 did not answer as rank 0 of 4"
+  # served on 0.0.0.0, each rank's page names the others by their host names, which
+  # is what a cluster's nodes resolve (not 0.0.0.0: the reader's own machine)
+  [ "${CASK_TEST_HAVE_DASHBOARD:-1}" = 1 ] && until python3 -c 'import json, sys, urllib.request
+s = json.loads(urllib.request.urlopen(sys.argv[1], timeout=5).read())
+want = ["http://n%d:8787/" % r for r in range(4)]
+sys.exit(not (s["rank"] == 0 and s["size"] == 4 and s["peers"] == want))' \
+      "http://$n0addr:8787/api/status" 2> /dev/null; do
+    [ $(($(date +%s) - t0)) -lt 30 ] ||
+      fail "rank 0's dashboard at $n0addr:8787 did not answer as rank 0 of 4 with peers n0..n3"
     sleep 0.5
   done
   [ "${CASK_TEST_HAVE_DASHBOARD:-1}" = 1 ] &&
-    echo "ok: rank 0's dashboard answers from the login node at http://$n0addr:8787/ (rank 0 of 4)"
+    echo "ok: rank 0's dashboard answers from the login node at http://$n0addr:8787/ (rank 0 of 4, peers http://n0..n3:8787/)"
   sleep 1
   before=$(job_procs "$id" | wc -l)
   t1=$(date +%s)
