@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "distributed/dist_impl.h"
 #include "runtime/log.h"
 #ifdef CASK_HAVE_DASHBOARD
@@ -95,11 +96,27 @@ cask_status dist_dashboard_register(cask_dist *dist)
     return CASK_OK;
 }
 
+/* A dashboard served on every interface (0.0.0.0) is announced under this host's name:
+ * in another rank's page, or a browser at the end of an SSH tunnel, 0.0.0.0 would be
+ * the reader's own machine. */
+static void announced_url(const char *url, char *out, size_t len)
+{
+    const char *any = "http://0.0.0.0:";
+    char host[65];   /* HOST_NAME_MAX + 1 */
+    if (!strncmp(url, any, strlen(any)) && gethostname(host, sizeof host) == 0) {
+        host[sizeof host - 1] = '\0';
+        snprintf(out, len, "http://%.64s:%.16s", host, url + strlen(any));
+    } else {
+        snprintf(out, len, "%s", url);
+    }
+}
+
 void dist_dashboard_announce(cask_dist *dist)
 {
     if (!dist->rt->dash || !dist->dash)
         return;
-    const char *url = dashboard_url(dist->rt->dash);
+    char url[sizeof dist->dash->job.peer_url[0]];
+    announced_url(dashboard_url(dist->rt->dash), url, sizeof url);
     pthread_mutex_lock(&dist->mu);
     if (dist->rank < DASH_MAX_PEERS)
         snprintf(dist->dash->job.peer_url[dist->rank], sizeof dist->dash->job.peer_url[0], "%s", url);

@@ -99,6 +99,21 @@ Test(bootstrap, refuses_srun_without_pmix_naming_mpi_pmix)
 #endif
 }
 
+Test(bootstrap, refuses_srun_with_pmi2_naming_mpi_pmix)
+{
+    setenv("SLURM_PROCID", "1", 1);           /* srun --mpi=pmi2: PMI-2's size as well */
+    setenv("SLURM_STEP_NUM_TASKS", "2", 1);
+    setenv("PMI_SIZE", "2", 1);
+    xport_boot *b = NULL;
+    char err[256];
+    cask_status st = xport_boot_init(NULL, &b, err, sizeof err);
+    unsetenv("SLURM_STEP_NUM_TASKS");
+    cr_assert_eq(st, CASK_ERR_LAUNCH);
+#ifdef CASK_HAVE_PMIX
+    cr_assert(strstr(err, "srun started 2 tasks") && strstr(err, "--mpi=pmix"), "message: %s", err);
+#endif
+}
+
 Test(bootstrap, a_batch_script_outside_srun_runs_alone)
 {
     setenv("SLURM_PROCID", "0", 1);           /* sbatch's script: no job step */

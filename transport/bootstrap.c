@@ -37,18 +37,19 @@ int boot_env_int(const char *name, int dflt)
  * when it is Slurm's srun that started them (its own message names the fix). */
 static int foreign_launcher_size(int *slurm)
 {
+    int n;
     *slurm = 0;
-    int n = boot_env_int("OMPI_COMM_WORLD_SIZE", 0);
-    if (n > 1) return n;
-    n = boot_env_int("PMI_SIZE", 0);
-    if (n > 1) return n;
     if (getenv("SLURM_PROCID")) {
-        /* a task of a job step; the batch script itself has no SLURM_STEP_NUM_TASKS,
-         * and runs alone */
+        /* a task of a job step (srun --mpi=none or pmi2: PMI_SIZE too); the batch
+         * script itself has no SLURM_STEP_NUM_TASKS, and runs alone */
         n = boot_env_int("SLURM_STEP_NUM_TASKS", 0);
         *slurm = n > 1;
         if (n > 1) return n;
     }
+    n = boot_env_int("OMPI_COMM_WORLD_SIZE", 0);
+    if (n > 1) return n;
+    n = boot_env_int("PMI_SIZE", 0);
+    if (n > 1) return n;
     return 0;
 }
 
@@ -57,8 +58,8 @@ static cask_status foreign_launch_fail(xport_boot *b, int n, int slurm, int have
 {
     if (slurm && have_pmix)
         return boot_fail(b, CASK_ERR_LAUNCH,
-                         "srun started %d tasks without PMIx (srun --mpi=none, or the "
-                         "site's MpiDefault): run srun --mpi=pmix", n);
+                         "srun started %d tasks without PMIx (srun --mpi=none or pmi2, or "
+                         "the site's MpiDefault): run srun --mpi=pmix", n);
     if (have_pmix)
         return boot_fail(b, CASK_ERR_LAUNCH,
                          "launched as one of %d processes without PMIx: use a PMIx launcher "

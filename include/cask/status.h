@@ -29,8 +29,7 @@ typedef enum cask_status {
     CASK_ERR_PEER,         /* a remote process failed or became unreachable */
     CASK_ERR_INTERNAL,     /* a bug in cask: please report it */
     CASK_ERR_LAUNCH,       /* started as one of several processes cask cannot join (srun
-                            * without --mpi=pmix, a launcher without PMIx), or the ranks
-                            * of a job disagree on what they were given */
+                            * without --mpi=pmix, a launcher without PMIx) */
     CASK_STATUS_COUNT_
 } cask_status;
 

@@ -15,8 +15,9 @@
 #             cask's message naming the lost rank; srun returns; Slurm sees the job end.
 #             Then rank 0's node (rank 0 writes the output): the survivors exit non-zero,
 #             one of them saying rank 0 was lost, and nothing is written
-#   scancel   scancel of a running batch job (cask-jacobi on 4 nodes): the job is
-#             CANCELLED and no process of it is left on any node
+#   scancel   scancel of a running batch job (cask-jacobi on 4 nodes, CASK_DASHBOARD
+#             set: rank 0's dashboard answers the login node at n0's address): the job
+#             is CANCELLED and no process of it is left on any node
 #   mistakes  the usual mistakes get one clear line and no output: srun --mpi=none (each
 #             rank refuses, naming --mpi=pmix), nodes whose copies of the input differ
 #             (node-local scratch: one line naming the rank, its host and the fix), an
@@ -201,6 +202,7 @@ scancel)
 #SBATCH --nodes=4
 #SBATCH --ntasks-per-node=1
 #SBATCH --output=$tmp/long-%j.out
+export CASK_DASHBOARD=0.0.0.0:8787
 srun --mpi=pmix "$jacobi" --n 258 --iters 100000000 --tol 0 --cpu-only
 EOF
   id=$(sbatch --parsable "$tmp/long.sbatch") || fail "sbatch"
@@ -214,6 +216,24 @@ EOF
     [ $(($(date +%s) - t0)) -lt 60 ] || { cat "$tmp/long-$id.out"; fail "the 4 ranks of job $id never ran ($n)"; }
     sleep 0.2
   done
+  # rank 0's dashboard (docs/cluster.md: what an SSH tunnel reaches), from the login
+  # node at n0's address, once it serves (the job's first node runs task 0)
+  n0addr=$(sed -n 's/^NodeName=n0 NodeAddr=\([0-9.]*\) .*/\1/p' "$SLURM_CONF")
+  t0=$(date +%s)
+  [ "${CASK_TEST_HAVE_DASHBOARD:-1}" = 1 ] || echo "note: no dashboard in this build (libmicrohttpd)"
+  # served on 0.0.0.0, each rank's page names the others by their host names, which
+  # is what a cluster's nodes resolve (not 0.0.0.0: the reader's own machine)
+  [ "${CASK_TEST_HAVE_DASHBOARD:-1}" = 1 ] && until python3 -c 'import json, sys, urllib.request
+s = json.loads(urllib.request.urlopen(sys.argv[1], timeout=5).read())
+want = ["http://n%d:8787/" % r for r in range(4)]
+sys.exit(not (s["rank"] == 0 and s["size"] == 4 and s["peers"] == want))' \
+      "http://$n0addr:8787/api/status" 2> /dev/null; do
+    [ $(($(date +%s) - t0)) -lt 30 ] ||
+      fail "rank 0's dashboard at $n0addr:8787 did not answer as rank 0 of 4 with peers n0..n3"
+    sleep 0.5
+  done
+  [ "${CASK_TEST_HAVE_DASHBOARD:-1}" = 1 ] &&
+    echo "ok: rank 0's dashboard answers from the login node at http://$n0addr:8787/ (rank 0 of 4, peers http://n0..n3:8787/)"
   sleep 1
   before=$(job_procs "$id" | wc -l)
   t1=$(date +%s)
