@@ -70,6 +70,25 @@ L=tests/dist/launch-local.sh
 TR="sh -c 'CASK_TRACE=\$0.\$CASK_RANK.json CASK_DIST_XFER_LOG=\$0 exec \"\$@\"'"
 export NCCL_NVLS_ENABLE=0   # NVLink multicast off, as .devdeps/setup.sh sets it
 
+# Debian's OpenBLAS and SLEEF carried in .devdeps (step cpu-arrays): unpacked under
+# /opt/devdeps and named to pkg-config, the compiler and the loader before the build, so
+# that the main build has them too. Nothing to do when the machine has its own.
+cpu_libs_env() {
+  ls .devdeps/libopenblas*.deb .devdeps/libsleef*.deb > /dev/null 2>&1 || return 0
+  D=/opt/devdeps
+  mkdir -p "$D"
+  for f in .devdeps/libopenblas*.deb .devdeps/libsleef*.deb .devdeps/libgfortran5*.deb; do
+    [ -f "$f" ] && dpkg -x "$f" "$D"
+  done
+  L=$D/usr/lib/x86_64-linux-gnu
+  # Debian's .pc files name /usr (openblas.pc without a prefix line): the unpacked tree
+  sed -i "s#=/usr#=$D/usr#" "$L"/openblas-pthread/pkgconfig/*.pc "$L"/pkgconfig/sleef.pc 2>/dev/null
+  export PKG_CONFIG_PATH="$L/openblas-pthread/pkgconfig:$L/pkgconfig:${PKG_CONFIG_PATH:-}"
+  export LD_LIBRARY_PATH="$L/openblas-pthread:$L:${LD_LIBRARY_PATH:-}"
+  # sleef.h is in the multiarch folder, which the compiler searches only under /usr
+  export C_INCLUDE_PATH="$D/usr/include/x86_64-linux-gnu:$D/usr/include:${C_INCLUDE_PATH:-}"
+}
+
 # The carried packages (.devdeps/setup.sh) with the wheel's UCX in place of Debian's
 # 1.13, which setup.sh puts first on LD_LIBRARY_PATH. Without .devdeps (a machine with
 # its own packages) nothing to do.
@@ -104,6 +123,7 @@ for step in "$@"; do
     *) need_main=1 ;;
   esac
 done
+cpu_libs_env
 [ $need_wheel = 1 ] && ucx_wheel
 if [ $need_main = 1 ]; then
   if [ ! -f "$B/build.ninja" ]; then
@@ -512,18 +532,6 @@ step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this
   # thread split forced both ways; bench-array-fusion --cpu. OPENBLAS_CORETYPE and
   # OPENBLAS_L2_SIZE are unset for these runs only.
   D=/opt/devdeps
-  if ! pkg-config --exists openblas sleef 2>/dev/null; then
-    mkdir -p "$D"
-    for f in .devdeps/libopenblas*.deb .devdeps/libsleef*.deb .devdeps/libgfortran5*.deb; do
-      [ -f "$f" ] && dpkg -x "$f" "$D"
-    done
-    L=$D/usr/lib/x86_64-linux-gnu
-    # Debian's .pc files name /usr (openblas.pc without a prefix line): the unpacked tree
-    sed -i "s#=/usr#=$D/usr#" "$L"/openblas-pthread/pkgconfig/*.pc "$L"/pkgconfig/sleef.pc 2>/dev/null
-    export PKG_CONFIG_PATH="$L/openblas-pthread/pkgconfig:$L/pkgconfig:${PKG_CONFIG_PATH:-}"
-    export LD_LIBRARY_PATH="$L/openblas-pthread:$L:${LD_LIBRARY_PATH:-}"
-    export C_INCLUDE_PATH="$D/usr/include:${C_INCLUDE_PATH:-}"
-  fi
   pkg-config --modversion openblas sleef | tr '\n' ' '; echo "(openblas, sleef)"
   ls .devdeps/*.whl >/dev/null 2>&1 &&
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \

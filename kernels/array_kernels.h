@@ -194,6 +194,10 @@ typedef struct ak_mm_args {
 /* The CPU BLAS (array_cpu_matmul.c): its name, or NULL in a build without one; its
  * process-wide thread count (1 without one). Set it only while no tile runs. */
 const char *ak_blas_name(void);
+/* The name of the generic core OpenBLAS chose although this CPU has wider vectors (it
+ * did not know the CPU), and in *advice the OPENBLAS_CORETYPE that fits it; NULL when
+ * the BLAS runs its kernels for this CPU (or there is no BLAS). */
+const char *ak_blas_slow_core(const char **advice);
 int ak_blas_threads_get(void);
 void ak_blas_threads_set(int n);
 
