@@ -548,7 +548,7 @@ step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this
     echo "--- $name rc=$?"; sed -n '/^figure/,$p' "$OUT/cpu_arrays_$name.log"
     grep -E '"peers"|missing' "$OUT/cpu_arrays_$name.log" | cut -c1-400
   }
-  # the sizes, GPU hidden: chain 1 GiB (64 MiB and 16 MiB chunks), sum/mean/std of
+  # the target sizes, GPU hidden: chain 1 GiB (64 MiB and 16 MiB chunks), sum/mean/std of
   # 2^28, matmul 2048^2 .. 8192^2 in 2048^2 tiles, one 16384^2 stencil step
   CUDA_VISIBLE_DEVICES= cpu_run hidden --chain-mb 1024 --chunk-mb 64 --mm 2048,4096,8192 --mm-chunk 2048 --stencil 16384 --stencil-rows 1024
   CUDA_VISIBLE_DEVICES= cpu_run hidden16 --figs chain,light --chain-mb 1024 --chunk-mb 16
@@ -561,7 +561,7 @@ step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this
   CUDA_VISIBLE_DEVICES= cpu_run mm_onetile_t1 --no-peers --figs matmul --mm 4096 --mm-chunk 4096 --cask-args="--blas-threads 1"
   # GPU visible: cask opens it (15 CPU workers), arrays on CPUs: host chunks stay pageable
   cpu_run visible --no-peers --figs chain,light,sum,matmul --chain-mb 1024 --chunk-mb 64 --mm 8192 --mm-chunk 2048 --cask-args=--with-gpus
-  # the issue's own figure
+  # bench-array-fusion --cpu, both chains
   for chain in math light; do
     CUDA_VISIBLE_DEVICES= env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE timeout 200 "$B/bench/bench-array-fusion" --cpu --chain $chain > "$OUT/cpu_arrays_fusion_$chain.log" 2>&1
     echo "--- fusion --cpu --chain $chain rc=$?"; grep -v '^{' "$OUT/cpu_arrays_fusion_$chain.log"
