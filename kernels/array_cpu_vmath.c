@@ -24,22 +24,6 @@ static int have_avx2(void)
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
-#define LOOP(T, W, LD, ST, VT, CALL)                                                   \
-    do {                                                                               \
-        int64_t i = 0;                                                                 \
-        for (; i + W <= n; i += W) {                                                   \
-            VT v = LD(x + i);                                                          \
-            ST(y + i, CALL);                                                           \
-        }                                                                              \
-        if (i < n) {                                                                   \
-            T bx[W] = {0};                                                             \
-            memcpy(bx, x + i, (size_t)(n - i) * sizeof(T));                            \
-            VT v = LD(bx);                                                             \
-            ST(bx, CALL);                                                              \
-            memcpy(y + i, bx, (size_t)(n - i) * sizeof(T));                            \
-        }                                                                              \
-    } while (0)
-
 /* sin and cos lane by lane independent: see trig_f32 in array_cpu_vmath_avx2.c */
 static inline __m128 trigf4(int cosine, __m128 v)
 {
@@ -101,10 +85,10 @@ void ak_vmath_f32(int f, const float *x, float *y, int64_t n)
         return;
     }
     switch (f) {
-    case AK_VM_EXP: LOOP(float, 4, _mm_loadu_ps, _mm_storeu_ps, __m128, Sleef_expf4_u10sse2(v)); break;
-    case AK_VM_LOG: LOOP(float, 4, _mm_loadu_ps, _mm_storeu_ps, __m128, Sleef_logf4_u10sse2(v)); break;
-    case AK_VM_SIN: LOOP(float, 4, _mm_loadu_ps, _mm_storeu_ps, __m128, trig_f32(0, v)); break;
-    default: LOOP(float, 4, _mm_loadu_ps, _mm_storeu_ps, __m128, trig_f32(1, v)); break;
+    case AK_VM_EXP: AK_VM_LOOP(float, 4, _mm_loadu_ps, _mm_storeu_ps, __m128, Sleef_expf4_u10sse2(v)); break;
+    case AK_VM_LOG: AK_VM_LOOP(float, 4, _mm_loadu_ps, _mm_storeu_ps, __m128, Sleef_logf4_u10sse2(v)); break;
+    case AK_VM_SIN: AK_VM_LOOP(float, 4, _mm_loadu_ps, _mm_storeu_ps, __m128, trig_f32(0, v)); break;
+    default: AK_VM_LOOP(float, 4, _mm_loadu_ps, _mm_storeu_ps, __m128, trig_f32(1, v)); break;
     }
 #else
     for (int64_t i = 0; i < n; i++)
@@ -121,10 +105,10 @@ void ak_vmath_f64(int f, const double *x, double *y, int64_t n)
         return;
     }
     switch (f) {
-    case AK_VM_EXP: LOOP(double, 2, _mm_loadu_pd, _mm_storeu_pd, __m128d, Sleef_expd2_u10sse2(v)); break;
-    case AK_VM_LOG: LOOP(double, 2, _mm_loadu_pd, _mm_storeu_pd, __m128d, Sleef_logd2_u10sse2(v)); break;
-    case AK_VM_SIN: LOOP(double, 2, _mm_loadu_pd, _mm_storeu_pd, __m128d, trig_f64(0, v)); break;
-    default: LOOP(double, 2, _mm_loadu_pd, _mm_storeu_pd, __m128d, trig_f64(1, v)); break;
+    case AK_VM_EXP: AK_VM_LOOP(double, 2, _mm_loadu_pd, _mm_storeu_pd, __m128d, Sleef_expd2_u10sse2(v)); break;
+    case AK_VM_LOG: AK_VM_LOOP(double, 2, _mm_loadu_pd, _mm_storeu_pd, __m128d, Sleef_logd2_u10sse2(v)); break;
+    case AK_VM_SIN: AK_VM_LOOP(double, 2, _mm_loadu_pd, _mm_storeu_pd, __m128d, trig_f64(0, v)); break;
+    default: AK_VM_LOOP(double, 2, _mm_loadu_pd, _mm_storeu_pd, __m128d, trig_f64(1, v)); break;
     }
 #else
     for (int64_t i = 0; i < n; i++)

@@ -8,22 +8,6 @@
 #include <sleef.h>
 #include "kernels/array_vmath.h"
 
-#define LOOP(T, W, LD, ST, VT, CALL)                                                   \
-    do {                                                                               \
-        int64_t i = 0;                                                                 \
-        for (; i + W <= n; i += W) {                                                   \
-            VT v = LD(x + i);                                                          \
-            ST(y + i, CALL);                                                           \
-        }                                                                              \
-        if (i < n) {                                                                   \
-            T bx[W] = {0};                                                             \
-            memcpy(bx, x + i, (size_t)(n - i) * sizeof(T));                            \
-            VT v = LD(bx);                                                             \
-            ST(bx, CALL);                                                              \
-            memcpy(y + i, bx, (size_t)(n - i) * sizeof(T));                            \
-        }                                                                              \
-    } while (0)
-
 /* sin and cos: SLEEF picks its argument reduction per vector (a cheap one when every
  * lane is small, else one for larger arguments), so a lane's bits would depend on its
  * neighbours. Lanes above AK_VM_TRIG_SMALL are computed apart, each in a vector of its
@@ -70,20 +54,20 @@ static __m256d trig_f64(int cosine, __m256d v)
 void ak_vmath_f32_avx2(int f, const float *x, float *y, int64_t n)
 {
     switch (f) {
-    case AK_VM_EXP: LOOP(float, 8, _mm256_loadu_ps, _mm256_storeu_ps, __m256, Sleef_expf8_u10avx2(v)); break;
-    case AK_VM_LOG: LOOP(float, 8, _mm256_loadu_ps, _mm256_storeu_ps, __m256, Sleef_logf8_u10avx2(v)); break;
-    case AK_VM_SIN: LOOP(float, 8, _mm256_loadu_ps, _mm256_storeu_ps, __m256, trig_f32(0, v)); break;
-    default: LOOP(float, 8, _mm256_loadu_ps, _mm256_storeu_ps, __m256, trig_f32(1, v)); break;
+    case AK_VM_EXP: AK_VM_LOOP(float, 8, _mm256_loadu_ps, _mm256_storeu_ps, __m256, Sleef_expf8_u10avx2(v)); break;
+    case AK_VM_LOG: AK_VM_LOOP(float, 8, _mm256_loadu_ps, _mm256_storeu_ps, __m256, Sleef_logf8_u10avx2(v)); break;
+    case AK_VM_SIN: AK_VM_LOOP(float, 8, _mm256_loadu_ps, _mm256_storeu_ps, __m256, trig_f32(0, v)); break;
+    default: AK_VM_LOOP(float, 8, _mm256_loadu_ps, _mm256_storeu_ps, __m256, trig_f32(1, v)); break;
     }
 }
 
 void ak_vmath_f64_avx2(int f, const double *x, double *y, int64_t n)
 {
     switch (f) {
-    case AK_VM_EXP: LOOP(double, 4, _mm256_loadu_pd, _mm256_storeu_pd, __m256d, Sleef_expd4_u10avx2(v)); break;
-    case AK_VM_LOG: LOOP(double, 4, _mm256_loadu_pd, _mm256_storeu_pd, __m256d, Sleef_logd4_u10avx2(v)); break;
-    case AK_VM_SIN: LOOP(double, 4, _mm256_loadu_pd, _mm256_storeu_pd, __m256d, trig_f64(0, v)); break;
-    default: LOOP(double, 4, _mm256_loadu_pd, _mm256_storeu_pd, __m256d, trig_f64(1, v)); break;
+    case AK_VM_EXP: AK_VM_LOOP(double, 4, _mm256_loadu_pd, _mm256_storeu_pd, __m256d, Sleef_expd4_u10avx2(v)); break;
+    case AK_VM_LOG: AK_VM_LOOP(double, 4, _mm256_loadu_pd, _mm256_storeu_pd, __m256d, Sleef_logd4_u10avx2(v)); break;
+    case AK_VM_SIN: AK_VM_LOOP(double, 4, _mm256_loadu_pd, _mm256_storeu_pd, __m256d, trig_f64(0, v)); break;
+    default: AK_VM_LOOP(double, 4, _mm256_loadu_pd, _mm256_storeu_pd, __m256d, trig_f64(1, v)); break;
     }
 }
 

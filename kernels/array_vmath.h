@@ -29,4 +29,25 @@ void ak_vmath_f64_avx2(int f, const double *x, double *y, int64_t n);
 void ak_vpow_f32_avx2(const float *x, const float *e, float *z, int64_t n);
 void ak_vpow_f64_avx2(const double *x, const double *e, double *z, int64_t n);
 
+
+/* y[i] = f(x[i]) for i < n, W lanes at a time (VT v = LD(x); ST(y, CALL) with CALL in
+ * terms of v); the tail is padded into one more vector, so an element's result depends on
+ * its value alone, never on where a tile or chunk ends. Used by the SSE2 and AVX2 loops
+ * (array_cpu_vmath.c, array_cpu_vmath_avx2.c); needs <string.h>. */
+#define AK_VM_LOOP(T, W, LD, ST, VT, CALL)                                                   \
+    do {                                                                               \
+        int64_t i = 0;                                                                 \
+        for (; i + W <= n; i += W) {                                                   \
+            VT v = LD(x + i);                                                          \
+            ST(y + i, CALL);                                                           \
+        }                                                                              \
+        if (i < n) {                                                                   \
+            T bx[W] = {0};                                                             \
+            memcpy(bx, x + i, (size_t)(n - i) * sizeof(T));                            \
+            VT v = LD(bx);                                                             \
+            ST(bx, CALL);                                                              \
+            memcpy(y + i, bx, (size_t)(n - i) * sizeof(T));                            \
+        }                                                                              \
+    } while (0)
+
 #endif
