@@ -17,15 +17,22 @@
 #include <math.h>
 #include "kernels/array_kernels.h"
 #include "kernels/array_vmath.h"
+#include "kernels/array_cpu_loops.h"
 
 struct ak_scratch {
     _Alignas(64) unsigned char acc[2][AK_TILE * 8];
     _Alignas(64) unsigned char side[AK_MAX_SIDE][AK_TILE * 8];
     _Alignas(64) unsigned char opnd[AK_TILE * 8];
     _Alignas(64) int64_t g[AK_TILE];
+    const ak_loops *loops;
 };
 
-ak_scratch *ak_scratch_new(void) { return aligned_alloc(64, sizeof(ak_scratch)); }
+ak_scratch *ak_scratch_new(void)
+{
+    ak_scratch *s = aligned_alloc(64, sizeof(ak_scratch));
+    if (s) s->loops = ak_loops_pick();
+    return s;
+}
 void ak_scratch_free(ak_scratch *s) { free(s); }
 
 /* Row-major multi-index of element e of a chunk. */
@@ -135,154 +142,27 @@ static void fill_imm(int dt, ak_scalar v, int64_t cnt, void *dst)
     }
 }
 
-/* ---- typed loops: dst = f(src [, operand]); dst may be src ---- */
-
-#define UN_LOOP(T, EXPR)                                                               \
-    do {                                                                               \
-        const T *x_ = (const T *)src;                                                  \
-        T *y_ = (T *)dst;                                                              \
-        for (int64_t i = 0; i < cnt; i++) { T v = x_[i]; y_[i] = (EXPR); }             \
-    } while (0)
-
-#define I32UN(o, v) ((int32_t)ak_int_un(o, AK_I32, v))
-#define U32UN(o, v) ((uint32_t)ak_int_un(o, AK_U32, v))
-#define I64UN(o, v) (ak_int_un(o, AK_I64, v))
-
-#define UN_INT(T, FN)                                                                  \
-    switch (op) {                                                                      \
-    case AK_OP_NEG: UN_LOOP(T, FN(AK_OP_NEG, v)); break;                               \
-    case AK_OP_ABS: UN_LOOP(T, FN(AK_OP_ABS, v)); break;                               \
-    case AK_OP_SQUARE: UN_LOOP(T, FN(AK_OP_SQUARE, v)); break;                         \
-    default: UN_LOOP(T, v); break;                                                     \
-    }
-
-/* Floats: neg, abs, sqrt (correctly rounded: the compiler's vector sqrt) and square
- * inline; exp, log, sin, cos through the vector math (array_vmath.h). */
-#define UN_FLOAT(T, ABS, SQRT, MUL, VM)                                                \
-    switch (op) {                                                                      \
-    case AK_OP_NEG: UN_LOOP(T, -v); break;                                             \
-    case AK_OP_ABS: UN_LOOP(T, ABS(v)); break;                                         \
-    case AK_OP_SQRT: UN_LOOP(T, SQRT(v)); break;                                       \
-    case AK_OP_EXP: VM(AK_VM_EXP, (const T *)src, (T *)dst, cnt); break;               \
-    case AK_OP_LOG: VM(AK_VM_LOG, (const T *)src, (T *)dst, cnt); break;               \
-    case AK_OP_SIN: VM(AK_VM_SIN, (const T *)src, (T *)dst, cnt); break;               \
-    case AK_OP_COS: VM(AK_VM_COS, (const T *)src, (T *)dst, cnt); break;               \
-    default: UN_LOOP(T, MUL(v, v)); break;                                             \
-    }
-
-static void apply_unary(int op, int dt, const void *src, void *dst, int64_t cnt)
+/* The typed loops: the widest build of array_cpu_loops.c this CPU runs, at most the one
+ * CASK_CPU_ISA names ("baseline", "avx2", "avx512"; read once per task). */
+const ak_loops *ak_loops_pick(void)
 {
-    switch (dt) {
-    case AK_F32: UN_FLOAT(float, fabsf, sqrtf, AK_FMUL, ak_vmath_f32); break;
-    case AK_F64: UN_FLOAT(double, fabs, sqrt, AK_DMUL, ak_vmath_f64); break;
-    case AK_I32: UN_INT(int32_t, I32UN); break;
-    case AK_U32: UN_INT(uint32_t, U32UN); break;
-    default: UN_INT(int64_t, I64UN); break;
-    }
-}
-
-/* dst = f(src, b) or, with rev, f(b, src); b an array (B_AT(i) = b_[i]) or one value
- * (B_AT(i) = bv), so an immediate costs no fill. */
-#define BIN_LOOP(T, EXPR, B_AT)                                                        \
-    do {                                                                               \
-        const T *x_ = (const T *)src;                                                  \
-        T *y_ = (T *)dst;                                                              \
-        if (!rev)                                                                      \
-            for (int64_t i = 0; i < cnt; i++) { T u = x_[i], w = B_AT(i); y_[i] = (EXPR); } \
-        else                                                                           \
-            for (int64_t i = 0; i < cnt; i++) { T u = B_AT(i), w = x_[i]; y_[i] = (EXPR); } \
-    } while (0)
-
-#define B_ARR(i) (b_[i])
-#define B_ONE(i) (bv)
-
-#define BIN_ALL(T, FN, B_AT)                                                           \
-    switch (op) {                                                                      \
-    case AK_OP_ADD: BIN_LOOP(T, FN(AK_OP_ADD, u, w), B_AT); break;                     \
-    case AK_OP_SUB: BIN_LOOP(T, FN(AK_OP_SUB, u, w), B_AT); break;                     \
-    case AK_OP_MUL: BIN_LOOP(T, FN(AK_OP_MUL, u, w), B_AT); break;                     \
-    case AK_OP_DIV: BIN_LOOP(T, FN(AK_OP_DIV, u, w), B_AT); break;                     \
-    case AK_OP_MIN: BIN_LOOP(T, FN(AK_OP_MIN, u, w), B_AT); break;                     \
-    case AK_OP_MAX: BIN_LOOP(T, FN(AK_OP_MAX, u, w), B_AT); break;                     \
-    default: BIN_LOOP(T, FN(AK_OP_POW, u, w), B_AT); break;                            \
-    }
-
-#define I32BIN(o, u, w) ((int32_t)ak_int_bin(o, AK_I32, u, w))
-#define U32BIN(o, u, w) ((uint32_t)ak_int_bin(o, AK_U32, u, w))
-#define I64BIN(o, u, w) (ak_int_bin(o, AK_I64, u, w))
-
-/* Float pow through the vector math: base and exponent as arrays (an immediate is
- * spread over the tile first). */
-static void float_pow(int dt, const void *src, const void *b, ak_scalar imm, int rev, void *dst,
-                      int64_t cnt, void *tmp)
-{
-    if (!b) {
-        if (dt == AK_F32) for (int64_t i = 0; i < cnt; i++) ((float *)tmp)[i] = (float)imm.f;
-        else for (int64_t i = 0; i < cnt; i++) ((double *)tmp)[i] = imm.f;
-        b = tmp;
-    }
-    const void *base = rev ? b : src, *ex = rev ? src : b;
-    if (dt == AK_F32) ak_vpow_f32(base, ex, dst, cnt);
-    else ak_vpow_f64(base, ex, dst, cnt);
-}
-
-/* b: the operand array, or NULL for the immediate imm. tmp: a tile of scratch. */
-static void apply_binary(int op, int dt, const void *src, const void *b, ak_scalar imm,
-                         int rev, void *dst, int64_t cnt, void *tmp)
-{
-    if (op == AK_OP_POW && ak_dt_is_float(dt)) {
-        float_pow(dt, src, b, imm, rev, dst, cnt, tmp);
-        return;
-    }
-#define BIN_DT(T, FN, VAL)                                                             \
-    if (b) {                                                                           \
-        const T *b_ = (const T *)b;                                                    \
-        BIN_ALL(T, FN, B_ARR);                                                         \
-    } else {                                                                           \
-        T bv = (T)(VAL);                                                               \
-        BIN_ALL(T, FN, B_ONE);                                                         \
-    }
-    switch (dt) {
-    case AK_F32: { BIN_DT(float, ak_f32_bin, imm.f); break; }
-    case AK_F64: { BIN_DT(double, ak_f64_bin, imm.f); break; }
-    case AK_I32: { BIN_DT(int32_t, I32BIN, imm.i); break; }
-    case AK_U32: { BIN_DT(uint32_t, U32BIN, imm.i); break; }
-    default: { BIN_DT(int64_t, I64BIN, imm.i); break; }
-    }
-#undef BIN_DT
-}
-
-/* dst (dtype dd) = convert(src (dtype sd)). */
-#define CAST_FROM(TS, GET)                                                             \
-    do {                                                                               \
-        const TS *s_ = (const TS *)src;                                                \
-        switch (dd) {                                                                  \
-        case AK_F32: for (int64_t i = 0; i < cnt; i++) ((float *)dst)[i] = (float)GET(s_[i]); break; \
-        case AK_F64: for (int64_t i = 0; i < cnt; i++) ((double *)dst)[i] = (double)GET(s_[i]); break; \
-        case AK_I32: for (int64_t i = 0; i < cnt; i++) ((int32_t *)dst)[i] = (int32_t)TOINT(AK_I32, s_[i]); break; \
-        case AK_U32: for (int64_t i = 0; i < cnt; i++) ((uint32_t *)dst)[i] = (uint32_t)TOINT(AK_U32, s_[i]); break; \
-        default: for (int64_t i = 0; i < cnt; i++) ((int64_t *)dst)[i] = TOINT(AK_I64, s_[i]); break; \
-        }                                                                              \
-    } while (0)
-#define ID(x) (x)
-
-static void apply_cast(int sd, int dd, const void *src, void *dst, int64_t cnt)
-{
-    if (ak_dt_is_float(sd)) {
-#define TOINT(d, x) ak_float_to_int(d, (double)(x))
-        if (sd == AK_F32) CAST_FROM(float, ID);
-        else CAST_FROM(double, ID);
-#undef TOINT
-    } else {
-#define TOINT(d, x) ak_int_norm(d, (uint64_t)(int64_t)(x))
-        /* integer to float converts from int64 in one rounding */
-#define I64OF(x) ((int64_t)(x))
-        if (sd == AK_I32) CAST_FROM(int32_t, I64OF);
-        else if (sd == AK_U32) CAST_FROM(uint32_t, I64OF);
-        else CAST_FROM(int64_t, I64OF);
-#undef I64OF
-#undef TOINT
-    }
+    static const ak_loops base = {"baseline", ak_loop_unary_base, ak_loop_binary_base,
+                                  ak_loop_cast_base};
+#if defined(__x86_64__)
+    static const ak_loops avx2 = {"AVX2", ak_loop_unary_avx2, ak_loop_binary_avx2,
+                                  ak_loop_cast_avx2};
+    static const ak_loops avx512 = {"AVX-512", ak_loop_unary_avx512, ak_loop_binary_avx512,
+                                    ak_loop_cast_avx512};
+    const char *cap = getenv("CASK_CPU_ISA");
+    int most = !cap || !*cap ? 2 : !strcmp(cap, "avx512") ? 2 : !strcmp(cap, "avx2") ? 1 : 0;
+    __builtin_cpu_init();
+    if (most >= 2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw"))
+        return &avx512;
+    if (most >= 1 && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return &avx2;
+#endif
+    return &base;
 }
 
 static void apply_gen(const ak_instr *ins, const int64_t *g, int64_t cnt, void *acc)
@@ -328,6 +208,7 @@ static const void *eval_tile(const ak_fused_args *a, void *const *in, int64_t e0
                              void *out, ak_scratch *s)
 {
     const ak_prog *p = &a->prog;
+    const ak_loops *lp = s->loops;
     void *acc = s->acc[0], *other = s->acc[1];
     const void *cur = acc;   /* where the accumulator's value is */
     if (p->needs_gidx) fill_gidx(&a->geom, e0, cnt, s->g);
@@ -369,7 +250,7 @@ static const void *eval_tile(const ak_fused_args *a, void *const *in, int64_t e0
                 other = acc;
                 acc = dst;
             }
-            apply_cast(ins->src_dt, ins->dt, cur, dst, cnt);
+            lp->cast(ins->src_dt, ins->dt, cur, dst, cnt);
             cur = dst;
             break;
         }
@@ -379,9 +260,9 @@ static const void *eval_tile(const ak_fused_args *a, void *const *in, int64_t e0
             break;
         default:
             if (ins->op < AK_OP_BINARY0)
-                apply_unary(ins->op, ins->dt, cur, dst, cnt);
+                lp->unary(ins->op, ins->dt, cur, dst, cnt);
             else
-                apply_binary(ins->op, ins->dt, cur, ins->okind == AK_OPND_IMM ? NULL : opnd,
+                lp->binary(ins->op, ins->dt, cur, ins->okind == AK_OPND_IMM ? NULL : opnd,
                              ins->imm[0], ins->rev, dst, cnt, s->opnd);
             cur = dst;
         }

@@ -1,7 +1,8 @@
 /* kernels/array_cpu_vmath.c: vector math of the CPU programs (see array_vmath.h).
  *
- * With SLEEF on x86-64: the AVX2+FMA loops (array_cpu_vmath_avx2.c) where the CPU has
- * them, SSE2 loops (every x86-64) otherwise; a tail shorter than a vector is padded into
+ * With SLEEF on x86-64: the AVX-512 loops (array_cpu_vmath_avx512.c) where the CPU has
+ * AVX-512 F and DQ, the AVX2+FMA loops (array_cpu_vmath_avx2.c) where it has those, SSE2
+ * loops (every x86-64) otherwise; a tail shorter than a vector is padded into
  * one, so the same value gives the same bits wherever it sits. Error bounds (SLEEF's
  * documentation, u10 functions): 1.0 ULP for exp, log, pow; 1.0 ULP for sin and cos with
  * |x| <= 1e28 (float) or 1e299 (double), beyond that some value in [-1, 1]. Without SLEEF
@@ -19,8 +20,11 @@
 #include <emmintrin.h>
 #include <sleef.h>
 
-static int have_avx2(void)
+/* 2: AVX-512 (F and DQ), 1: AVX2 and FMA, 0: SSE2 */
+static int vm_level(void)
 {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")) return 2;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
@@ -63,25 +67,15 @@ static __m128d trig_f64(int cosine, __m128d v)
     return _mm_loadu_pd(out);
 }
 
-#define PLOOP(T, W, LD, ST, FN)                                                        \
-    do {                                                                               \
-        int64_t i = 0;                                                                 \
-        for (; i + W <= n; i += W) ST(z + i, FN(LD(x + i), LD(e + i)));                \
-        if (i < n) {                                                                   \
-            T bx[W] = {0}, be[W] = {0};                                                \
-            memcpy(bx, x + i, (size_t)(n - i) * sizeof(T));                            \
-            memcpy(be, e + i, (size_t)(n - i) * sizeof(T));                            \
-            ST(bx, FN(LD(bx), LD(be)));                                                \
-            memcpy(z + i, bx, (size_t)(n - i) * sizeof(T));                            \
-        }                                                                              \
-    } while (0)
 #endif
 
 void ak_vmath_f32(int f, const float *x, float *y, int64_t n)
 {
 #ifdef AK_VM_SLEEF
-    if (have_avx2()) {
-        ak_vmath_f32_avx2(f, x, y, n);
+    int lv = vm_level();
+    if (lv) {
+        if (lv == 2) ak_vmath_f32_avx512(f, x, y, n);
+        else ak_vmath_f32_avx2(f, x, y, n);
         return;
     }
     switch (f) {
@@ -100,8 +94,10 @@ void ak_vmath_f32(int f, const float *x, float *y, int64_t n)
 void ak_vmath_f64(int f, const double *x, double *y, int64_t n)
 {
 #ifdef AK_VM_SLEEF
-    if (have_avx2()) {
-        ak_vmath_f64_avx2(f, x, y, n);
+    int lv = vm_level();
+    if (lv) {
+        if (lv == 2) ak_vmath_f64_avx512(f, x, y, n);
+        else ak_vmath_f64_avx2(f, x, y, n);
         return;
     }
     switch (f) {
@@ -120,11 +116,13 @@ void ak_vmath_f64(int f, const double *x, double *y, int64_t n)
 void ak_vpow_f32(const float *x, const float *e, float *z, int64_t n)
 {
 #ifdef AK_VM_SLEEF
-    if (have_avx2()) {
-        ak_vpow_f32_avx2(x, e, z, n);
+    int lv = vm_level();
+    if (lv) {
+        if (lv == 2) ak_vpow_f32_avx512(x, e, z, n);
+        else ak_vpow_f32_avx2(x, e, z, n);
         return;
     }
-    PLOOP(float, 4, _mm_loadu_ps, _mm_storeu_ps, Sleef_powf4_u10sse2);
+    AK_VP_LOOP(float, 4, _mm_loadu_ps, _mm_storeu_ps, Sleef_powf4_u10sse2);
 #else
     for (int64_t i = 0; i < n; i++) z[i] = powf(x[i], e[i]);
 #endif
@@ -133,11 +131,13 @@ void ak_vpow_f32(const float *x, const float *e, float *z, int64_t n)
 void ak_vpow_f64(const double *x, const double *e, double *z, int64_t n)
 {
 #ifdef AK_VM_SLEEF
-    if (have_avx2()) {
-        ak_vpow_f64_avx2(x, e, z, n);
+    int lv = vm_level();
+    if (lv) {
+        if (lv == 2) ak_vpow_f64_avx512(x, e, z, n);
+        else ak_vpow_f64_avx2(x, e, z, n);
         return;
     }
-    PLOOP(double, 2, _mm_loadu_pd, _mm_storeu_pd, Sleef_powd2_u10sse2);
+    AK_VP_LOOP(double, 2, _mm_loadu_pd, _mm_storeu_pd, Sleef_powd2_u10sse2);
 #else
     for (int64_t i = 0; i < n; i++) z[i] = pow(x[i], e[i]);
 #endif
@@ -146,7 +146,8 @@ void ak_vpow_f64(const double *x, const double *e, double *z, int64_t n)
 const char *ak_vmath_name(void)
 {
 #ifdef AK_VM_SLEEF
-    return have_avx2() ? "SLEEF AVX2" : "SLEEF SSE2";
+    static const char *const name[3] = {"SLEEF SSE2", "SLEEF AVX2", "SLEEF AVX-512"};
+    return name[vm_level()];
 #else
     return "libm (scalar)";
 #endif

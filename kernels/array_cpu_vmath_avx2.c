@@ -71,26 +71,13 @@ void ak_vmath_f64_avx2(int f, const double *x, double *y, int64_t n)
     }
 }
 
-/* z = x^e elementwise (x is the base), e a second array */
-#define PLOOP(T, W, LD, ST, VT, FN)                                                    \
-    do {                                                                               \
-        int64_t i = 0;                                                                 \
-        for (; i + W <= n; i += W) ST(z + i, FN(LD(x + i), LD(e + i)));                \
-        if (i < n) {                                                                   \
-            T bx[W] = {0}, be[W] = {0};                                                \
-            memcpy(bx, x + i, (size_t)(n - i) * sizeof(T));                            \
-            memcpy(be, e + i, (size_t)(n - i) * sizeof(T));                            \
-            ST(bx, FN(LD(bx), LD(be)));                                                \
-            memcpy(z + i, bx, (size_t)(n - i) * sizeof(T));                            \
-        }                                                                              \
-    } while (0)
 
 void ak_vpow_f32_avx2(const float *x, const float *e, float *z, int64_t n)
 {
-    PLOOP(float, 8, _mm256_loadu_ps, _mm256_storeu_ps, __m256, Sleef_powf8_u10avx2);
+    AK_VP_LOOP(float, 8, _mm256_loadu_ps, _mm256_storeu_ps, Sleef_powf8_u10avx2);
 }
 
 void ak_vpow_f64_avx2(const double *x, const double *e, double *z, int64_t n)
 {
-    PLOOP(double, 4, _mm256_loadu_pd, _mm256_storeu_pd, __m256d, Sleef_powd4_u10avx2);
+    AK_VP_LOOP(double, 4, _mm256_loadu_pd, _mm256_storeu_pd, Sleef_powd4_u10avx2);
 }
