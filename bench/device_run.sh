@@ -31,6 +31,9 @@ one GPU:
                 (bench-xfer-floor), with a trace
   cpu-arrays    CPU arrays against NumPy, dask.array and numexpr on the 16 cores, GPU hidden
                 and visible (carry OpenBLAS/SLEEF .debs and the dask/numexpr wheels)
+  cpu-diag      where CPU arrays spend their time here: the CPU, the loop widths (bit
+                checks), the chain per chunk size with per-worker statistics, the matmul
+                tile size against BLAS threads per tile
   trace         a traced cask-knn run: how much copying overlaps compute
   jacobi        cask-jacobi 32768^2, 300 sweeps, on 1, 2 and 4 GPUs
   fusion        fused elementwise arrays against unfused (bench-array-fusion)
@@ -106,7 +109,7 @@ ucx_wheel() {
 # Every step of the dispatch at the end (and of --help): a new step goes in all three.
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
 STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma"
-STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays ucx-wheel "
+STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag ucx-wheel "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
     *" $step "*) ;;
@@ -568,6 +571,38 @@ step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this
   done
 }
 
+step_cpu_diag() {   # where the CPU chain's and matmul's time goes on this host
+  lscpu | grep -E "^(Model name|Socket|Core|Thread|NUMA|L2|L3|CPU\(s\))" | cut -c1-200
+  ninja -C "$B" bench/bench-array-cpu bench/bench-array-fusion tests/test_array_isa \
+    tests/test_array_vmath > "$OUT/cpu_diag_build.log" 2>&1 ||
+    { grep -E "error|FAILED" "$OUT/cpu_diag_build.log" | head -20; return 1; }
+  for t in test_array_isa test_array_vmath; do
+    "$B/tests/$t" --verbose > "$OUT/cpu_diag_$t.log" 2>&1; echo "--- $t rc=$?"
+    grep -E "widths|Synthesis" "$OUT/cpu_diag_$t.log"
+  done
+  F="$B/bench/bench-array-fusion"
+  for mb in 64 16 4; do
+    for m in fused unfused; do
+      CUDA_VISIBLE_DEVICES= CASK_STATS=1 CASK_LOG=info timeout 120 "$F" --cpu --bytes 1073741824 \
+        --chunk-mb $mb --reps 5 --mode $m > "$OUT/cpu_diag_chain_${mb}_$m.log" 2>&1
+      echo "--- chain ${mb} MiB $m rc=$?"
+      grep -E "^(fused|unfused) |^cpu (all|[0-9]+) |OpenBLAS|arrays:" "$OUT/cpu_diag_chain_${mb}_$m.log" |
+        head -24
+    done
+  done
+  CUDA_VISIBLE_DEVICES= CASK_CPU_ISA=avx2 timeout 120 "$F" --cpu --bytes 1073741824 --chunk-mb 16 \
+    --reps 5 --mode fused 2>&1 | grep -E "^fused " | sed 's/^/avx2 loops: /'
+  X="$B/bench/bench-array-cpu"
+  for c in 2048 4096; do
+    for t in 1 2 4 16; do
+      CUDA_VISIBLE_DEVICES= CASK_LOG=info timeout 200 "$X" --only matmul --mm 8192 --mm-chunk $c \
+        --blas-threads $t --reps 3 > "$OUT/cpu_diag_mm_${c}_$t.log" 2>&1
+      echo "--- matmul 8192 tiles $c blas-threads $t rc=$?"
+      grep -E "^matmul|OpenBLAS" "$OUT/cpu_diag_mm_${c}_$t.log" | head -3
+    done
+  done
+}
+
 step_recover_gpu() {
   CASK_LAUNCHER=local CASK_RECOVER_UCX_TLS= CASK_DIST_XFER_LOG="$OUT/rx" timeout 400 \
     sh tests/dist/recover_app.sh 3 "$B/apps/cask-knn" knngpu kill 2 3 8
@@ -618,6 +653,7 @@ for step in "$@"; do
       ROUNDS=7 sh bench/dash_overhead.sh "$B" 16 > "$OUT/dash_overhead.txt" 2>&1
       grep -v '^{' "$OUT/dash_overhead.txt" | tail -12 ;;
     cpu-arrays) step_cpu_arrays ;;
+    cpu-diag) step_cpu_diag ;;
     dist) meson test -C "$B" --suite dist --print-errorlogs > "$OUT/dist.log" 2>&1
           grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/dist.log" | tail -20 ;;
     knn-stream) # streamed runs from .npy files made by cask-knn-gen (KNN_DIR, default

@@ -16,6 +16,8 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize("O3", "no-math-errno")
 #endif
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include "kernels/array_kernels.h"
 #ifdef CASK_HAVE_BLAS
@@ -36,27 +38,65 @@ const char *ak_blas_name(void)
 #endif
 }
 
-const char *ak_blas_slow_core(const char **advice)
+#if defined(CASK_HAVE_BLAS) && defined(__x86_64__) && defined(__GNUC__)
+/* OpenBLAS built for every x86 core (DYNAMIC_ARCH, as Debian's) picks its kernels when it
+ * is loaded, from the CPU's model number: Debian 12's 0.3.21 does not know recent Xeons
+ * and falls back to its generic SSE3 kernels ("Prescott"), which ran a 2048^2 sgemm at
+ * 196 GFLOP/s on 16 AVX-512 cores against 852 with OPENBLAS_CORETYPE=SkylakeX. Newer
+ * OpenBLAS releases choose by the CPU's features in that case; this does the same for the
+ * older ones: when the user has not named a core and OpenBLAS chose "Prescott" on a CPU
+ * with AVX-512 (F, CD, BW, DQ, VL) or AVX2+FMA, it asks OpenBLAS to choose again with
+ * OPENBLAS_CORETYPE set to SkylakeX or Haswell (its own exported gotoblas_dynamic_quit /
+ * gotoblas_dynamic_init, the path its start-up takes; weak, so a BLAS without them is
+ * left alone). It runs as libcask is loaded (after OpenBLAS's own start-up, before any
+ * product and normally before other threads exist); the outcome is written once there and
+ * only read afterwards (ak_blas_core_note). */
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
+
+static char blas_note[256];
+
+__attribute__((constructor)) static void blas_core_choose(void)
 {
-    *advice = NULL;
-#if defined(CASK_HAVE_BLAS) && (defined(__x86_64__) || defined(__i386__))
-    /* OpenBLAS built for every x86 core falls back to its generic SSE3 kernels
-     * ("Prescott") on a CPU newer than it knows: Debian 12's 0.3.21 on a recent Xeon ran
-     * a 2048^2 sgemm at 196 GFLOP/s on 16 cores, 852 with OPENBLAS_CORETYPE=SkylakeX. It
-     * reads that variable when it is loaded, before cask can set it. */
     const char *core = openblas_get_corename();
-    if (!core || strcmp(core, "Prescott") != 0)
-        return NULL;
+    if (!core || strcmp(core, "Prescott") != 0 || getenv("OPENBLAS_CORETYPE")) return;
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        *advice = "SkylakeX";
-    else if (__builtin_cpu_supports("avx2"))
-        *advice = "Haswell";
-    return *advice ? core : NULL;
-#else
-    return NULL;
-#endif
+    const char *want = NULL;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
+        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+        __builtin_cpu_supports("avx512vl"))
+        want = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        want = "Haswell";
+    if (!want) return;
+    if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || getenv("CASK_BLAS_KEEP_CORE")) {
+        snprintf(blas_note, sizeof blas_note, "!OpenBLAS runs its generic Prescott kernels on "
+                 "this CPU; start the program with OPENBLAS_CORETYPE=%s", want);
+        return;
+    }
+    setenv("OPENBLAS_CORETYPE", want, 1);
+    gotoblas_dynamic_quit();
+    gotoblas_dynamic_init();
+    unsetenv("OPENBLAS_CORETYPE");
+    const char *now = openblas_get_corename();
+    snprintf(blas_note, sizeof blas_note, "%sOpenBLAS chose its generic Prescott kernels on "
+             "this CPU; cask asked it for %s and it runs %s (OPENBLAS_CORETYPE chooses; "
+             "CASK_BLAS_KEEP_CORE=1 keeps OpenBLAS's choice)",
+             now && !strcmp(now, want) ? "" : "!", want, now ? now : "?");
 }
+
+const char *ak_blas_core_note(int *warn)
+{
+    *warn = blas_note[0] == '!';
+    return blas_note[0] ? blas_note + *warn : NULL;
+}
+#else
+const char *ak_blas_core_note(int *warn)
+{
+    *warn = 0;
+    return NULL;
+}
+#endif
 
 int ak_blas_threads_get(void)
 {

@@ -194,10 +194,11 @@ typedef struct ak_mm_args {
 /* The CPU BLAS (array_cpu_matmul.c): its name, or NULL in a build without one; its
  * process-wide thread count (1 without one). Set it only while no tile runs. */
 const char *ak_blas_name(void);
-/* The name of the generic core OpenBLAS chose although this CPU has wider vectors (it
- * did not know the CPU), and in *advice the OPENBLAS_CORETYPE that fits it; NULL when
- * the BLAS runs its kernels for this CPU (or there is no BLAS). */
-const char *ak_blas_slow_core(const char **advice);
+/* What cask did about OpenBLAS's choice of kernels as the library was loaded (OpenBLAS
+ * fell back to its generic core on a CPU with wider vectors: cask had it choose again),
+ * a sentence for the log; *warn 1 when the generic kernels still run. NULL when there was
+ * nothing to do (or no BLAS). */
+const char *ak_blas_core_note(int *warn);
 int ak_blas_threads_get(void);
 void ak_blas_threads_set(int n);
 
