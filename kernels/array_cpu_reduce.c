@@ -75,7 +75,10 @@ static void accumulate(int op, int isf, ak_scalar v, int64_t i, ak_red_entry *e)
 
 /* d[j] = x[2j] + x[2j+1], j < m: one level of the pairwise tree. Only additions (no
  * contraction is possible), so the AVX2 clone gives the same bits as the SSE2 one. */
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__)
+/* (not under the sanitizers: their instrumented IFUNC resolvers run before the runtime
+ * is set up, and ThreadSanitizer's crash the program as it loads) */
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__SANITIZE_ADDRESS__) && \
+    !defined(__SANITIZE_THREAD__)
 #define AK_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define AK_CLONES
