@@ -68,9 +68,12 @@ wait_job() {
     sleep 0.2
   done
 }
-# job_procs ID: pids of processes (on any node) whose environment names job ID
+# job_procs ID: pids of processes (on any node) whose environment names job ID of this
+# cluster (its SLURM_CONF: job IDs start at 1 in every cluster, and another cluster on
+# the machine, another test run's, has a job of the same ID)
 job_procs() {
-  grep -l -z -x "SLURM_JOB_ID=$1" /proc/[0-9]*/environ 2> /dev/null | sed 's|^/proc/||; s|/environ$||'
+  grep -l -z -x "SLURM_JOB_ID=$1" /proc/[0-9]*/environ 2> /dev/null |
+    xargs -r grep -l -z -x "SLURM_CONF=$SLURM_CONF" 2> /dev/null | sed 's|^/proc/||; s|/environ$||'
 }
 # task_pid ID RANK: pid of the cask program that is task RANK of job ID (empty if none)
 task_pid() {

@@ -7,7 +7,8 @@
 #   slurm_local.sh start DIR [NODES]           start one whose state lives in DIR (new)
 #   slurm_local.sh exec DIR COMMAND...         run COMMAND on DIR's login node
 #   slurm_local.sh stop DIR                    stop DIR's cluster, remove its namespaces
-#                                               and DIR
+#                                               and DIR (refused for a folder that start
+#                                               did not make)
 #
 # Each node (n0, n1, ...) is a Linux network namespace with its own veth (eth0,
 # 10.198.0.N+2/16) on a bridge in a switch namespace of its own, as
@@ -61,7 +62,13 @@ tag_of() { cat "$1/tag" 2> /dev/null; }
 stop() {
   dir=$1
   [ -d "$dir" ] || return 0
+  # DIR goes at the end (rm -rf): only a folder that start made, which holds its tag
   tag=$(tag_of "$dir")
+  case $tag in
+    cl[0-9a-f]*) ;;
+    *) echo "slurm_local.sh: $dir holds no cluster made by 'slurm_local.sh start' (no $dir/tag): left as it is" >&2
+       return 1 ;;
+  esac
   # the nodes: killing unshare (--kill-child) kills the namespace's pid 1 and so every
   # process of that node, slurmd, slurmstepd and the job's tasks
   for f in "$dir"/pid/*; do
@@ -106,7 +113,16 @@ start() {
 
   # ---- the network: a bridge, the login node, the nodes ----
   ip netns add "$sw" 2> "$dir/err" || { e=$(cat "$dir/err"); stop "$dir"; skip "ip netns add refused ($e)"; }
-  ip -n "$sw" link add br0 type bridge 2> "$dir/err" || { e=$(cat "$dir/err"); stop "$dir"; skip "no bridge ($e)"; }
+  if ! ip -n "$sw" link add br0 type bridge 2> "$dir/err"; then
+    e=$(cat "$dir/err")
+    stop "$dir"
+    # ip -n and ip netns exec make / a slave mount: in a chroot whose root is a plain
+    # folder, not a mount point, they cannot
+    case $e in
+      *make-rslave*) skip "ip cannot enter a network namespace ($e): / is not a mount point (a chroot? bind-mount its root onto itself before entering it)" ;;
+    esac
+    skip "no bridge ($e)"
+  fi
   ip -n "$sw" link set br0 up || { stop "$dir"; die "bridge"; }
   h=0
   while [ $h -le "$nn" ]; do
