@@ -41,12 +41,17 @@ cask_status matmul_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask
     cask_array *A = n->in[0], *B = n->in[1];
     cask_status st = plan_out_handle(pl, n, idx, out);
     if (st) return st;
-    /* BLAS threads: serial gemms when the workers have a tile each, else the spare
-       workers go to each gemm; the run takes the smallest any product wants */
+    /* BLAS threads: big tiles (gemms of 2^30 multiply-adds and more) get every worker's
+       core each, one tile at a time (OpenBLAS runs one threaded call at a time); smaller
+       ones run serial gemms side by side when the workers have a tile each, else the
+       spare workers go to each gemm. The run takes the smallest any product wants.
+       16 Xeon cores, 8192^2 float32: 2048^2 tiles 615 GFLOP/s serial side by side, 963
+       threaded; 4096^2 tiles 255 and 1196 (docs/arrays.md). */
     int want = pl->ctx->blas_threads;
     if (!want) {
         int64_t tiles = n->nch[0] * n->nch[1], w = pl->ctx->ncpu > 0 ? pl->ctx->ncpu : 1;
-        want = tiles >= w ? 1 : (int)(w / tiles);
+        double madds = (double)n->chunk[0] * (double)n->chunk[1] * (double)A->chunk[1];
+        want = madds >= 1073741824.0 ? (int)w : tiles >= w ? 1 : (int)(w / tiles);
     }
     if (!pl->blas_threads || want < pl->blas_threads) pl->blas_threads = want;
     for (int64_t k = 0; k < A->nch[1]; k++) {

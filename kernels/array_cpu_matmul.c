@@ -6,10 +6,9 @@
  * tiles, and float tiles in a build without a BLAS, use the blocked loop below (wrapping
  * integer arithmetic; for floats about 15x slower than the BLAS).
  *
- * Threads: cask's workers already run the tiles of a product in parallel, so a tile's
- * gemm is serial (one BLAS thread) whenever the product has at least as many output
- * tiles as workers; a product with fewer tiles than workers gives each gemm the
- * remaining workers (BLAS threads = workers / tiles). OpenBLAS has one process-wide
+ * Threads (chosen when the product is planned, array/matmul.c): a big tile's gemm runs
+ * threaded on every core; smaller tiles run serial gemms side by side when the product
+ * has at least as many output tiles as workers, else each gets workers / tiles. OpenBLAS has one process-wide
  * thread count, so the array layer sets it once before a run that contains a product and
  * restores it after (ak_blas_threads_set), never while tiles run. */
 /* The tile loops must vectorise whatever the build type; see array_cpu.c. */
