@@ -552,18 +552,13 @@ step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this
     grep -E '"peers"|missing' "$OUT/cpu_arrays_$name.log" | cut -c1-400
   }
   # the target sizes, GPU hidden: chain 1 GiB (64 MiB and 16 MiB chunks), sum/mean/std of
-  # 2^28, matmul 2048^2 .. 8192^2 in 2048^2 tiles, one 16384^2 stencil step
-  CUDA_VISIBLE_DEVICES= cpu_run hidden --chain-mb 1024 --chunk-mb 64 --mm 2048,4096,8192 --mm-chunk 2048 --stencil 16384 --stencil-rows 1024
+  # 2^28, matmul 2048^2 .. 8192^2 in 4096^2 tiles (the BLAS split per tile size: cpu-diag),
+  # one 16384^2 stencil step; then matmul 8192^2 in 2048^2 tiles
+  CUDA_VISIBLE_DEVICES= cpu_run hidden --chain-mb 1024 --chunk-mb 64 --mm 2048,4096,8192 --mm-chunk 4096 --stencil 16384 --stencil-rows 1024
   CUDA_VISIBLE_DEVICES= cpu_run hidden16 --figs chain,light --chain-mb 1024 --chunk-mb 16
-  # the BLAS split: serial gemm per tile (auto at 16 tiles) against 16 threads per tile, and
-  # one tile holding the whole product (auto: threaded) against a serial one
-  for t in 1 16; do
-    CUDA_VISIBLE_DEVICES= cpu_run "mm_t$t" --no-peers --figs matmul --mm 8192 --mm-chunk 2048 --cask-args="--blas-threads $t"
-  done
-  CUDA_VISIBLE_DEVICES= cpu_run mm_onetile --figs matmul --mm 4096 --mm-chunk 4096
-  CUDA_VISIBLE_DEVICES= cpu_run mm_onetile_t1 --no-peers --figs matmul --mm 4096 --mm-chunk 4096 --cask-args="--blas-threads 1"
+  CUDA_VISIBLE_DEVICES= cpu_run mm2048 --figs matmul --mm 8192 --mm-chunk 2048
   # GPU visible: cask opens it (15 CPU workers), arrays on CPUs: host chunks stay pageable
-  cpu_run visible --no-peers --figs chain,light,sum,matmul --chain-mb 1024 --chunk-mb 64 --mm 8192 --mm-chunk 2048 --cask-args=--with-gpus
+  cpu_run visible --no-peers --figs chain,light,sum,matmul --chain-mb 1024 --chunk-mb 64 --mm 8192 --mm-chunk 4096 --cask-args=--with-gpus
   # bench-array-fusion --cpu, both chains
   for chain in math light; do
     CUDA_VISIBLE_DEVICES= env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE timeout 200 "$B/bench/bench-array-fusion" --cpu --chain $chain > "$OUT/cpu_arrays_fusion_$chain.log" 2>&1
