@@ -31,6 +31,8 @@ one GPU:
                 (bench-xfer-floor), with a trace
   cpu-arrays    CPU arrays against NumPy, dask.array and numexpr on the 16 cores, GPU hidden
                 and visible (carry OpenBLAS/SLEEF .debs and the dask/numexpr wheels)
+  cpu-mm        CPU matmul 2048^2 (one tile) and 8192^2 (4096^2 tiles) against NumPy and
+                dask.array, with the OpenBLAS core cask chose
   cpu-diag      where CPU arrays spend their time here: the CPU, the loop widths (bit
                 checks), the chain per chunk size with per-worker statistics, the matmul
                 tile size against BLAS threads per tile
@@ -109,7 +111,7 @@ ucx_wheel() {
 # Every step of the dispatch at the end (and of --help): a new step goes in all three.
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
 STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma"
-STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag ucx-wheel "
+STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm ucx-wheel "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
     *" $step "*) ;;
@@ -551,6 +553,11 @@ step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this
     echo "--- $name rc=$?"; sed -n '/^figure/,$p' "$OUT/cpu_arrays_$name.log"
     grep -E '"peers"|missing' "$OUT/cpu_arrays_$name.log" | cut -c1-400
   }
+  if [ "${CPU_FIGS:-}" = mm ]; then   # step cpu-mm: the products only
+    CUDA_VISIBLE_DEVICES= CASK_LOG=info cpu_run mm --figs matmul --mm 2048,8192 --mm-chunk 4096
+    grep -h "OpenBLAS" "$OUT/cpu_arrays_mm.log" | sort -u | head -2
+    return
+  fi
   # the target sizes, GPU hidden: chain 1 GiB (64 MiB and 16 MiB chunks), sum/mean/std of
   # 2^28, matmul 2048^2 .. 8192^2 in 4096^2 tiles (the BLAS split per tile size: cpu-diag),
   # one 16384^2 stencil step; then matmul 8192^2 in 2048^2 tiles
@@ -649,6 +656,7 @@ for step in "$@"; do
       grep -v '^{' "$OUT/dash_overhead.txt" | tail -12 ;;
     cpu-arrays) step_cpu_arrays ;;
     cpu-diag) step_cpu_diag ;;
+    cpu-mm) CPU_FIGS=mm step_cpu_arrays ;;
     dist) meson test -C "$B" --suite dist --print-errorlogs > "$OUT/dist.log" 2>&1
           grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/dist.log" | tail -20 ;;
     knn-stream) # streamed runs from .npy files made by cask-knn-gen (KNN_DIR, default
