@@ -2,7 +2,10 @@
  * of host chunk memory: bytes in use and kept for reuse, apart for pageable and pinned
  * blocks, their peaks, hits and misses, and that cask_runtime_host_cache agrees. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "cask/cask.h"
 
 #define MIB ((size_t)1 << 20)
@@ -152,3 +155,43 @@ Test(host_cache, null_arguments_are_refused)
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
 }
 
+/* CASK_STATS=1 (config stats): the table at shutdown ends with the pool's line, read
+ * before the handles still alive are freed. */
+Test(host_cache, shutdown_statistics_have_a_host_pool_line)
+{
+    cask_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_NGPU | CASK_CONFIG_BIND |
+                     CASK_CONFIG_HOST_CACHE | CASK_CONFIG_HOST_MEM_LIMIT | CASK_CONFIG_STATS;
+    cfg.ncpu = 1;
+    cfg.bind = 0;
+    cfg.host_cache_limit = 64 * MIB;
+    cfg.huge_pages = 1;
+    cfg.stats = 1;
+    cask_runtime *rt;
+    cr_assert_eq(cask_init(&cfg, &rt), CASK_OK);
+    cask_data *a, *b;
+    cr_assert_eq(cask_data_create(rt, 2 * MIB, &a), CASK_OK);
+    cr_assert_eq(cask_data_create(rt, 1 * MIB, &b), CASK_OK);
+    cr_assert_eq(cask_data_destroy(a), CASK_OK);   /* b is left for shutdown to free */
+    FILE *tmp = tmpfile();
+    cr_assert_not_null(tmp);
+    fflush(stderr);
+    int saved = dup(STDERR_FILENO);
+    dup2(fileno(tmp), STDERR_FILENO);
+    cask_status st = cask_shutdown(rt);
+    fflush(stderr);
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    cr_assert_eq(st, CASK_OK);
+    char text[8192];
+    rewind(tmp);
+    size_t n = fread(text, 1, sizeof text - 1, tmp);
+    text[n] = 0;
+    fclose(tmp);
+    const char *l = strstr(text, "\nhost pool ");
+    cr_assert_not_null(l, "no host pool line in:\n%s", text);
+    cr_assert_not_null(strstr(l, "cached 2.0 MiB (pinned 0 B), in use 1.0 MiB (pinned 0 B), "
+                                 "peak 3.0 MiB (pinned 0 B), limit 64.0 MiB, hits 0, misses 2"),
+                       "%s", l);
+}
