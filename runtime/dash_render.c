@@ -9,6 +9,7 @@
 #include "runtime/dash_live.h"
 #include "runtime/data.h"
 #include "runtime/graph.h"
+#include "runtime/host_cache.h"
 #include "runtime/memory.h"
 #include "runtime/trace.h"
 #include "scheduler/sched.h"
@@ -115,6 +116,20 @@ static uint64_t host_bytes(cask_runtime *rt, uint64_t *ndata)
     return b;
 }
 
+/* "host_cache": the pool of host chunk memory (cask_host_cache_stats), bytes kept for
+ * reuse and in use, apart for pageable and pinned blocks. */
+static void put_host_cache(FILE *f, cask_runtime *rt)
+{
+    cask_host_cache_stats h;
+    hcache_stats(&rt->hcache, &h);
+    fprintf(f, "\"host_cache\":{\"limit\":%zu,\"hits\":%llu,\"misses\":%llu,"
+               "\"pageable\":{\"cached\":%zu,\"live\":%zu,\"peak\":%zu},"
+               "\"pinned\":{\"cached\":%zu,\"live\":%zu,\"peak\":%zu}}",
+            h.limit, (unsigned long long)h.hits, (unsigned long long)h.misses,
+            h.pageable_cached, h.pageable_live, h.pageable_peak,
+            h.pinned_cached, h.pinned_live, h.pinned_peak);
+}
+
 static void put_lanes(FILE *f, dash_live *l)
 {
     fputs("\"lanes\":[", f);
@@ -202,7 +217,8 @@ char *dash_render_status(cask_runtime *rt, const dash_job *job)
         mem_node_usage(rt, g, &used, &limit);
         fprintf(f, ",{\"node\":\"gpu%d\",\"bytes\":%zu,\"limit\":%zu}", g, used, limit);
     }
-    fputs("]", f);
+    fputs("],", f);
+    put_host_cache(f, rt);
     if (job->extra)
         job->extra(job->extra_arg, f);
     fputs("}\n", f);
@@ -323,6 +339,22 @@ char *dash_render_metrics(cask_runtime *rt, const dash_job *job)
         mem_node_usage(rt, g, &used, &limit);
         fprintf(f, "cask_memory_bytes{node=\"gpu%d\"} %zu\n", g, used);
     }
+    cask_host_cache_stats h;
+    hcache_stats(&rt->hcache, &h);
+    family(f, "cask_host_cache_bytes", "gauge", "Host chunk memory of the runtime's pool: "
+           "kept for reuse (cached) or handed out to chunks (live), pageable or pinned.");
+    fprintf(f, "cask_host_cache_bytes{state=\"cached\",memory=\"pageable\"} %zu\n"
+               "cask_host_cache_bytes{state=\"cached\",memory=\"pinned\"} %zu\n"
+               "cask_host_cache_bytes{state=\"live\",memory=\"pageable\"} %zu\n"
+               "cask_host_cache_bytes{state=\"live\",memory=\"pinned\"} %zu\n",
+            h.pageable_cached, h.pinned_cached, h.pageable_live, h.pinned_live);
+    family(f, "cask_host_cache_limit_bytes", "gauge", "Bytes the host chunk pool keeps for reuse at most.");
+    fprintf(f, "cask_host_cache_limit_bytes %zu\n", h.limit);
+    family(f, "cask_host_cache_requests_total", "counter", "Host chunk requests met from "
+           "kept blocks (hit) or from the system (miss).");
+    fprintf(f, "cask_host_cache_requests_total{result=\"hit\"} %llu\n"
+               "cask_host_cache_requests_total{result=\"miss\"} %llu\n",
+            (unsigned long long)h.hits, (unsigned long long)h.misses);
     family(f, "cask_graphs_running", "gauge", "Graphs computing now.");
     pthread_mutex_lock(&l->mu);
     int running = 0;

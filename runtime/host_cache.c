@@ -14,7 +14,10 @@
  *
  * A free block's first word links it in its class's list, so the cache needs no memory
  * of its own. One mutex guards it; it is taken once per chunk allocation, not per task
- * of a fused chain. */
+ * of a fused chain. Under the same lock it counts, apart for pageable and pinned
+ * blocks, the bytes kept and the bytes handed out (and their peak), and the requests
+ * met from kept blocks (hits) or from the system (misses): what the statistics table,
+ * /metrics and the dashboard show of it. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,12 +107,14 @@ cask_status hcache_alloc(host_cache *c, size_t bytes, int pinned, void **out)
     if (p) {
         b->head = *(void **)p;
         b->count--;
-        c->cached -= size;
+        c->cached[pinned] -= size;
         c->hits++;
     } else {
         c->misses++;
     }
-    c->live += size;
+    c->live[pinned] += size;
+    if (c->live[pinned] > c->peak[pinned])
+        c->peak[pinned] = c->live[pinned];
     pthread_mutex_unlock(&c->lock);
     if (p) {
         *out = p;
@@ -118,7 +123,7 @@ cask_status hcache_alloc(host_cache *c, size_t bytes, int pinned, void **out)
     cask_status st = sys_alloc(c, size, pinned, out);
     if (st) {
         pthread_mutex_lock(&c->lock);
-        c->live -= size;
+        c->live[pinned] -= size;
         pthread_mutex_unlock(&c->lock);
         if (pinned) return st;   /* device_host_alloc logged it */
         return log_error(c->rt, CASK_ERR_NOMEM, "host chunk of %zu bytes", bytes);
@@ -137,13 +142,13 @@ void hcache_free(host_cache *c, void *p, size_t bytes, int pinned)
     }
     size_t size = hc_round(bytes);
     pthread_mutex_lock(&c->lock);
-    c->live -= size;
-    hc_bin *b = c->cached + size <= c->limit ? find_bin(c, size, pinned, 1) : NULL;
+    c->live[pinned] -= size;
+    hc_bin *b = c->cached[0] + c->cached[1] + size <= c->limit ? find_bin(c, size, pinned, 1) : NULL;
     if (b) {
         *(void **)p = b->head;
         b->head = p;
         b->count++;
-        c->cached += size;
+        c->cached[pinned] += size;
     }
     pthread_mutex_unlock(&c->lock);
     if (!b) sys_free(c, p, size, pinned);
@@ -162,7 +167,25 @@ void hcache_trim(host_cache *c)
         }
         b->count = 0;
     }
-    c->cached = 0;
+    c->cached[0] = c->cached[1] = 0;
+    pthread_mutex_unlock(&c->lock);
+}
+
+void hcache_stats(host_cache *c, cask_host_cache_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    out->limit = c->limit;
+    if (!c->ready)
+        return;
+    pthread_mutex_lock(&c->lock);
+    out->pageable_cached = c->cached[0];
+    out->pageable_live = c->live[0];
+    out->pageable_peak = c->peak[0];
+    out->pinned_cached = c->cached[1];
+    out->pinned_live = c->live[1];
+    out->pinned_peak = c->peak[1];
+    out->hits = c->hits;
+    out->misses = c->misses;
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -177,11 +200,17 @@ void hcache_destroy(host_cache *c)
 cask_status cask_runtime_host_cache(cask_runtime *rt, size_t *cached, size_t *limit)
 {
     if (!rt) return CASK_ERR_INVALID;
-    host_cache *c = &rt->hcache;
-    pthread_mutex_lock(&c->lock);
-    if (cached) *cached = c->cached;
-    if (limit) *limit = c->limit;
-    pthread_mutex_unlock(&c->lock);
+    cask_host_cache_stats s;
+    hcache_stats(&rt->hcache, &s);
+    if (cached) *cached = s.pageable_cached + s.pinned_cached;
+    if (limit) *limit = s.limit;
+    return CASK_OK;
+}
+
+cask_status cask_runtime_host_cache_stats(cask_runtime *rt, cask_host_cache_stats *out)
+{
+    if (!rt || !out) return CASK_ERR_INVALID;
+    hcache_stats(&rt->hcache, out);
     return CASK_OK;
 }
 

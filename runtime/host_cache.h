@@ -26,10 +26,12 @@ typedef struct host_cache {
     pthread_mutex_t lock;
     int ready;
     int huge;                 /* advise MADV_HUGEPAGE on blocks of 2 MiB and more */
-    size_t limit;             /* bytes kept at most; 0: keep nothing */
-    size_t cached;            /* bytes kept now */
-    size_t live;              /* bytes handed out (cached classes only) */
-    uint64_t hits, misses;
+    size_t limit;             /* bytes kept at most (both kinds); 0: keep nothing */
+    /* [0] pageable, [1] pinned; cached classes only (blocks of 64 KiB and more) */
+    size_t cached[2];         /* bytes kept now */
+    size_t live[2];           /* bytes handed out and not given back */
+    size_t peak[2];           /* the most live at any time */
+    uint64_t hits, misses;    /* requests met from kept blocks / from the system */
     int nbins;
     hc_bin bins[HC_BINS];
 } host_cache;
@@ -42,6 +44,8 @@ cask_status hcache_alloc(host_cache *c, size_t bytes, int pinned, void **out);
 void hcache_free(host_cache *c, void *p, size_t bytes, int pinned);
 /* Returns every kept block to the system. */
 void hcache_trim(host_cache *c);
+/* A consistent copy of the counters (cask_runtime_host_cache_stats). */
+void hcache_stats(host_cache *c, cask_host_cache_stats *out);
 void hcache_destroy(host_cache *c);
 
 #endif

@@ -201,8 +201,11 @@ cask_status cask_shutdown(cask_runtime *rt)
 
     int nw = rt->sched->nworkers;
     cask_worker_stats *stats = rt->cfg.stats ? calloc((size_t)nw, sizeof *stats) : NULL;
-    if (stats)
+    cask_host_cache_stats hstats = { 0 };
+    if (stats) {
         cask_runtime_stats(rt, stats, nw);
+        hcache_stats(&rt->hcache, &hstats);   /* in use: what handles left alive hold */
+    }
     sched_destroy(rt->sched);
     rt->sched = NULL;
     spill_stop(rt);          /* no I/O thread touches a handle from here on */
@@ -219,6 +222,7 @@ cask_status cask_shutdown(cask_runtime *rt)
         double wall = (double)(now.tv_sec - rt->start_time.tv_sec) +
                       (now.tv_nsec - rt->start_time.tv_nsec) * 1e-9;
         stats_print(stderr, stats, nw, wall);
+        stats_print_host_pool(stderr, &hstats);
         free(stats);
     }
     hcache_destroy(&rt->hcache);

@@ -109,3 +109,24 @@ void stats_print(FILE *out, const cask_worker_stats *stats, int n, double wall_s
     }
     row(out, "total", &total.s, total.n, wall_s);
 }
+
+void stats_print_host_pool(FILE *out, const cask_host_cache_stats *hc)
+{
+    if (!out || !hc)
+        return;
+    char cached[16], cpin[16], live[16], lpin[16], peak[16], ppin[16], limit[16], rate[32];
+    uint64_t req = hc->hits + hc->misses;
+    if (req)
+        snprintf(rate, sizeof rate, " (%.1f%% hit)", 100.0 * (double)hc->hits / (double)req);
+    else
+        rate[0] = 0;
+    fprintf(out, "%-10s cached %s (pinned %s), in use %s (pinned %s), peak %s (pinned %s), "
+                 "limit %s, hits %" PRIu64 ", misses %" PRIu64 "%s\n", "host pool",
+            stats_human_bytes(hc->pageable_cached + hc->pinned_cached, cached, sizeof cached),
+            stats_human_bytes(hc->pinned_cached, cpin, sizeof cpin),
+            stats_human_bytes(hc->pageable_live + hc->pinned_live, live, sizeof live),
+            stats_human_bytes(hc->pinned_live, lpin, sizeof lpin),
+            stats_human_bytes(hc->pageable_peak + hc->pinned_peak, peak, sizeof peak),
+            stats_human_bytes(hc->pinned_peak, ppin, sizeof ppin),
+            stats_human_bytes(hc->limit, limit, sizeof limit), hc->hits, hc->misses, rate);
+}

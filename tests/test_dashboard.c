@@ -303,6 +303,69 @@ Test(dashboard, metrics_follow_the_prometheus_text_format)
     free(t);
 }
 
+/* The value of the /metrics sample whose line starts with prefix ("name{labels} "). */
+static double sample(const char *metrics, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    for (const char *p = metrics; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+        if (!strncmp(p, prefix, n))
+            return strtod(p + n, NULL);
+    cr_assert_fail("no sample %s in /metrics", prefix);
+    return -1;
+}
+
+/* The runtime's pool of host chunk memory, as /api/status ("host_cache") and /metrics
+ * show it, against cask_runtime_host_cache_stats: a 3 MiB chunk in use, then kept. */
+Test(dashboard, host_pool_is_shown_in_status_and_metrics)
+{
+    cask_data *d;
+    cr_assert_eq(cask_data_create(rt, (size_t)3 << 20, &d), CASK_OK);   /* no GPU: allocated now */
+    cask_host_cache_stats want;
+    cr_assert_eq(cask_runtime_host_cache_stats(rt, &want), CASK_OK);
+    cr_assert_geq(want.pageable_live, (size_t)3 << 20);
+    int code;
+    jval a;
+    char *t = get("/api/status", &code);
+    cr_assert_eq(code, 200);
+    parse(t, &a);
+    const jval *h = json_get(&a, "host_cache");
+    cr_assert(h && h->t == J_OBJ, "no host_cache object: %.300s", t);
+    const jval *pg = json_get(h, "pageable"), *pn = json_get(h, "pinned");
+    cr_assert(pg && pg->t == J_OBJ && pn && pn->t == J_OBJ, "no pageable/pinned in %.300s", t);
+    cr_assert_eq(num(h, "limit"), (double)want.limit);
+    cr_assert_gt(num(h, "limit"), 0);
+    cr_assert_eq(num(pg, "live"), (double)want.pageable_live);
+    cr_assert_eq(num(pg, "cached"), (double)want.pageable_cached);
+    cr_assert_geq(num(pg, "peak"), num(pg, "live"));
+    cr_assert_eq(num(pn, "live"), 0, "no GPU: nothing pinned");
+    cr_assert_eq(num(pn, "cached"), 0);
+    cr_assert_eq(num(pn, "peak"), 0);
+    cr_assert_eq(num(h, "hits"), (double)want.hits);
+    cr_assert_eq(num(h, "misses"), (double)want.misses);
+    cr_assert_geq(num(h, "misses"), 1);
+    json_free(&a);
+    free(t);
+
+    cr_assert_eq(cask_data_destroy(d), CASK_OK);
+    cr_assert_eq(cask_runtime_host_cache_stats(rt, &want), CASK_OK);
+    cr_assert_geq(want.pageable_cached, (size_t)3 << 20);
+    t = get("/metrics", &code);
+    cr_assert_eq(code, 200);
+    cr_assert_not_null(strstr(t, "# TYPE cask_host_cache_bytes gauge\n"), "%s", t);
+    cr_assert_not_null(strstr(t, "# TYPE cask_host_cache_limit_bytes gauge\n"), "%s", t);
+    cr_assert_not_null(strstr(t, "# TYPE cask_host_cache_requests_total counter\n"), "%s", t);
+    cr_assert_eq(sample(t, "cask_host_cache_bytes{state=\"cached\",memory=\"pageable\"} "),
+                 (double)want.pageable_cached);
+    cr_assert_eq(sample(t, "cask_host_cache_bytes{state=\"live\",memory=\"pageable\"} "),
+                 (double)want.pageable_live);
+    cr_assert_eq(sample(t, "cask_host_cache_bytes{state=\"cached\",memory=\"pinned\"} "), 0);
+    cr_assert_eq(sample(t, "cask_host_cache_bytes{state=\"live\",memory=\"pinned\"} "), 0);
+    cr_assert_eq(sample(t, "cask_host_cache_limit_bytes "), (double)want.limit);
+    cr_assert_eq(sample(t, "cask_host_cache_requests_total{result=\"hit\"} "), (double)want.hits);
+    cr_assert_eq(sample(t, "cask_host_cache_requests_total{result=\"miss\"} "), (double)want.misses);
+    free(t);
+}
+
 Test(dashboard, only_get_is_served)
 {
     const char *post = "POST /api/status HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello";

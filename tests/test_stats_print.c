@@ -1,5 +1,6 @@
 /* tests/test_stats_print.c: the statistics table printed at shutdown (CASK_STATS=1) has a
- * row per worker, a subtotal per worker kind and a total, with the numbers in them. */
+ * row per worker, a subtotal per worker kind and a total, with the numbers in them, and
+ * a line for the host chunk pool. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,5 +127,51 @@ Test(stats_print, zero_wall_time_or_no_workers_do_not_divide_by_zero)
     char *total = line_of(t, "total");
     cr_assert_not_null(total, "%s", t);
     free(total);
+    free(t);
+}
+
+/* The host pool's line, as one string (caller frees). */
+static char *pool_line(const cask_host_cache_stats *hc)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    cr_assert_not_null(f);
+    stats_print_host_pool(f, hc);
+    fclose(f);
+    return buf;
+}
+
+Test(stats_print, host_pool_line_shows_cached_in_use_pinned_parts_and_hits)
+{
+    const cask_host_cache_stats hc = {
+        .limit = 6ull << 30,
+        .pageable_cached = 48ull << 20, .pinned_cached = 16ull << 20,
+        .pageable_live = 3ull << 20, .pinned_live = 1ull << 20,
+        .pageable_peak = 64ull << 20, .pinned_peak = 32ull << 20,
+        .hits = 120, .misses = 8,
+    };
+    char *t = pool_line(&hc);
+    char *l = line_of(t, "host pool");
+    cr_assert_not_null(l, "no \"host pool\" line in:\n%s", t);
+    cr_assert_not_null(strstr(l, "cached 64.0 MiB (pinned 16.0 MiB)"), "%s", l);
+    cr_assert_not_null(strstr(l, "in use 4.0 MiB (pinned 1.0 MiB)"), "%s", l);
+    cr_assert_not_null(strstr(l, "peak 96.0 MiB (pinned 32.0 MiB)"), "%s", l);
+    cr_assert_not_null(strstr(l, "limit 6.0 GiB"), "%s", l);
+    cr_assert_not_null(strstr(l, "hits 120, misses 8 (93.8% hit)"), "%s", l);
+    cr_assert_eq(strchr(t, '\n'), t + strlen(t) - 1, "one line: %s", t);
+    free(l);
+    free(t);
+}
+
+Test(stats_print, host_pool_line_without_requests_has_no_rate)
+{
+    const cask_host_cache_stats hc = { .limit = 1ull << 30 };
+    char *t = pool_line(&hc);
+    cr_assert_not_null(strstr(t, "cached 0 B (pinned 0 B), in use 0 B (pinned 0 B)"), "%s", t);
+    cr_assert_not_null(strstr(t, "hits 0, misses 0\n"), "%s", t);
+    free(t);
+    t = pool_line(NULL);
+    cr_assert(!t || !*t, "NULL prints nothing: %s", t);
     free(t);
 }

@@ -161,11 +161,38 @@ typedef struct cask_host_mem_stats {
 /* Fills *out. Exact once no graph runs. Thread safe. */
 cask_status cask_runtime_host_mem(cask_runtime *rt, cask_host_mem_stats *out);
 
-/* Host chunk memory the runtime keeps for reuse: *cached bytes now, *limit the most it
- * keeps (either may be NULL). Thread safe. */
+/* Host chunk memory the runtime keeps for reuse: *cached bytes now (pageable and pinned
+ * together), *limit the most it keeps (either may be NULL; cask_runtime_host_cache_stats
+ * has the rest). Errors: CASK_ERR_INVALID (rt NULL). Thread safe. */
 cask_status cask_runtime_host_cache(cask_runtime *rt, size_t *cached, size_t *limit);
-/* Returns every kept block to the system (e.g. between phases of a program). Thread safe. */
+/* Returns every kept block to the system (e.g. between phases of a program). Errors:
+ * CASK_ERR_INVALID (rt NULL). Thread safe. */
 cask_status cask_runtime_host_cache_trim(cask_runtime *rt);
+
+/* The runtime's pool of host chunk memory (config host_cache_limit): the buffers of
+ * chunks the runtime allocates itself (cask_data_create, array chunks, host copies of
+ * chunks GPUs wrote). Pageable memory serves chunks made on the host; pinned
+ * (page-locked) memory only host copies of chunks a GPU wrote, which GPUs read back.
+ * Counted: blocks of 64 KiB and more (smaller ones go straight to the C library or the
+ * CUDA driver and are not counted); with host_mem_limit set, chunk buffers come from
+ * the spilling layer instead (cask_runtime_host_mem) and are not counted here. */
+typedef struct cask_host_cache_stats {
+    size_t limit;              /* freed bytes kept at most, both kinds together */
+    size_t pageable_cached;    /* freed pageable bytes kept for reuse now */
+    size_t pageable_live;      /* pageable bytes handed out to chunks now (in use) */
+    size_t pageable_peak;      /* the most pageable bytes in use at any time */
+    size_t pinned_cached;      /* freed pinned bytes kept for reuse now */
+    size_t pinned_live;        /* pinned bytes handed out to chunks now (in use) */
+    size_t pinned_peak;        /* the most pinned bytes in use at any time */
+    uint64_t hits;             /* requests met from a kept block (no system call) */
+    uint64_t misses;           /* requests that took new memory from the system */
+} cask_host_cache_stats;       /* bytes are rounded up to the pool's size classes */
+
+/* Fills *out (owned by the caller) with one consistent reading of the host chunk pool,
+ * counted since cask_init (cask_runtime_stats_reset leaves it alone; a trim lowers the
+ * cached figures only). Thread safe: may be called while graphs run, from any thread,
+ * tasks included. Errors: CASK_ERR_INVALID (rt or out NULL; *out is then untouched). */
+cask_status cask_runtime_host_cache_stats(cask_runtime *rt, cask_host_cache_stats *out);
 
 /* Allocates host memory suited for fast, asynchronous copies to and from GPUs (pinned
  * when GPUs are in use, plain aligned memory otherwise). Free with cask_host_free.

@@ -3,7 +3,8 @@
 
 Opens the live dashboard of a running cask-jacobi (CPU workers) in headless Chromium and
 checks, from the page's DOM after its scripts ran, that the workers, running tasks and
-progress appear and change between two looks; saves a screenshot. Exit 77 (SKIP) without
+progress appear and change between two looks, and that the memory table shows the host
+chunk pool (in use, cached, pinned parts, hits/misses); saves a screenshot. Exit 77 (SKIP) without
 Chromium. Suite `browser` (meson test --suite browser)."""
 import os
 import re
@@ -45,6 +46,14 @@ LOOK = """(() => {
     running_rows: rows.map((r) => +r.dataset.running),
     graphs: [...document.querySelectorAll("#graphs td.progress")].map((c) => c.textContent),
     kernels: document.querySelectorAll("#kernels tr.kernel").length,
+    pool: (() => {
+      const r = document.querySelector("#memory tr#host-pool");
+      if (!r) return null;
+      const d = r.dataset;
+      return { live: +d.live, cached: +d.cached, pinned_live: +d.pinnedLive,
+               pinned_cached: +d.pinnedCached, hits: +d.hits, misses: +d.misses,
+               limit: +d.limit, text: r.textContent };
+    })(),
   };
 })()"""
 
@@ -81,6 +90,18 @@ try:
             fail("%s look: %d worker rows, expected 2" % (name, len(v["occupancy"])))
         if not v["kernels"]:
             fail("%s look: no kernel rows" % name)
+        # the host chunk pool beside the memory nodes: the grid's blocks are the
+        # runtime's own chunks (cask_data_create), in use while the run goes on
+        pool = v["pool"]
+        if not pool:
+            fail("%s look: no host pool row in the memory table" % name)
+        if not (pool["live"] > 0 and pool["misses"] > 0 and pool["limit"] > 0):
+            fail("%s look: host pool shows nothing in use: %r" % (name, pool))
+        if pool["pinned_live"] != 0 or pool["pinned_cached"] != 0:
+            fail("%s look: pinned host memory on CPU workers only: %r" % (name, pool))
+        for word in ("host pool", "in use", "cached", "pinned", "hits", "misses"):
+            if word not in pool["text"]:
+                fail("%s look: %r missing from the host pool row %r" % (name, word, pool["text"]))
     if not any(v["running"] > 0 and any(r >= 0 for r in v["running_rows"]) for v in looks):
         fail("no running task shown in %d looks" % len(looks))
     if not any(v["recent"] > 0 for v in looks):
