@@ -46,7 +46,9 @@ typedef struct task_cold {
 /* flags */
 enum {
     TASK_SKIPPED = 1,             /* its last completion was a skip (graph failed first) */
-    TASK_REPLAY = 2               /* the stand-in of a replayed graph (graph_replay.h) */
+    TASK_REPLAY = 2,              /* the stand-in of a replayed graph (graph_replay.h) */
+    TASK_WENT_ASYNC = 4           /* its CUDA implementation began an asynchronous task:
+                                     never captured (graph_replay.c) */
 };
 
 struct cask_task {

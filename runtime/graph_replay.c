@@ -72,7 +72,8 @@ static int plan_learn(cask_graph *g, graph_replay *p)
     int dev = -1, wid = -1;
     for (size_t i = 0; i < n; i++) {
         cask_task *t = graph_task(g, i);
-        if ((t->flags & TASK_SKIPPED) || t->last_worker < 0 || t->last_worker >= s->nworkers)
+        if ((t->flags & (TASK_SKIPPED | TASK_WENT_ASYNC)) || t->last_worker < 0 ||
+            t->last_worker >= s->nworkers)
             return -1;
         worker *w = &s->w[t->last_worker];
         if (w->kind != WORKER_GPU || (dev >= 0 && w->device != dev))
@@ -211,7 +212,7 @@ int graph_replay_begin(cask_graph *g, int prev_ok)
     if (p->shape != g->shape) {   /* built anew or changed: the usual run says where */
         plan_reset(rt, p);
         p->shape = g->shape;
-        p->state = tasks_replayable(g) && !replay_kernel(rt) ? REPLAY_LEARN : REPLAY_OFF;
+        p->state = REPLAY_LEARN;   /* (a graph computed once costs no more than this) */
         return 0;
     }
     if (p->state == REPLAY_OFF)
@@ -219,7 +220,7 @@ int graph_replay_begin(cask_graph *g, int prev_ok)
     if (p->state == REPLAY_LEARN) {
         if (!prev_ok)
             return 0;
-        if (plan_learn(g, p)) {
+        if (!tasks_replayable(g) || replay_kernel(rt) || plan_learn(g, p)) {
             plan_reset(rt, p);
             p->state = REPLAY_OFF;
             log_msg(rt, CASK_LOG_DEBUG, "graph %u: not replayed (its tasks ran on several "
@@ -300,8 +301,12 @@ void graph_replay_complete(worker *w, cask_task *t, cask_data ***wb, int *nwb)
     p->launched = 0;
     /* the graph's tasks finished with the launch: done in this run (tasks added while it
      * ran wait on them), counted as run */
-    for (size_t i = 0; i < p->ntasks; i++)   /* (tasks added since are after them) */
-        graph_task_done(w, graph_task(g, i));
+    for (size_t i = 0; i < p->ntasks; i++) {   /* (tasks added since are after them) */
+        cask_task *t2 = graph_task(g, i);
+        if (!ok || (t2->flags & TASK_SKIPPED))   /* a failed launch: cancelled, as skipped */
+            t2->flags = ok ? t2->flags & ~TASK_SKIPPED : t2->flags | TASK_SKIPPED;
+        graph_task_done(w, t2);
+    }
     if (ok) {
         atomic_fetch_add_explicit(&g->ntasks_run, (uint64_t)p->ntasks - 1, memory_order_relaxed);
         w->run_count += p->ntasks - 1;   /* (the stand-in counts as the first) */

@@ -254,7 +254,9 @@ static int start_task(worker *w, cask_task *t, int retry)
     gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
     ctx.stream = stream;
-    cask_status st = coh_prepare_gpu(rt, t, w->device, stream, &w->ctr,
+    /* (a replay's stand-in has no buffers: its handles were pinned at submit) */
+    cask_status st = (t->flags & TASK_REPLAY) ? CASK_OK :
+                     coh_prepare_gpu(rt, t, w->device, stream, &w->ctr,
                                      WORKER_TRACE(w) ? &gw->tracer.base : NULL, ctx.buf, ctx.size,
                                      ctx.msg, sizeof ctx.msg);
     if (st == CASK_ERR_BUSY && (gw->ninflight > 0 || gw->nwb > 0 || w->async_pending > 0)) {
@@ -312,6 +314,7 @@ static int start_task(worker *w, cask_task *t, int retry)
             gpu_finish_one(w, t, NULL);
         } else {
             w->async_pending++;   /* finished when it ends (finish_async) */
+            t->flags |= TASK_WENT_ASYNC;   /* (only this worker writes flags until then) */
         }
         if (f->ntasks == 0) {   /* drop the empty group */
             gw->open_slot[si] = -1;

@@ -35,7 +35,9 @@ enum cask_kernel_flag {
     /* Never capture this kernel into a replayed CUDA graph (cask_config.graph_replay):
      * for a CUDA implementation whose work depends on more than its arguments, buffers,
      * sizes and device (host state read at each call, a different launch each run), or
-     * that must run its host code every time. Graphs using it run the usual way. */
+     * that must run its host code every time, or that may begin an asynchronous task
+     * (cask_task_async_begin) in some runs and not others. Graphs using it run the
+     * usual way. */
     CASK_KERNEL_NO_REPLAY = 1u << 1
 };
 
