@@ -206,6 +206,7 @@ struct cask_graph {
     void (*fail_hook)(void *arg); /* called once, at the first failure of a run */
     void *fail_hook_arg;
     uint32_t shape;               /* bumped by each check: the tasks or edges changed */
+    _Atomic uint64_t ntasks_replayed;   /* of ntasks_run, replayed (graph_replay.h) */
     struct graph_replay *replay;  /* its replay plan (graph_replay.h), NULL if none */
 };
 

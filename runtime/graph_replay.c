@@ -145,7 +145,7 @@ static int plan_learn(cask_graph *g, graph_replay *p)
         }
     }
     free(seen);
-    if (replay_exec_create(rt, dev, &p->x))
+    if (!rt->sim && replay_exec_create(rt, dev, &p->x))
         return -1;
     p->device = dev;
     p->worker = wid;
@@ -168,6 +168,46 @@ static int plan_learn(cask_graph *g, graph_replay *p)
     return 0;
 }
 
+/* The stand-in's implementation on a simulated GPU: the plan's tasks' CPU
+ * implementations, in its order, on the GPU's replicas, at once (a real GPU's stand-in
+ * waits for the launch instead: replay_wait_cuda). So the plan, the pins and the
+ * completion run in the unit tests too. A failing task fails the graph with its own
+ * name; the tasks after it do not run. */
+static cask_status replay_run_sim(cask_task_ctx *ctx)
+{
+    graph_replay *p = (graph_replay *)ctx->task;   /* the stand-in is the plan's first member */
+    cask_graph *g = ctx->task->graph;
+    for (size_t k = 0; k < p->ntasks; k++) {
+        if (atomic_load_explicit(&g->failed, memory_order_relaxed))
+            break;
+        cask_task *t = p->order[k];
+        cask_task_ctx c;
+        c.task = t;
+        c.device = p->device;
+        c.worker = ctx->worker;
+        c.stream = NULL;
+        c.has_msg = 0;
+        c.async = 0;
+        c.sub = NULL;
+        c.args = t->args;
+        c.args_size = task_args_size(t);
+        for (int i = 0; i < t->naccess; i++) {
+            cask_data *d = t->access[i].data;
+            c.buf[i] = d->rep[1 + p->device].ptr;   /* pinned: it stays there */
+            c.size[i] = d->bytes;
+        }
+        cask_status st = t->kernel->cpu(&c);
+        if (!st && (c.async || c.sub))
+            st = cask_task_fail(&c, "it %s while replayed (its kernel needs CASK_KERNEL_NO_REPLAY)",
+                                c.async ? "went asynchronous" : "spawned tasks");
+        if (st) {
+            task_ctx_report(&c, st);
+            break;
+        }
+    }
+    return CASK_OK;
+}
+
 /* The runtime's stand-in kernel, registered on first use. */
 static int replay_kernel(cask_runtime *rt)
 {
@@ -176,8 +216,8 @@ static int replay_kernel(cask_runtime *rt)
     pthread_mutex_unlock(&rt->lock);
     if (have)
         return 0;
-    cask_kernel_desc kd = { .name = "cask.replay", .cuda = replay_wait_cuda,
-                            .flags = CASK_KERNEL_NO_REPLAY };
+    cask_kernel_desc kd = { .name = "cask.replay", .cpu = replay_run_sim,
+                            .cuda = replay_wait_cuda, .flags = CASK_KERNEL_NO_REPLAY };
     cask_kernel *k;
     if (cask_kernel_register(rt, &kd, &k))
         return -1;
@@ -199,7 +239,7 @@ static void unpin(cask_runtime *rt, graph_replay *p, size_t n)
 int graph_replay_begin(cask_graph *g, int prev_ok)
 {
     cask_runtime *rt = g->rt;
-    if (!rt->cfg.graph_replay || !rt->dev || rt->sim || g->ntasks == 0 || g->want_dynamic)
+    if (!rt->cfg.graph_replay || !rt->dev || g->ntasks == 0 || g->want_dynamic)
         return 0;
     graph_replay *p = g->replay;
     if (!p) {
@@ -231,7 +271,7 @@ int graph_replay_begin(cask_graph *g, int prev_ok)
     }
     /* every handle valid (or, written first, allocated) on the GPU, pinned there */
     worker_counters *ctr = &rt->sched->w[p->worker].ctr;
-    void *stream = replay_exec_stream(p->x);
+    void *stream = rt->sim ? NULL : replay_exec_stream(p->x);   /* (simulated: copies now) */
     int moved = !p->recorded;
     for (size_t i = 0; i < p->ndata; i++) {
         replay_data *rd = &p->data[i];
@@ -248,6 +288,11 @@ int graph_replay_begin(cask_graph *g, int prev_ok)
             rd->ptr = ptr;
             moved = 1;
         }
+    }
+    if (rt->sim) {   /* a simulated GPU runs the plan on its worker (replay_run_sim) */
+        p->launched = 1;
+        p->nreplays++;
+        return 1;
     }
     if (moved) {
         char msg[512] = "";
@@ -308,6 +353,7 @@ void graph_replay_complete(worker *w, cask_task *t, cask_data ***wb, int *nwb)
         graph_task_done(w, t2);
     }
     if (ok) {
+        atomic_store_explicit(&g->ntasks_replayed, (uint64_t)p->ntasks, memory_order_relaxed);
         atomic_fetch_add_explicit(&g->ntasks_run, (uint64_t)p->ntasks - 1, memory_order_relaxed);
         w->run_count += p->ntasks - 1;   /* (the stand-in counts as the first) */
     }

@@ -130,6 +130,7 @@ cask_status cask_graph_submit(cask_graph *g)
     /* the GPU work launched as one CUDA graph, completed by one stand-in task, or not */
     int replay = rt->cfg.graph_replay && rt->dev ? graph_replay_begin(g, prev_ok) : 0;
     atomic_store(&g->ntasks_run, 0);
+    atomic_store(&g->ntasks_replayed, 0);
     /* every task (or the stand-in), and one more held by the submission until
      * cask_graph_wait: tasks may be added until then */
     atomic_store(&g->remaining, replay ? 2 : (int64_t)g->ntasks + 1);
@@ -259,6 +260,7 @@ cask_status cask_graph_query(const cask_graph *g, cask_graph_info *info)
     info->nedges = g->nedges;
     pthread_mutex_unlock(&mg->lock);
     info->ntasks_run = atomic_load(&mg->ntasks_run);
+    info->ntasks_replayed = atomic_load(&mg->ntasks_replayed);
     info->elapsed_s = g->t_done > g->t_submit ? (double)(g->t_done - g->t_submit) * 1e-9 : 0.0;
     return CASK_OK;
 }

@@ -176,6 +176,8 @@ static int32_t *run(int replay, int runs, int read_between, long *calls)
         cr_assert_eq(cask_graph_query(g, &info), CASK_OK);
         cr_assert_eq(info.ntasks_run, info.ntasks, "run %d: %zu of %zu tasks counted", r,
                      info.ntasks_run, info.ntasks);
+        cr_assert_eq(info.ntasks_replayed, replay == 1 && r >= 1 ? info.ntasks : 0,
+                     "run %d: %zu replayed", r, info.ntasks_replayed);
         if (read_between)
             free(contents(d));
     }
@@ -283,6 +285,7 @@ Test(replay, registered_memory_gets_the_results_back)
     int32_t *x = calloc(N, sizeof *x);
     cask_data *d;
     cr_assert_eq(cask_data_register(e.rt, x, N * sizeof *x, &d), CASK_OK);
+    cr_assert_eq(cask_data_set_writeback(d, 1), CASK_OK);
     cask_graph *g;
     cask_graph_create(e.rt, &g);
     for (int i = 0; i < 4; i++)
