@@ -629,7 +629,7 @@ step_replay() {
   awk '$1 == "chain" && $2 == "cask_replay" { c = $5; cr = $7 }
        $1 == "tasks" && $2 == "cask_replay" { i = $5 }
        END { printf "acceptance: chained %.3f M/s (%s), %.3f of the raw graph (%s); independent %.3f M/s (%s)\n",
-               c / 1e6, c >= 1e6 ? "ok" : "SHORT", cr, cr >= 0.5 ? "ok" : "SHORT", i / 1e6, i >= 7e5 ? "ok" : "SHORT" }' \
+               c / 1e6, (c >= 1e6 ? "ok" : "SHORT"), cr, (cr >= 0.5 ? "ok" : "SHORT"), i / 1e6, (i >= 7e5 ? "ok" : "SHORT") }' \
     "$OUT/replay_bench.log"
   # cask-jacobi with small tiles, alternating off and on, twice; final grids compared
   for round in 1 2; do

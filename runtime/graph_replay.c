@@ -239,7 +239,8 @@ static void unpin(cask_runtime *rt, graph_replay *p, size_t n)
 int graph_replay_begin(cask_graph *g, int prev_ok)
 {
     cask_runtime *rt = g->rt;
-    if (!rt->cfg.graph_replay || !rt->dev || g->ntasks == 0 || g->want_dynamic)
+    int on = rt->cfg.graph_replay < 0 ? !rt->sim : rt->cfg.graph_replay;
+    if (!on || !rt->dev || g->ntasks == 0 || g->want_dynamic)
         return 0;
     graph_replay *p = g->replay;
     if (!p) {

@@ -166,11 +166,35 @@ Test(replay_sim, replayed_from_the_second_run_on_with_the_same_results)
     free(off);
 }
 
-Test(replay_sim, the_environment_turns_it_off)
+/* Replayed runs of a one-task graph computed 3 times, replay from the environment. */
+static size_t replayed_with_env(const char *value)
 {
-    setenv("CASK_GRAPH_REPLAY", "0", 1);
+    setenv("CASK_GRAPH_REPLAY", value, 1);
     env e = start(-1, 0);
     unsetenv("CASK_GRAPH_REPLAY");
+    cask_data *d = data_of(&e, 0);
+    cask_graph *g;
+    cask_graph_create(e.rt, &g);
+    add(g, &e, d, 1);
+    size_t n = 0;
+    for (int r = 0; r < 3; r++)
+        n += compute(g, NULL) ? 1 : 0;
+    cask_graph_destroy(g);
+    cask_data_destroy(d);
+    cask_shutdown(e.rt);
+    return n;
+}
+
+Test(replay_sim, the_environment_turns_it_on_and_off)
+{
+    cr_assert_eq(replayed_with_env("1"), 2, "CASK_GRAPH_REPLAY=1: runs 2 and 3 replayed");
+    cr_assert_eq(replayed_with_env("0"), 0, "CASK_GRAPH_REPLAY=0: none replayed");
+}
+
+Test(replay_sim, simulated_gpus_do_not_replay_unless_asked)
+{
+    unsetenv("CASK_GRAPH_REPLAY");
+    env e = start(-1, 0);
     cask_data *d = data_of(&e, 0);
     cask_graph *g;
     cask_graph_create(e.rt, &g);

@@ -102,7 +102,10 @@ typedef struct cask_config {
                                  run; the second records), if every task can only run on
                                  a GPU and all ran on one GPU; it is recorded again when
                                  it changes or its data moved. CASK_GRAPH_REPLAY=1|0.
-                                 Default 1. No effect without real GPUs. */
+                                 Default: on with real GPUs; off on simulated GPUs,
+                                 where 1 makes a replay run the tasks' CPU
+                                 implementations in order on the GPU's worker (tests
+                                 of the replay path without a GPU). */
 } cask_config;
 
 /* Describes a started runtime. */
