@@ -264,8 +264,8 @@ int graph_replay_begin(cask_graph *g, int prev_ok)
         if (!tasks_replayable(g) || replay_kernel(rt) || plan_learn(g, p)) {
             plan_reset(rt, p);
             p->state = REPLAY_OFF;
-            log_msg(rt, CASK_LOG_DEBUG, "graph %u: not replayed (its tasks ran on several "
-                    "GPUs or not on a GPU)", g->id);
+            log_msg(rt, CASK_LOG_DEBUG, "graph %u: not replayed (a task may run on a CPU, "
+                    "went asynchronous or was skipped, or its tasks ran on several GPUs)", g->id);
             return 0;
         }
         p->state = REPLAY_READY;
