@@ -18,7 +18,7 @@ static cask_status add_cpu(cask_task_ctx *ctx)
     int32_t *x = cask_task_buffer(ctx, 0);
     size_t n = cask_task_buffer_size(ctx, 0) / sizeof(int32_t);
     for (size_t i = 0; i < n; i++)
-        x[i] += a->v;
+        x[i] = (int32_t)((uint32_t)x[i] + (uint32_t)a->v);
     return CASK_OK;
 }
 
@@ -29,8 +29,8 @@ static cask_status axpy_cpu(cask_task_ctx *ctx)
     const int32_t *x = cask_task_buffer(ctx, 0);
     int32_t *y = cask_task_buffer(ctx, 1);
     size_t n = cask_task_buffer_size(ctx, 1) / sizeof(int32_t);
-    for (size_t i = 0; i < n; i++)
-        y[i] = x[i] * a->v + y[i];
+    for (size_t i = 0; i < n; i++)   /* (wrapping: the values grow run after run) */
+        y[i] = (int32_t)((uint32_t)x[i] * (uint32_t)a->v + (uint32_t)y[i]);
     return CASK_OK;
 }
 
