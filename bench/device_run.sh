@@ -47,6 +47,11 @@ one GPU:
   jacobi-1gpu   cask-jacobi 16384^2 on one GPU: 1 process against 2, and time-sharing
   knn-1gpu      cask-knn 2^24 x 2^14 on one GPU: 1 process against 2, and time-sharing
   mps           xport-1gpu, jacobi-1gpu and knn-1gpu with CUDA MPS, then without
+  replay        graph replays as CUDA graphs: the self-check (bench-replay-check), the gpu
+                suite with CASK_GRAPH_REPLAY=1 and 0, bench-gpu (chained and independent
+                tasks with and without replay, raw CUDA-graph ceiling), cask-jacobi
+                --n 4096 --blocks 64 --iters 1000 with and without replay (time, residual,
+                final grid compared byte for byte), a traced replayed run
 two GPUs of one host:
   multigpu      bench-knn cases; jacobi and knn, 1 process x 2 GPUs against 2 x 1, every route
   hog           bench-knn under a competing load on one GPU, with statistics and traces
@@ -111,7 +116,7 @@ ucx_wheel() {
 # Every step of the dispatch at the end (and of --help): a new step goes in all three.
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
 STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma"
-STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm ucx-wheel "
+STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm replay ucx-wheel "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
     *" $step "*) ;;
@@ -605,6 +610,51 @@ step_cpu_diag() {   # where the CPU chain's and matmul's time goes on this host
   done
 }
 
+# Graph replays (docs/guide.md, "Replaying GPU graphs"). The self-check first: if the
+# CUDA calls replays rest on misbehave here, it says which, and the rest is not run.
+step_replay() {
+  ninja -C "$B" bench/bench-replay-check bench/bench-gpu apps/cask-jacobi tests/test_gpu_replay \
+    > "$OUT/replay_build.log" 2>&1 || { grep -E "error|FAILED" "$OUT/replay_build.log" | head -20; return 1; }
+  timeout 300 "$B/bench/bench-replay-check" > "$OUT/replay_check.log" 2>&1
+  rc=$?; cat "$OUT/replay_check.log"; echo "self-check rc=$rc"
+  [ $rc -eq 0 ] || { echo "self-check failed: stopping the replay step here"; return 1; }
+  for r in 1 0; do
+    CASK_GRAPH_REPLAY=$r meson test -C "$B" --suite gpu --print-errorlogs > "$OUT/replay_gpu_$r.log" 2>&1
+    echo "--- gpu suite, CASK_GRAPH_REPLAY=$r: rc=$?"
+    grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:|Assert|expression|FAIL" "$OUT/replay_gpu_$r.log" | tail -25
+  done
+  timeout 400 "$B/bench/bench-gpu" --tasks 100000 --reps 5 > "$OUT/replay_bench.log" 2>&1
+  echo "--- bench-gpu rc=$?"; grep -v '^{' "$OUT/replay_bench.log"
+  # acceptance: chained replay >= 1.0 M tasks/s and >= 0.5 of the raw graph; independent >= 0.7 M/s
+  awk '$1 == "chain" && $2 == "cask_replay" { c = $5; cr = $7 }
+       $1 == "tasks" && $2 == "cask_replay" { i = $5 }
+       END { printf "acceptance: chained %.3f M/s (%s), %.3f of the raw graph (%s); independent %.3f M/s (%s)\n",
+               c / 1e6, (c >= 1e6 ? "ok" : "SHORT"), cr, (cr >= 0.5 ? "ok" : "SHORT"), i / 1e6, (i >= 7e5 ? "ok" : "SHORT") }' \
+    "$OUT/replay_bench.log"
+  # cask-jacobi with small tiles, alternating off and on, twice; final grids compared
+  for round in 1 2; do
+    for r in 0 1; do
+      CASK_GRAPH_REPLAY=$r CASK_LOG=info timeout 300 "$B/apps/cask-jacobi" --n 4096 --blocks 64 --iters 1000 \
+        --gpus 1 --out "$OUT/replay_jacobi_$r.raw" > "$OUT/replay_jacobi_${r}_$round.log" 2>&1
+      echo "jacobi round $round CASK_GRAPH_REPLAY=$r rc=$?: $(grep '^sweeps' "$OUT/replay_jacobi_${r}_$round.log")"
+      grep -i "not replayed" "$OUT/replay_jacobi_${r}_$round.log" | head -3
+    done
+    t0=$(sed -n 's/.*time \([0-9.]*\) s.*/\1/p' "$OUT/replay_jacobi_0_$round.log")
+    t1=$(sed -n 's/.*time \([0-9.]*\) s.*/\1/p' "$OUT/replay_jacobi_1_$round.log")
+    r0=$(sed -n 's/.*residual \([^ ]*\) .*/\1/p' "$OUT/replay_jacobi_0_$round.log")
+    r1=$(sed -n 's/.*residual \([^ ]*\) .*/\1/p' "$OUT/replay_jacobi_1_$round.log")
+    echo "round $round: speed-up with replay $(awk "BEGIN { if ($t1 > 0) printf \"%.2f\", $t0 / $t1 }")x (want >= 2);" \
+      "residuals $r0 / $r1 ($( [ "$r0" = "$r1" ] && echo same || echo DIFFERENT ));" \
+      "grids $(cmp -s "$OUT/replay_jacobi_0.raw" "$OUT/replay_jacobi_1.raw" && echo identical || echo DIFFERENT)"
+  done
+  rm -f "$OUT"/replay_jacobi_*.raw
+  # traced and with statistics: replayed segments in the trace, every task counted
+  CASK_TRACE="$OUT/replay_jacobi_trace.json" CASK_STATS=1 timeout 200 "$B/apps/cask-jacobi" --n 4096 \
+    --blocks 64 --iters 200 --gpus 1 > "$OUT/replay_jacobi_traced.log" 2>&1
+  echo "traced run rc=$?: $(grep -o 'replay of [0-9]* tasks' "$OUT/replay_jacobi_trace.json" | sort | uniq -c | head -3)"
+  tail -8 "$OUT/replay_jacobi_traced.log"
+}
+
 step_recover_gpu() {
   CASK_LAUNCHER=local CASK_RECOVER_UCX_TLS= CASK_DIST_XFER_LOG="$OUT/rx" timeout 400 \
     sh tests/dist/recover_app.sh 3 "$B/apps/cask-knn" knngpu kill 2 3 8
@@ -707,6 +757,7 @@ for step in "$@"; do
     gather) step_gather ;;
     gpux) step_gpux ;;
     recover-gpu) step_recover_gpu ;;
+    replay) step_replay ;;
     knn-k) OUT=$OUT timeout 300 sh tests/dist/device_knn_k.sh "$B" ;;
     ucx-wheel) echo "the wheel's UCX: $("$B/apps/cask-knn" --version 2>/dev/null | grep -i ucx | head -1)" ;;
     *) echo "unknown step $step (sh bench/device_run.sh --help)" ;;

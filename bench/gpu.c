@@ -1,11 +1,18 @@
 /* bench/gpu.c: GPU task throughput and copy bandwidth through cask, each against the
  * same operation done with the CUDA runtime directly, in the same run.
- *   tasks:  T empty-kernel tasks through cask on 1 GPU and on all GPUs, vs a raw
- *           cudaLaunchKernel loop on one stream and round-robin on N streams.
+ *   tasks:  T independent empty-kernel tasks through cask on 1 GPU (the usual per-task
+ *           path, replay off; and replayed as a CUDA graph) and on all GPUs, vs a raw
+ *           cudaLaunchKernel loop on one stream and round-robin on N streams, and vs the
+ *           raw CUDA-graph ceiling: 1,000 independent empty kernels captured once,
+ *           instantiated, launched T / 1,000 times.
+ *   chain:  the same T tasks, each depending on the one before, with and without
+ *           replay, vs a captured chain of 1,000 launched T / 1,000 times.
  *   h2d:    a pinned host chunk read by a GPU task (cask's copy) vs cudaMemcpyAsync.
  *   peer:   a chunk valid on GPU 0 read by a task on GPU 1 (cask's peer copy over
  *           NVLink) vs cudaMemcpyPeerAsync.
- * Prints a table and one JSON line per measurement. Median of --reps runs. */
+ * Prints a table and one JSON line per measurement. Median of --reps runs. The ratio
+ * column: to raw_1_stream; a cask_replay row and the chain rows to the raw graph of their
+ * case (the issue's acceptance: chain cask_replay >= 0.5 of it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,9 +65,40 @@ static double raw_launches(int tasks, int nstreams, int reps)
     return m;
 }
 
-static double cask_tasks(int ngpu, int tasks, int reps, int *gpus_used)
+/* The raw CUDA-graph ceiling: a graph of 1,000 empty kernels (a chain, or independent),
+ * instantiated once, launched until `tasks` kernels ran. */
+static double raw_graph(int tasks, int independent, int reps)
 {
-    cask_config cfg = { .field_mask = CASK_CONFIG_NGPU | CASK_CONFIG_NCPU, .ngpu = ngpu, .ncpu = 1 };
+    enum { NODES = 1000 };
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    void *exec = NULL;
+    CK((cudaError_t)test_gpu_graph_make(NODES, independent, s, &exec));
+    int launches = (tasks + NODES - 1) / NODES;
+    CK((cudaError_t)test_gpu_graph_launch(exec, s));   /* warm-up (uploads the graph) */
+    CK(cudaStreamSynchronize(s));
+    double *t = malloc(sizeof(double) * (size_t)reps);
+    for (int r = 0; r < reps; r++) {
+        double t0 = bench_now_s();
+        for (int i = 0; i < launches; i++)
+            CK((cudaError_t)test_gpu_graph_launch(exec, s));
+        CK(cudaStreamSynchronize(s));
+        t[r] = bench_now_s() - t0;
+    }
+    double m = bench_median(t, reps) * tasks / ((double)launches * NODES);
+    CK((cudaError_t)test_gpu_graph_destroy(exec));
+    cudaStreamDestroy(s);
+    free(t);
+    return m;
+}
+
+/* T empty-kernel tasks through cask, independent or each depending on the one before;
+ * replay on or off. Two untimed runs first: the usual run, and (replay on) the one that
+ * records. */
+static double cask_tasks(int ngpu, int tasks, int reps, int chained, int replay, int *gpus_used)
+{
+    cask_config cfg = { .field_mask = CASK_CONFIG_NGPU | CASK_CONFIG_NCPU | CASK_CONFIG_GRAPH_REPLAY,
+                        .ngpu = ngpu, .ncpu = 1, .graph_replay = replay };
     cask_runtime *rt;
     CS(cask_init(&cfg, &rt));
     cask_runtime_info info;
@@ -72,9 +110,20 @@ static double cask_tasks(int ngpu, int tasks, int reps, int *gpus_used)
     cask_graph *g;
     CS(cask_graph_create(rt, &g));
     cask_task_desc td = { .kernel = k };
-    for (int i = 0; i < tasks; i++)
-        CS(cask_graph_add_task(g, &td, NULL));
-    CS(cask_graph_compute(g));   /* warm-up */
+    cask_task *prev = NULL;
+    for (int i = 0; i < tasks; i++) {
+        cask_task_desc tc = td;
+        if (chained && prev) {
+            tc.field_mask |= CASK_TASK_DEPS;
+            tc.deps = &prev;
+            tc.ndeps = 1;
+        }
+        cask_task *cur;   /* (not into prev: deps points at it during the call) */
+        CS(cask_graph_add_task(g, &tc, &cur));
+        prev = cur;
+    }
+    CS(cask_graph_compute(g));   /* warm-up: the usual run */
+    CS(cask_graph_compute(g));   /* warm-up: recorded, with replay on */
     double *t = malloc(sizeof(double) * (size_t)reps);
     for (int r = 0; r < reps; r++) {
         double t0 = bench_now_s();
@@ -207,10 +256,21 @@ int main(int argc, char **argv)
     double rawn = raw_launches(tasks, nstreams, reps);
     report("tasks", "raw_4_streams", 1, rawn, tasks, "tasks/s", tasks / raw1);
     int used = 0;
-    double c1 = cask_tasks(1, tasks, reps, &used);
+    double c1 = cask_tasks(1, tasks, reps, 0, 0, &used);
     report("tasks", "cask", used, c1, tasks, "tasks/s", tasks / raw1);
+    /* replayed: against the raw graph ceiling of this run */
+    double gi = raw_graph(tasks, 1, reps);
+    report("tasks", "raw_graph_1000", 1, gi, tasks, "tasks/s", tasks / raw1);
+    double ci = cask_tasks(1, tasks, reps, 0, 1, &used);
+    report("tasks", "cask_replay", used, ci, tasks, "tasks/s", tasks / gi);
+    double gc = raw_graph(tasks, 0, reps);
+    report("chain", "raw_graph_1000", 1, gc, tasks, "tasks/s", tasks / raw1);
+    double cc0 = cask_tasks(1, tasks, reps, 1, 0, &used);
+    report("chain", "cask", used, cc0, tasks, "tasks/s", tasks / gc);
+    double cc1 = cask_tasks(1, tasks, reps, 1, 1, &used);
+    report("chain", "cask_replay", used, cc1, tasks, "tasks/s", tasks / gc);
     if (ngpu > 1) {
-        double cn = cask_tasks(-1, tasks * ngpu, reps, &used);
+        double cn = cask_tasks(-1, tasks * ngpu, reps, 0, 0, &used);
         report("tasks", "cask_all_gpus", used, cn, (double)tasks * ngpu, "tasks/s", tasks / raw1 * used);
     }
     double rh = raw_copy(-1, 0, bytes, reps);

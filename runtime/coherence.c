@@ -276,6 +276,32 @@ cask_status coh_prepare_gpu(cask_runtime *rt, cask_task *t, int gpu, void *compu
     return CASK_OK;
 }
 
+/* Starts the write-back of d (locked), valid on gpu only, to its host memory: 0, or
+ * the status of what failed. */
+static cask_status start_writeback(cask_runtime *rt, cask_data *d, int gpu, worker_counters *ctr,
+                                   coh_tracer *tr)
+{
+    int node = 1 + gpu;
+    replica *h = &d->rep[0];
+    void *s = device_stream(rt->dev, gpu, DEV_STREAM_D2H);
+    cask_status st = host_ensure(rt, d, 1);
+    if (st == CASK_OK && h->event_pending && !rt->sim)
+        st = device_stream_wait(rt->dev, s, h->event);
+    if (tr && st == CASK_OK && !rt->sim)
+        tr->copy(tr, 0, s, DEV_STREAM_D2H, d->id, d->bytes, node, 0);
+    if (st == CASK_OK)
+        st = device_copy(rt->dev, h->ptr, 0, d->rep[node].ptr, node, d->bytes, rt->sim ? NULL : s);
+    if (tr && st == CASK_OK && !rt->sim)
+        tr->copy(tr, 1, s, DEV_STREAM_D2H, d->id, d->bytes, node, 0);
+    if (st == CASK_OK)
+        st = mark_pending(rt, h, gpu, s);
+    if (st == CASK_OK) {
+        SET_VALID(h, 1);
+        count_copy(ctr, node, 0, d->bytes);
+    }
+    return st;
+}
+
 void coh_finish_gpu(cask_runtime *rt, cask_task *t, int gpu, worker_counters *ctr,
                     coh_tracer *tr, cask_data **wb, int *nwb)
 {
@@ -287,29 +313,46 @@ void coh_finish_gpu(cask_runtime *rt, cask_task *t, int gpu, worker_counters *ct
         d->rep[node].busy--;
         if ((t->access[i].mode & CASK_WRITE) && d->writeback && d->rep[node].valid &&
             !d->rep[0].valid) {
-            replica *h = &d->rep[0];
-            void *s = device_stream(rt->dev, gpu, DEV_STREAM_D2H);
-            cask_status st = host_ensure(rt, d, 1);
-            if (st == CASK_OK && h->event_pending && !rt->sim)
-                st = device_stream_wait(rt->dev, s, h->event);
-            if (tr && st == CASK_OK && !rt->sim)
-                tr->copy(tr, 0, s, DEV_STREAM_D2H, d->id, d->bytes, node, 0);
+            cask_status st = start_writeback(rt, d, gpu, ctr, tr);
             if (st == CASK_OK)
-                st = device_copy(rt->dev, h->ptr, 0, d->rep[node].ptr, node, d->bytes, rt->sim ? NULL : s);
-            if (tr && st == CASK_OK && !rt->sim)
-                tr->copy(tr, 1, s, DEV_STREAM_D2H, d->id, d->bytes, node, 0);
-            if (st == CASK_OK)
-                st = mark_pending(rt, h, gpu, s);
-            if (st == CASK_OK) {
-                SET_VALID(h, 1);
-                count_copy(ctr, node, 0, d->bytes);
                 wb[(*nwb)++] = d;
-            } else {
+            else
                 graph_fail(t->graph, st, "write-back of data %s after task %s failed", d->name, task_name(t));
-            }
         }
         pthread_mutex_unlock(&d->lock);
     }
+}
+
+cask_status coh_replay_pin(cask_runtime *rt, cask_data *d, int gpu, cask_access_mode mode,
+                           void *stream, worker_counters *ctr, void **ptr)
+{
+    int node = 1 + gpu;
+    pthread_mutex_lock(&d->lock);
+    d->rep[node].busy++;
+    cask_status st = make_valid(rt, d, node, mode, stream, ctr, NULL);
+    if (st == CASK_OK)
+        *ptr = d->rep[node].ptr;
+    else
+        d->rep[node].busy--;
+    pthread_mutex_unlock(&d->lock);
+    if (st == CASK_OK)
+        mem_touch(rt, &d->rep[node]);
+    return st;
+}
+
+int coh_replay_unpin(cask_runtime *rt, cask_data *d, int gpu, int written, worker_counters *ctr,
+                     cask_status *st)
+{
+    int node = 1 + gpu, wb = 0;
+    *st = CASK_OK;
+    pthread_mutex_lock(&d->lock);
+    d->rep[node].busy--;
+    if (written && d->writeback && d->rep[node].valid && !d->rep[0].valid) {
+        *st = start_writeback(rt, d, gpu, ctr, NULL);
+        wb = *st == CASK_OK;
+    }
+    pthread_mutex_unlock(&d->lock);
+    return wb;
 }
 
 int coh_writeback_done(cask_runtime *rt, cask_data *d)

@@ -33,6 +33,16 @@ cask_status coh_prepare_gpu(cask_runtime *rt, cask_task *t, int gpu, void *compu
  * for the caller to watch. */
 void coh_finish_gpu(cask_runtime *rt, cask_task *t, int gpu, worker_counters *ctr,
                     coh_tracer *tr, cask_data **wb, int *nwb);
+/* Replays (graph_replay.c): pins d's replica on gpu for a whole replayed graph, made
+ * usable for mode as a task's buffer is (copies enqueued, stream made to wait for them;
+ * a write invalidates the other replicas), and gives its address in *ptr. */
+cask_status coh_replay_pin(cask_runtime *rt, cask_data *d, int gpu, cask_access_mode mode,
+                           void *stream, worker_counters *ctr, void **ptr);
+/* After the replay ended: unpins d's replica on gpu and, if the graph wrote d and d has
+ * write-back on, starts its copy to host: returns 1 if it did (watch it with
+ * coh_writeback_done), 0 if not; *st: a failed write-back's status. */
+int coh_replay_unpin(cask_runtime *rt, cask_data *d, int gpu, int written, worker_counters *ctr,
+                     cask_status *st);
 /* 1 when the write-back copy of d to host has completed. */
 int coh_writeback_done(cask_runtime *rt, cask_data *d);
 

@@ -181,6 +181,11 @@ cask_status config_resolve(const cask_config *cfg, config_resolved *out, char *e
         if ((v = getenv("CASK_HUGE_PAGES")) && parse_int(v, 0, 1, &out->huge_pages))
             BAD_ENV("CASK_HUGE_PAGES", v, "expected 0 or 1");
     }
+    out->graph_replay = -1;   /* real GPUs only, unless asked for */
+    if (mask & CASK_CONFIG_GRAPH_REPLAY) out->graph_replay = cfg->graph_replay != 0;
+    else if ((v = getenv("CASK_GRAPH_REPLAY"))) {
+        if (parse_int(v, 0, 1, &out->graph_replay)) BAD_ENV("CASK_GRAPH_REPLAY", v, "expected 0 or 1");
+    }
     const char *sd = NULL;
     if (mask & CASK_CONFIG_SPILL_DIR) sd = cfg->spill_dir;
     else if ((v = getenv("CASK_SPILL_DIR")) && *v) sd = v;

@@ -25,6 +25,8 @@ typedef struct config_resolved {
     char spill_dir[512];   /* base folder of spill files */
     size_t host_cache_limit; /* (size_t)-1: a quarter of physical memory */
     int huge_pages;
+    int graph_replay;      /* replay recomputed GPU graphs (graph_replay.h): 1, 0, or -1
+                              (not asked: on real GPUs, off on simulated ones) */
 } config_resolved;
 
 /* Fills *out from cfg (may be NULL), then CASK_* environment variables, then defaults.

@@ -44,7 +44,12 @@ typedef struct task_cold {
 } task_cold;
 
 /* flags */
-enum { TASK_SKIPPED = 1 };        /* its last completion was a skip (graph failed first) */
+enum {
+    TASK_SKIPPED = 1,             /* its last completion was a skip (graph failed first) */
+    TASK_REPLAY = 2,              /* the stand-in of a replayed graph (graph_replay.h) */
+    TASK_WENT_ASYNC = 4           /* its CUDA implementation began an asynchronous task:
+                                     never captured (graph_replay.c) */
+};
 
 struct cask_task {
     /* 96 bytes, all of them what building, running and finishing a task touch. What an
@@ -200,6 +205,9 @@ struct cask_graph {
     uint32_t id;
     void (*fail_hook)(void *arg); /* called once, at the first failure of a run */
     void *fail_hook_arg;
+    uint32_t shape;               /* bumped by each check: the tasks or edges changed */
+    _Atomic uint64_t ntasks_replayed;   /* of ntasks_run, replayed (graph_replay.h) */
+    struct graph_replay *replay;  /* its replay plan (graph_replay.h), NULL if none */
 };
 
 /* g->pend when no task is kept aside: a task that always has a predecessor. */

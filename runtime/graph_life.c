@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/graph.h"
+#include "runtime/graph_replay.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
 
@@ -43,6 +44,7 @@ void graph_orphan_all(cask_runtime *rt)
 {
     pthread_mutex_lock(&rt->lock);
     for (cask_graph *g = rt->graphs; g; g = g->all_next) {
+        graph_replay_free(g);   /* its CUDA objects go while the devices are open */
         g->orphan = 1;
         g->ar.pool = NULL;
     }
@@ -105,6 +107,7 @@ cask_status cask_graph_destroy(cask_graph *g)
             g->all_next->all_prev = g->all_prev;
         pthread_mutex_unlock(&rt->lock);
     }
+    graph_replay_free(g);
     arena_free_all(&g->ar);   /* tasks, roots and all that they point to */
     free(g->datas);
     free(g->ranges);

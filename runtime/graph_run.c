@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "runtime/graph.h"
+#include "runtime/graph_replay.h"
 #include "runtime/dash_live.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
@@ -81,6 +82,7 @@ cask_status cask_graph_submit(cask_graph *g)
     pthread_mutex_unlock(&g->lock);
     if (running)
         return log_error(rt, CASK_ERR_STATE, "cask_graph_submit: graph already running");
+    int prev_ok = g->status == CASK_OK;   /* (of the previous run: replays learn from it) */
     g->status = CASK_OK;
     g->error[0] = 0;
     atomic_store(&g->failed, 0);
@@ -88,6 +90,7 @@ cask_status cask_graph_submit(cask_graph *g)
         cask_status st = graph_check(g);
         if (st)
             return st;
+        g->shape++;
     }
     /* data used by another running graph, or held by the user, cannot be used */
     pthread_mutex_lock(&rt->lock);
@@ -124,10 +127,13 @@ cask_status cask_graph_submit(cask_graph *g)
             return log_error(rt, CASK_ERR_NOMEM, "cask_graph_submit");
         }
     }
+    /* the GPU work launched as one CUDA graph, completed by one stand-in task, or not */
+    int replay = rt->cfg.graph_replay && rt->dev ? graph_replay_begin(g, prev_ok) : 0;
     atomic_store(&g->ntasks_run, 0);
-    /* every task, and one more held by the submission until cask_graph_wait: tasks may
-     * be added until then */
-    atomic_store(&g->remaining, (int64_t)g->ntasks + 1);
+    atomic_store(&g->ntasks_replayed, 0);
+    /* every task (or the stand-in), and one more held by the submission until
+     * cask_graph_wait: tasks may be added until then */
+    atomic_store(&g->remaining, replay ? 2 : (int64_t)g->ntasks + 1);
     g->run++;
     g->strong_fence = rt->strong_fence;
     g->nadded = 0;
@@ -144,7 +150,9 @@ cask_status cask_graph_submit(cask_graph *g)
     g->t_submit = sched_now_ns();
     if (rt->live)
         dash_graph_start(rt, g);
-    if (g->nroots)
+    if (replay)
+        graph_replay_push(g);
+    else if (g->nroots)
         sched_submit(rt->sched, g);
     return CASK_OK;
 }
@@ -252,6 +260,7 @@ cask_status cask_graph_query(const cask_graph *g, cask_graph_info *info)
     info->nedges = g->nedges;
     pthread_mutex_unlock(&mg->lock);
     info->ntasks_run = atomic_load(&mg->ntasks_run);
+    info->ntasks_replayed = atomic_load(&mg->ntasks_replayed);
     info->elapsed_s = g->t_done > g->t_submit ? (double)(g->t_done - g->t_submit) * 1e-9 : 0.0;
     return CASK_OK;
 }

@@ -67,6 +67,8 @@ struct cask_runtime {
     struct cask_graph *open_graphs; /* submitted, not yet waited (rt->lock): shutdown
                                        ends their submission */
     int strong_fence;               /* no membarrier: completions fence (graph_dynamic.c) */
+    cask_kernel *replay_kernel;     /* the stand-in of replayed graphs (graph_replay.c),
+                                       registered on first use (rt->lock) */
 
     pthread_mutex_t error_lock;
     char error[CASK_ERRMSG_LEN];

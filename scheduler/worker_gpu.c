@@ -11,6 +11,7 @@
 #include "scheduler/worker_gpu.h"
 #include "scheduler/gpu_commit.h"
 #include "runtime/graph.h"
+#include "runtime/graph_replay.h"
 #include "runtime/task_ctx.h"
 #include "runtime/coherence.h"
 #include "runtime/device.h"
@@ -140,6 +141,11 @@ void gpu_finish_one(worker *w, cask_task *t, inflight *f)
     int nwb = 0;
     coh_finish_gpu(rt, t, w->device, &w->ctr, WORKER_TRACE(w) ? &w->gpu->tracer.base : NULL, wbd, &nwb);
     add_writebacks(w, t, wbd, nwb);
+    if (__builtin_expect(t->flags & TASK_REPLAY, 0)) {   /* a replayed graph's tasks */
+        cask_data **rwb;
+        graph_replay_complete(w, t, &rwb, &nwb);
+        add_writebacks(w, t, rwb, nwb);
+    }
     if (WORKER_TRACE(w) && f && f->ev_start) {
         w->last_track = trace_track_gpu(w->trace, w->device, f->stream);
         uint64_t t0 = gpu_time(w, f->ev_start);
@@ -230,7 +236,8 @@ static int start_task(worker *w, cask_task *t, int retry)
     if (!retry)
         atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
     t->last_worker = w->id;
-    if (atomic_load_explicit(&t->graph->failed, memory_order_relaxed)) {
+    if (atomic_load_explicit(&t->graph->failed, memory_order_relaxed) &&
+        !(t->flags & TASK_REPLAY)) {   /* (a replay is launched already: wait for it) */
         sched_complete(s, w, t, 0);   /* skipped: the graph already failed */
         return 0;
     }
@@ -247,7 +254,9 @@ static int start_task(worker *w, cask_task *t, int retry)
     gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
     ctx.stream = stream;
-    cask_status st = coh_prepare_gpu(rt, t, w->device, stream, &w->ctr,
+    /* (a replay's stand-in has no buffers: its handles were pinned at submit) */
+    cask_status st = (t->flags & TASK_REPLAY) ? CASK_OK :
+                     coh_prepare_gpu(rt, t, w->device, stream, &w->ctr,
                                      WORKER_TRACE(w) ? &gw->tracer.base : NULL, ctx.buf, ctx.size,
                                      ctx.msg, sizeof ctx.msg);
     if (st == CASK_ERR_BUSY && (gw->ninflight > 0 || gw->nwb > 0 || w->async_pending > 0)) {
@@ -305,6 +314,7 @@ static int start_task(worker *w, cask_task *t, int retry)
             gpu_finish_one(w, t, NULL);
         } else {
             w->async_pending++;   /* finished when it ends (finish_async) */
+            t->flags |= TASK_WENT_ASYNC;   /* (only this worker writes flags until then) */
         }
         if (f->ntasks == 0) {   /* drop the empty group */
             gw->open_slot[si] = -1;

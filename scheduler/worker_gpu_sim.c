@@ -9,6 +9,7 @@
 #include "scheduler/worker_gpu.h"
 #include "scheduler/gpu_commit.h"
 #include "runtime/runtime.h"
+#include "runtime/graph.h"
 #include "runtime/task_ctx.h"
 #include "runtime/trace_task.h"
 #include "runtime/dash_live.h"
@@ -107,8 +108,9 @@ void gpu_sim_run(worker *w, cask_task *t, cask_task_ctx *ctx, int si)
     if (w->live)
         dash_task(w->live, w->id, t->kernel->id, dash_lane_gpu(w->live, w->device, si), t0,
                   dash_viewed(w->live) ? dash_now_ns() : 0, st != CASK_OK);
-    if (!st && ctx->async)
+    if (!st && ctx->async) {
         w->async_pending++;   /* finished when it ends (finish_async) */
-    else
+        t->flags |= TASK_WENT_ASYNC;   /* never replayed (graph_replay.c) */
+    } else
         gpu_finish_one(w, t, NULL);
 }

@@ -150,6 +150,8 @@ typedef struct cask_graph_info {
     size_t ntasks;
     size_t nedges;
     size_t ntasks_run;      /* in the last compute */
+    size_t ntasks_replayed; /* of those, how many ran in a replay of the graph's recorded
+                               GPU work (cask_config.graph_replay): all of them, or 0 */
     double elapsed_s;       /* wall time of the last compute, submit to finish */
 } cask_graph_info;
 cask_status cask_graph_query(const cask_graph *g, cask_graph_info *info);

@@ -44,7 +44,8 @@ enum cask_config_field {
     CASK_CONFIG_DASHBOARD     = 1u << 11,
     CASK_CONFIG_HOST_MEM_LIMIT = 1u << 12,
     CASK_CONFIG_SPILL_DIR     = 1u << 13,
-    CASK_CONFIG_HOST_CACHE    = 1u << 14
+    CASK_CONFIG_HOST_CACHE    = 1u << 14,
+    CASK_CONFIG_GRAPH_REPLAY  = 1u << 15
 };
 
 /* Runtime configuration. For each field: the value given here if its bit is set in
@@ -94,6 +95,17 @@ typedef struct cask_config {
                                  quarter of physical memory; 0 keeps nothing. */
     int huge_pages;           /* advise transparent huge pages on host chunks of 2 MiB and
                                  more. CASK_HUGE_PAGES. Default 1. */
+    int graph_replay;         /* replay the GPU work of a graph computed again as one CUDA
+                                 graph (docs/guide.md, "Replaying GPU graphs"): 1 on, 0
+                                 off (every run takes the usual path). A graph is replayed
+                                 from its second run on (the first says where its tasks
+                                 run; the second records), if every task can only run on
+                                 a GPU and all ran on one GPU; it is recorded again when
+                                 it changes or its data moved. CASK_GRAPH_REPLAY=1|0.
+                                 Default: on with real GPUs; off on simulated GPUs,
+                                 where 1 makes a replay run the tasks' CPU
+                                 implementations in order on the GPU's worker (tests
+                                 of the replay path without a GPU). */
 } cask_config;
 
 /* Describes a started runtime. */

@@ -18,14 +18,27 @@ typedef struct cask_task_ctx cask_task_ctx;
 /* A kernel implementation. CPU implementations run to completion on a worker thread.
  * CUDA implementations only enqueue work on cask_task_cuda_stream(ctx) and return (no
  * synchronisation): the runtime tracks completion with an event. Return CASK_OK, or
- * the result of cask_task_fail() to fail the graph. */
+ * the result of cask_task_fail() to fail the graph. A graph computed again may be
+ * replayed (cask_config.graph_replay): its tasks' CUDA implementations are then called
+ * once, on a stream being captured into a CUDA graph, and that graph is launched on the
+ * later runs instead of calling them again; so the work a CUDA implementation enqueues
+ * must follow from its arguments, buffers, sizes and device alone, or its kernel must
+ * say CASK_KERNEL_NO_REPLAY. One that synchronises or allocates cannot be captured, and
+ * its graph simply runs the usual way. */
 typedef cask_status (*cask_kernel_fn)(cask_task_ctx *ctx);
 
 /* Kernel flags. */
 enum cask_kernel_flag {
     /* Each output element depends only on the same element of the inputs, all buffers
      * the same length: the graph optimiser may fuse chains of such tasks. */
-    CASK_KERNEL_ELEMENTWISE = 1u << 0
+    CASK_KERNEL_ELEMENTWISE = 1u << 0,
+    /* Never capture this kernel into a replayed CUDA graph (cask_config.graph_replay):
+     * for a CUDA implementation whose work depends on more than its arguments, buffers,
+     * sizes and device (host state read at each call, a different launch each run), or
+     * that must run its host code every time, or that may begin an asynchronous task
+     * (cask_task_async_begin) in some runs and not others. Graphs using it run the
+     * usual way. */
+    CASK_KERNEL_NO_REPLAY = 1u << 1
 };
 
 /* A named kernel with up to two implementations, as a StarPU codelet. At least one of
