@@ -639,11 +639,11 @@ step_replay() {
       echo "jacobi round $round CASK_GRAPH_REPLAY=$r rc=$?: $(grep '^sweeps' "$OUT/replay_jacobi_${r}_$round.log")"
       grep -i "not replayed" "$OUT/replay_jacobi_${r}_$round.log" | head -3
     done
-    t0=$(sed -n 's/.*time \([0-9.]*\) s.*/\1/p' "$OUT/replay_jacobi_0_$round.log")
-    t1=$(sed -n 's/.*time \([0-9.]*\) s.*/\1/p' "$OUT/replay_jacobi_1_$round.log")
+    jt_off=$(sed -n 's/.*time \([0-9.]*\) s.*/\1/p' "$OUT/replay_jacobi_0_$round.log")
+    jt_on=$(sed -n 's/.*time \([0-9.]*\) s.*/\1/p' "$OUT/replay_jacobi_1_$round.log")
     r0=$(sed -n 's/.*residual \([^ ]*\) .*/\1/p' "$OUT/replay_jacobi_0_$round.log")
     r1=$(sed -n 's/.*residual \([^ ]*\) .*/\1/p' "$OUT/replay_jacobi_1_$round.log")
-    echo "round $round: speed-up with replay $(awk "BEGIN { if ($t1 > 0) printf \"%.2f\", $t0 / $t1 }")x (want >= 2);" \
+    echo "round $round: speed-up with replay $(awk "BEGIN { if ($jt_on > 0) printf \"%.2f\", $jt_off / $jt_on }")x (want >= 2);" \
       "residuals $r0 / $r1 ($( [ "$r0" = "$r1" ] && echo same || echo DIFFERENT ));" \
       "grids $(cmp -s "$OUT/replay_jacobi_0.raw" "$OUT/replay_jacobi_1.raw" && echo identical || echo DIFFERENT)"
   done
