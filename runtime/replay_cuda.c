@@ -8,8 +8,11 @@
  * capture fail, not the run). Before each task the stream's capture dependencies are set
  * to the last nodes of its predecessors' work (cudaStreamUpdateCaptureDependencies), or
  * to an empty root node for a task without predecessors; after it, the stream's
- * dependencies are that task's last nodes. So the CUDA graph has the cask graph's edges
- * and nothing more: independent tasks stay independent. */
+ * dependencies are that task's last nodes. So the CUDA graph has the cask graph's edges,
+ * and for tasks without predecessors one more: each follows the previous such task of
+ * its lane (the GPU's stream count of lanes, round robin), as on the usual path's
+ * streams; a graph as wide as its independent tasks launches at half the speed. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
@@ -163,6 +166,14 @@ cask_status replay_record(cask_runtime *rt, graph_replay *p, int *updated, char 
     dev_guard gd;
     *updated = 0;
     size_t n = p->ntasks;
+    /* Tasks without predecessors go round the GPU's stream count of lanes, each after the
+       previous one of its lane: the concurrency the usual path has on its streams, and a
+       graph as narrow. 100,000 independent empty kernels as 100,000 branches of one root
+       launched at 0.645 M/s on an H200, chained ones at 1.14 M/s. */
+    size_t lane_last[32], nroots = 0;
+    int nlanes = rt->cfg.gpu_streams >= 1 && rt->cfg.gpu_streams <= 32 ? rt->cfg.gpu_streams : 4;
+    for (int l = 0; l < 32; l++)
+        lane_last[l] = SIZE_MAX;
     if (!x->end_rng && !(x->end_rng = malloc((2 * n + 1) * sizeof *x->end_rng))) {
         snprintf(msg, len, "out of memory");
         return CASK_ERR_NOMEM;
@@ -197,14 +208,26 @@ cask_status replay_record(cask_runtime *rt, graph_replay *p, int *updated, char 
                     x->deps[u++] = x->deps[i];
             nd = u;
         }
-        if (nd == 0) {
-            if (grow((void **)&x->deps, &x->deps_cap, 1, sizeof *x->deps)) {
+        if (nd == 0) {   /* a task without predecessors: after the last one of its lane */
+            int lane = (int)(nroots++ % (size_t)nlanes);
+            size_t a = 0, b = 0;
+            if (lane_last[lane] != SIZE_MAX) {
+                a = x->end_rng[2 * lane_last[lane]];
+                b = x->end_rng[2 * lane_last[lane] + 1];
+            }
+            if (grow((void **)&x->deps, &x->deps_cap, b > a ? b - a : 1, sizeof *x->deps)) {
                 snprintf(msg, len, "out of memory");
                 st = CASK_ERR_NOMEM;
                 goto fail;
             }
-            x->deps[0] = root;
-            nd = 1;
+            if (b > a) {
+                memcpy(x->deps, x->ends + a, (b - a) * sizeof *x->deps);
+                nd = b - a;
+            } else {
+                x->deps[0] = root;
+                nd = 1;
+            }
+            lane_last[lane] = t->id;
         }
         CU(CAPTURE_SET(x->cap, x->deps, nd), "recording: a task's dependencies");
         cask_task_ctx ctx;
