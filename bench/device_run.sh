@@ -560,7 +560,17 @@ step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this
   }
   if [ "${CPU_FIGS:-}" = mm ]; then   # step cpu-mm: the products only
     CUDA_VISIBLE_DEVICES= CASK_LOG=info cpu_run mm --figs matmul --mm 2048,8192 --mm-chunk 4096
-    grep -h "OpenBLAS" "$OUT/cpu_arrays_mm.log" | sort -u | head -2
+    # the floor: one cblas_sgemm of Debian's OpenBLAS from the main thread, by core; then
+    # cask's one-tile 2048^2 product with the core named, and with workers unbound
+    ninja -C "$B" bench/bench-blas-floor > /dev/null 2>&1
+    for core in default SkylakeX Cooperlake; do
+      if [ $core = default ]; then e="-u OPENBLAS_CORETYPE"; else e="OPENBLAS_CORETYPE=$core"; fi
+      env $e "$B/bench/bench-blas-floor" --n 2048,4096,8192 --reps 5 | grep -v '^{' | sed "s/^/floor $core: /"
+    done
+    for v in "OPENBLAS_CORETYPE=SkylakeX" "OPENBLAS_CORETYPE=Cooperlake" "CASK_BIND=0" "CASK_LOG=info"; do
+      env CUDA_VISIBLE_DEVICES= $v "$X" --only matmul --mm 2048 --mm-chunk 2048 --reps 5 2>&1 |
+        grep -E "^matmul|OpenBLAS" | sed "s/^/cask $v: /"
+    done
     return
   fi
   # the target sizes, GPU hidden: chain 1 GiB (64 MiB and 16 MiB chunks), sum/mean/std of
