@@ -81,4 +81,17 @@ void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
             x->shm ? "as UCX chooses (CASK_UCX_SHM=1 or UCX_TLS)"
             : x->cma ? "no shared-memory FIFO; rendezvous data by CMA reads"
                      : "no shared-memory FIFO; rendezvous data by TCP");
+    int mapped = 0, local = 0;
+    for (int r = 0; r < x->size; r++) {
+        local += x->peers[r].local;
+        mapped += x->peers[r].seg_map != NULL;
+    }
+    if (x->seg)
+        fprintf(f, "cask ucx: rank %d bulk host data from %zu bytes through cask's shared-"
+                "memory segments (%zu MiB; %d of %d same-host peers' segments mapped)%s%s\n",
+                x->rank, x->seg_thresh, ucx_seg_bytes(x->seg) >> 20, mapped, local,
+                x->seg_err[0] ? ": " : "", x->seg_err);
+    else
+        fprintf(f, "cask ucx: rank %d no shared-memory segment (%s)\n", x->rank,
+                x->seg_err[0] ? x->seg_err : x->seg_bytes ? "a job of one rank" : "CASK_UCX_SEG=0");
 }
