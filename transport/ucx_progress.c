@@ -124,7 +124,7 @@ void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
                        UCP_OP_ATTR_FIELD_FLAGS;
     prm.cb.send = send_done_cb;
     prm.user_data = op;
-    prm.flags = (op->kind == OP_SEND && op->len &&
+    prm.flags = (op->kind == OP_SEND && op->len && !op->seg &&
                  (op->len >= x->rndv_thresh || op->mem == XPORT_UCX_MEM_CUDA))
                 ? UCP_AM_SEND_FLAG_RNDV : 0;
     if (op->kind == OP_SEND && op->mem == XPORT_UCX_MEM_CUDA) {
