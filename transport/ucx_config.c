@@ -24,7 +24,7 @@
 #include "transport/ucx_impl.h"
 
 /* MiB of each rank's shared-memory segment unless CASK_UCX_SEG says otherwise. */
-#define UCX_SEG_DEFAULT_MIB 0
+#define UCX_SEG_DEFAULT_MIB 128
 
 static int env_int(const char *name, int dflt, int lo, int hi)
 {
