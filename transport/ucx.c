@@ -403,7 +403,7 @@ cask_status xport_ucx_peer_stats(const xport_ucx *x, int peer, xport_ucx_stats *
     o->seg_bytes_sent = atomic_load_explicit(&p->seg_bytes_sent, memory_order_relaxed);
     o->seg_msgs_recv = atomic_load_explicit(&p->seg_msgs_recv, memory_order_relaxed);
     o->seg_held = x->seg ? ucx_seg_held(x->seg, peer) : 0;
-    o->seg_mapped = p->seg_map != NULL;
+    o->seg_mapped = atomic_load(&p->seg_mapped);
     return CASK_OK;
 }
 

@@ -100,6 +100,7 @@ typedef struct ucx_peer {
     const unsigned char *seg_map;   /* its segment, mapped read-only here (NULL: none) */
     size_t seg_map_bytes;
     _Atomic int seg_tx;             /* it mapped ours (its HELLO said so) */
+    _Atomic int seg_mapped;         /* seg_map is set: for other threads (stats) */
     /* read by any thread */
     _Atomic int bye_done;           /* our goodbye left (UCX completed its send) */
     _Atomic int fence;              /* the layer above left it out: lost once silent */

@@ -84,7 +84,7 @@ void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
     int mapped = 0, local = 0;
     for (int r = 0; r < x->size; r++) {
         local += x->peers[r].local;
-        mapped += x->peers[r].seg_map != NULL;
+        mapped += atomic_load(&x->peers[r].seg_mapped);
     }
     if (x->seg)
         fprintf(f, "cask ucx: rank %d bulk host data from %zu bytes through cask's shared-"

@@ -23,8 +23,10 @@ void ucx_seg_map(xport_ucx *x, ucx_peer *p, int fd, uint64_t bytes)
         return;
     char why[160];
     p->seg_map = ucx_seg_map_peer(p->pid, fd, (size_t)bytes, p->rank, why, sizeof why);
-    if (p->seg_map)
+    if (p->seg_map) {
         p->seg_map_bytes = (size_t)bytes;
+        atomic_store(&p->seg_mapped, 1);
+    }
     else if (!x->seg_err[0])
         snprintf(x->seg_err, sizeof x->seg_err, "rank %d's segment: %s", p->rank, why);
 }
@@ -70,6 +72,7 @@ void ucx_seg_tick(xport_ucx *x)
     for (int r = 0; r < x->size; r++) {
         ucx_peer *p = &x->peers[r];
         if (p->seg_map && atomic_load(&p->state) == PEER_DEAD) {
+            atomic_store(&p->seg_mapped, 0);
             ucx_seg_unmap_peer(p->seg_map, p->seg_map_bytes);
             p->seg_map = NULL;
         }
