@@ -362,6 +362,8 @@ cask_status xport_ucx_connect(xport_ucx *x)
         return CASK_ERR_PEER;
     }
     x->connect_ns[3] = ucx_now_ns();
+    if (x->seg && x->cma)
+        ucx_note_cma_lanes(x);   /* which peers' large messages go by CMA instead */
     const char *info = getenv("CASK_UCX_EP_INFO");
     if (info && *info && strcmp(info, "0"))
         ucx_print_ep_info(x, stderr, !strcmp(info, "2"));

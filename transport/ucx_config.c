@@ -58,6 +58,7 @@ void ucx_read_config(xport_ucx *x, const xport_ucx_config *c)
      * (ucx_seg.h): the segment's MiB, 0 for none. */
     x->seg_bytes = (size_t)env_int("CASK_UCX_SEG", UCX_SEG_DEFAULT_MIB, 0, 2048) << 20;
     x->seg_thresh = (size_t)env_int("CASK_UCX_SEG_THRESH", (int)x->rndv_thresh, 1, 1 << 30);
+    x->seg_max = (size_t)env_int("CASK_UCX_SEG_MAX", 0, 0, 1 << 30);
     const char *kill = getenv("CASK_UCX_TEST_SEG_KILL");   /* send:N or recv:N */
     if (kill && (!strncmp(kill, "send:", 5) || !strncmp(kill, "recv:", 5))) {
         int n = atoi(kill + 5);

@@ -101,6 +101,7 @@ typedef struct ucx_peer {
     size_t seg_map_bytes;
     _Atomic int seg_tx;             /* it mapped ours (its HELLO said so) */
     _Atomic int seg_mapped;         /* seg_map is set: for other threads (stats) */
+    _Atomic int cma_lane;           /* its endpoint reads rendezvous data by CMA */
     /* read by any thread */
     _Atomic int bye_done;           /* our goodbye left (UCX completed its send) */
     _Atomic int fence;              /* the layer above left it out: lost once silent */
@@ -141,6 +142,8 @@ struct xport_ucx {
     size_t seg_bytes;               /* CASK_UCX_SEG: this rank's segment (0: none) */
     size_t seg_thresh;              /* CASK_UCX_SEG_THRESH: host data from this size
                                        goes through the segment */
+    size_t seg_max;                 /* CASK_UCX_SEG_MAX: largest message through it (0:
+                                       below 1 MiB to a peer with CMA, else a quarter) */
     ucx_seg *seg;                   /* this rank's segment, NULL if none */
     char seg_err[200];              /* why there is none, or a peer's was not mapped */
     int seg_kill_send, seg_kill_recv;   /* test hook CASK_UCX_TEST_SEG_KILL */
@@ -299,6 +302,10 @@ void ucx_heartbeat_scale(xport_ucx *x);
  * of one host then talk over TCP on loopback) unless CASK_UCX_SHM=1 or UCX_TLS
  * is set; sets x->shm. */
 void ucx_choose_transports(xport_ucx *x, ucp_config_t *conf);
+
+/* ucx_info.c: notes which same-host peers' endpoints have a CMA lane (p->cma_lane), once
+ * connected. Takes x->lock. */
+void ucx_note_cma_lanes(xport_ucx *x);
 
 /* ucx_info.c: one line per live peer on f, "cask ucx: rank R -> rank P (same host|other
  * host): tcp/eth0 ..." (the transports of its endpoint's lanes), after UCX's own report

@@ -52,6 +52,20 @@ static void lanes_of(ucp_ep_h ep, char *out, size_t outlen)
         snprintf(out, outlen, "(no lane)");
 }
 
+void ucx_note_cma_lanes(xport_ucx *x)
+{
+    pthread_mutex_lock(&x->lock);
+    for (int r = 0; r < x->size; r++) {
+        ucx_peer *p = &x->peers[r];
+        if (!p->local || !p->ep || atomic_load(&p->state) != PEER_ALIVE)
+            continue;
+        char lanes[512];
+        lanes_of(p->ep, lanes, sizeof lanes);
+        atomic_store(&p->cma_lane, strstr(lanes, "cma/") != NULL);
+    }
+    pthread_mutex_unlock(&x->lock);
+}
+
 void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
 {
     pthread_mutex_lock(&x->lock);

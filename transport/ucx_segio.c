@@ -10,6 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#define UCX_SEG_CMA_FROM ((size_t)1 << 20)
+
 void ucx_seg_setup(xport_ucx *x)
 {
     if (!x->seg_bytes || x->size < 2)
@@ -37,6 +39,12 @@ int ucx_seg_take(xport_ucx *x, ucx_op *op, const void *data, size_t len)
         len > ucx_seg_max_msg(x->seg) || op->peer == x->rank)
         return 0;
     ucx_peer *p = &x->peers[op->peer];
+    /* From 1 MiB, CMA's one copy beats the segment's two (bench/RESULTS.md 20), and its
+     * rendezvous costs little next to the data: such a message goes by CMA where the
+     * endpoint has it, unless CASK_UCX_SEG_MAX says otherwise. */
+    if (x->seg_max ? len > x->seg_max
+                   : len >= UCX_SEG_CMA_FROM && atomic_load(&p->cma_lane))
+        return 0;
     if (!atomic_load_explicit(&p->seg_tx, memory_order_acquire) ||
         atomic_load(&p->state) == PEER_DEAD)
         return 0;
