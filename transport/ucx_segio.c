@@ -39,7 +39,7 @@ int ucx_seg_take(xport_ucx *x, ucx_op *op, const void *data, size_t len)
         len > ucx_seg_max_msg(x->seg) || op->peer == x->rank)
         return 0;
     ucx_peer *p = &x->peers[op->peer];
-    /* From 1 MiB, CMA's one copy beats the segment's two (bench/RESULTS.md 20), and its
+    /* From 1 MiB, CMA's one copy beats the segment's two (bench/RESULTS.md 22), and its
      * rendezvous costs little next to the data: such a message goes by CMA where the
      * endpoint has it, unless CASK_UCX_SEG_MAX says otherwise. */
     if (x->seg_max ? len > x->seg_max
