@@ -57,6 +57,11 @@ two GPUs of one host:
   hog           bench-knn under a competing load on one GPU, with statistics and traces
   inflight      bench-knn for builds of the in-flight rule (INFLIGHT_VARIANTS, INFLIGHT_ROUNDS)
   cma           host data between processes by CMA reads against TCP (CASK_UCX_CMA=1/0)
+  seg           host data between 2 processes of the 16-core host: cask's shared-memory
+                segments (CASK_UCX_SEG) against CMA reads and TCP, each bench-xport run
+                with ucx_perftest (UCX's own shared memory) beside it, 3 rounds
+                alternated; then cask-knn 2^22 x 2^12 --cpu-only, 2 ranks x 8 threads
+                against 1 process x 16, segments on and off (one GPU is enough)
   gather        gathers of GPU-made results: GPU route against host route, then a timeline
   gpux          the gpu suite and test_dist_gpux (a chunk by the GPU route and the host route)
   recover-gpu   recover_app.sh knngpu: ranks killed, GPU-made chunks recovered
@@ -115,7 +120,7 @@ ucx_wheel() {
 
 # Every step of the dispatch at the end (and of --help): a new step goes in all three.
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
-STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma"
+STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma seg"
 STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm replay ucx-wheel "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
@@ -128,7 +133,7 @@ for step in "$@"; do
   case $step in
     bcd|inflight) ;;
     ucx-wheel) need_wheel=1 ;;
-    multigpu|cma|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps)
+    multigpu|cma|seg|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps)
       need_wheel=1 need_main=1 ;;
     *) need_main=1 ;;
   esac
@@ -509,6 +514,36 @@ step_cma() {   # CASK_UCX_CMA=1 (the default) against 0, every figure both ways
   done
 }
 
+step_seg() {   # segments against CMA and TCP, host memory, ucx_perftest in every run
+  W=$(python3 -c 'import libucx, os; print(os.path.dirname(libucx.__file__))' 2>/dev/null)
+  P=$(mktemp -d)   # ucx_perftest as bench-xport calls it: the wheel's, with its libraries
+  [ -n "$W" ] && printf '#!/bin/sh\nexec env LD_LIBRARY_PATH=%s/lib %s/bin/ucx_perftest "$@"\n' \
+    "$W" "$W" > "$P/ucx_perftest" && chmod +x "$P/ucx_perftest"
+  for r in 1 2 3; do
+    for c in seg cma tcp; do
+      case $c in
+        seg) e="CASK_UCX_SEG=256" ;; cma) e="CASK_UCX_SEG=0" ;; tcp) e="CASK_UCX_SEG=0 CASK_UCX_CMA=0" ;;
+      esac
+      PATH="$P:$PATH" env $e timeout 300 $L 2 "$B/bench/bench-xport" > "$OUT/seg_xport_${c}_$r.txt" 2>&1
+      echo "round $r $c ($e) rc=$?"
+      grep -v '^{' "$OUT/seg_xport_${c}_$r.txt" | grep -E -A7 "^UCX bandwidth" | grep -v "^--"
+    done
+  done
+  T=${TMPDIR:-/tmp}
+  K="$B/apps/cask-knn --generate 2^22 2^12 --seed 1 --cpu-only"
+  for r in 1 2 3; do
+    t1=$(date +%s.%N); $K --threads 16 --out $T/seg_one.npy > "$OUT/seg_knn_one_$r.txt" 2>&1
+    echo "round $r 1 x 16: end to end $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s; $(grep -E 'compute' "$OUT/seg_knn_one_$r.txt")"
+    for c in 256 0; do
+      t1=$(date +%s.%N)
+      CASK_UCX_SEG=$c $L 2 $K --threads 8 --out $T/seg_two.npy > "$OUT/seg_knn_two_${c}_$r.txt" 2>&1
+      echo "round $r 2 x 8 CASK_UCX_SEG=$c: end to end $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s; $(grep -E 'compute' "$OUT/seg_knn_two_${c}_$r.txt")"
+      cmp -s $T/seg_one.npy $T/seg_two.npy && echo "  outputs identical" || echo "  OUTPUTS DIFFER"
+    done
+  done
+  rm -rf "$P" $T/seg_one.npy $T/seg_two.npy
+}
+
 step_gather() {   # GPU route against host route, alternated; then a transfer timeline
   two_gpus gather || return
   K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1 --repeat 5 --k 8"
@@ -764,6 +799,7 @@ for step in "$@"; do
     hog) step_hog ;;
     inflight) step_inflight ;;
     cma) export CASK_LAUNCHER=local; step_cma; unset CASK_LAUNCHER ;;
+    seg) export CASK_LAUNCHER=local; step_seg; unset CASK_LAUNCHER ;;
     gather) step_gather ;;
     gpux) step_gpux ;;
     recover-gpu) step_recover_gpu ;;

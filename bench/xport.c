@@ -169,6 +169,8 @@ static void on_ack(void *arg, xport_ucx_msg *m)
     atomic_fetch_add(&b->acked, 1);
 }
 
+static xport_ucx *cur_x;   /* the transport measured now (its errors, when stuck) */
+
 /* Waits for *v >= target. The measuring thread polls, yielding its core at once to a
  * runnable progress thread (on a machine with few cores the two share one); a thread
  * that only waits for a phase to end sleeps between polls. */
@@ -178,7 +180,10 @@ static void wait_until(_Atomic long *v, long target, int poll)
     struct timespec nap = { 0, 200000L };
     while (atomic_load_explicit(v, memory_order_acquire) < target) {
         if (now_s() - t0 > 60) {
-            fprintf(stderr, "[rank %d] benchmark stuck\n", rank);
+            char err[512] = "";
+            xport_ucx_error(cur_x, err, sizeof err);
+            fprintf(stderr, "[rank %d] benchmark stuck (%ld of %ld; transport: %s)\n", rank,
+                    atomic_load(v), target, err[0] ? err : "no error");
             exit(1);
         }
         if (poll)
@@ -226,6 +231,7 @@ static void run_cask(int spin, const size_t *lat_sizes, int nlat, const size_t *
     char err[512];
     cask_status st = xport_ucx_create(boot, &cfg, &b.x, err, sizeof err);
     if (st) { fprintf(stderr, "%s\n", err); exit(1); }
+    cur_x = b.x;
     xport_ucx_set_handler(b.x, AM_PING, on_ping, &b);
     xport_ucx_set_handler(b.x, AM_PONG, on_pong, &b);
     xport_ucx_set_handler(b.x, AM_DATA, on_data, &b);
@@ -282,10 +288,12 @@ static void run_cask(int spin, const size_t *lat_sizes, int nlat, const size_t *
             bw_out[i].bw_mibs = median(r, BW_REPS);
         }
     } else if (rank == 1) {
+        /* counted from the start: the next stream may begin (a window of it arrive)
+         * before this thread, woken from its nap, reads the counter again */
+        long want = 0;
         for (int i = 0; i < nbw * BW_REPS; i++) {
-            long n = bw_sizes[i / BW_REPS] >= (1u << 20) ? 200 : 2000;
-            long r0 = atomic_load(&b.recvd);
-            wait_until(&b.recvd, r0 + n, 0);
+            want += bw_sizes[i / BW_REPS] >= (1u << 20) ? 200 : 2000;
+            wait_until(&b.recvd, want, 0);
             xport_ucx_am_send(b.x, 0, AM_ACK, NULL, 0, NULL, 0, NULL, NULL);
         }
     }

@@ -24,6 +24,8 @@ typedef struct ucx_ident {
     int32_t pid;
     uint64_t pidns;
     char boot_id[40];
+    int32_t seg_fd;         /* its shared-memory segment's fd (ucx_seg.h), -1: none */
+    uint64_t seg_bytes;
     uint32_t addr_len;
 } ucx_ident;
 
@@ -97,6 +99,7 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
     pthread_cond_init(&x->cv, NULL);
     ucx_read_config(x, cfg);
     cask_status st = CASK_OK;
+    ucx_seg_setup(x);
 
     x->peers = calloc((size_t)x->size, sizeof *x->peers);
     if (!x->peers) {
@@ -249,7 +252,9 @@ static cask_status exchange_and_connect(xport_ucx *x)
     if (!blob)
         return CASK_ERR_NOMEM;
     ucx_ident me = { .magic = UCX_IDENT_MAGIC, .pid = (int32_t)getpid(),
-                     .pidns = pid_namespace(), .addr_len = (uint32_t)x->addr_len };
+                     .pidns = pid_namespace(), .addr_len = (uint32_t)x->addr_len,
+                     .seg_fd = x->seg ? ucx_seg_fd(x->seg) : -1,
+                     .seg_bytes = x->seg ? ucx_seg_bytes(x->seg) : 0 };
     xport_boot_host_id(me.boot_id, sizeof me.boot_id);
     memcpy(blob, &me, sizeof me);
     memcpy(blob + sizeof me, x->addr, x->addr_len);
@@ -283,6 +288,8 @@ static cask_status exchange_and_connect(xport_ucx *x)
         p->pid = id.pid;
         p->local = r != x->rank && id.pidns == me.pidns && me.boot_id[0] &&
                    strncmp(id.boot_id, me.boot_id, sizeof id.boot_id) == 0;
+        if (p->local && id.seg_fd >= 0)
+            ucx_seg_map(x, p, id.seg_fd, id.seg_bytes);
         ucp_ep_params_t ep;
         memset(&ep, 0, sizeof ep);
         ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
@@ -355,6 +362,8 @@ cask_status xport_ucx_connect(xport_ucx *x)
         return CASK_ERR_PEER;
     }
     x->connect_ns[3] = ucx_now_ns();
+    if (x->seg && x->cma)
+        ucx_note_cma_lanes(x);   /* which peers' large messages go by CMA instead */
     const char *info = getenv("CASK_UCX_EP_INFO");
     if (info && *info && strcmp(info, "0"))
         ucx_print_ep_info(x, stderr, !strcmp(info, "2"));
@@ -392,6 +401,11 @@ cask_status xport_ucx_peer_stats(const xport_ucx *x, int peer, xport_ucx_stats *
     o->max_queued = atomic_load_explicit(&p->max_queued, memory_order_relaxed);
     o->max_in_flight = atomic_load_explicit(&p->max_in_flight, memory_order_relaxed);
     o->max_window = atomic_load_explicit(&p->max_window, memory_order_relaxed);
+    o->seg_msgs_sent = atomic_load_explicit(&p->seg_msgs_sent, memory_order_relaxed);
+    o->seg_bytes_sent = atomic_load_explicit(&p->seg_bytes_sent, memory_order_relaxed);
+    o->seg_msgs_recv = atomic_load_explicit(&p->seg_msgs_recv, memory_order_relaxed);
+    o->seg_held = x->seg ? ucx_seg_held(x->seg, peer) : 0;
+    o->seg_mapped = atomic_load(&p->seg_mapped);
     return CASK_OK;
 }
 
@@ -532,6 +546,7 @@ cask_status xport_ucx_destroy(xport_ucx *x, char *err, size_t errlen)
     }
     if (x->ctx)
         ucp_cleanup(x->ctx);
+    ucx_seg_teardown(x);
     if (x->epfd >= 0) close(x->epfd);
     if (x->wakefd >= 0) close(x->wakefd);
     for (unsigned i = 0; i < XPORT_UCX_MAX_AM; i++)

@@ -230,6 +230,13 @@ typedef struct xport_ucx_stats {
     uint64_t max_window;      /* most messages from the peer that arrived beyond the
                                  credits this rank gave it back: never above credits
                                  (checks the peer kept to the window) */
+    uint64_t seg_msgs_sent;   /* messages whose data went through this rank's shared-
+                                 memory segment (CASK_UCX_SEG), and their bytes */
+    uint64_t seg_bytes_sent;
+    uint64_t seg_msgs_recv;   /* messages read from the peer's segment */
+    uint64_t seg_held;        /* bytes of this rank's segment the peer holds now (lent,
+                                 not yet given back; 0 once the peer is lost) */
+    int seg_mapped;           /* this rank maps the peer's segment now */
 } xport_ucx_stats;
 cask_status xport_ucx_peer_stats(const xport_ucx *x, int peer, xport_ucx_stats *out);
 

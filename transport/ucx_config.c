@@ -18,9 +18,13 @@
  * at the end). */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "transport/ucx_impl.h"
+
+/* MiB of each rank's shared-memory segment unless CASK_UCX_SEG says otherwise. */
+#define UCX_SEG_DEFAULT_MIB 128
 
 static int env_int(const char *name, int dflt, int lo, int hi)
 {
@@ -50,6 +54,17 @@ void ucx_read_config(xport_ucx *x, const xport_ucx_config *c)
     x->spin_us = (m & XPORT_UCX_SPIN_US) ? c->spin_us
                  : env_int("CASK_UCX_SPIN_US", spin_default, 0, 1000000);
     x->cuda_poll_us = env_int("CASK_UCX_CUDA_POLL_US", -1, -1, 100000);
+    /* Bulk host data between the ranks of one host through cask's own segments
+     * (ucx_seg.h): the segment's MiB, 0 for none. */
+    x->seg_bytes = (size_t)env_int("CASK_UCX_SEG", UCX_SEG_DEFAULT_MIB, 0, 2048) << 20;
+    x->seg_thresh = (size_t)env_int("CASK_UCX_SEG_THRESH", (int)x->rndv_thresh, 1, 1 << 30);
+    x->seg_max = (size_t)env_int("CASK_UCX_SEG_MAX", 0, 0, 1 << 30);
+    const char *kill = getenv("CASK_UCX_TEST_SEG_KILL");   /* send:N or recv:N */
+    if (kill && (!strncmp(kill, "send:", 5) || !strncmp(kill, "recv:", 5))) {
+        int n = atoi(kill + 5);
+        if (kill[0] == 's') x->seg_kill_send = n;
+        else x->seg_kill_recv = n;
+    }
     if (m & XPORT_UCX_THREAD_INIT) {
         x->thread_init = c->thread_init;
         x->thread_init_arg = c->thread_init_arg;

@@ -12,12 +12,23 @@
 #include <ucp/api/ucp.h>
 
 #include "transport/ucx.h"
+#include "transport/ucx_seg.h"
 
 /* ucp active-message ids of the two kinds of traffic. */
 enum { UCX_AM_DATA = 0, UCX_AM_CTRL = 1 };
 
 /* Control messages: they take no credits. */
-enum ucx_ctrl { CTRL_HELLO = 1, CTRL_CREDIT = 2, CTRL_HEARTBEAT = 3, CTRL_BYE = 4 };
+enum ucx_ctrl { CTRL_HELLO = 1, CTRL_CREDIT = 2, CTRL_HEARTBEAT = 3, CTRL_BYE = 4,
+                CTRL_SEG_FREE = 5 };
+
+/* A control message may carry two numbers after its wire header (ucx_send_ctrl_args):
+ * HELLO a[0] = 1 when the sender mapped this rank's segment; SEG_FREE the block given
+ * back (offset, tag). */
+typedef struct ucx_ctrl_args { uint64_t a[2]; } ucx_ctrl_args;
+
+/* ucx_wire.ctrl of a data message whose data is a ucx_seg_desc naming a block of the
+ * sender's shared-memory segment (ucx_seg.h), not the data itself. */
+#define UCX_WIRE_SEG 0x5345u
 
 /* Leads every data message's ucp header; the user header follows it. */
 typedef struct ucx_wire {
@@ -53,6 +64,10 @@ struct ucx_op {
     int mem;                        /* xport_ucx_mem of data (a receive's buffer too) */
     void *rdesc, *rbuf;             /* a receive put off (ucx_defer.c): UCX's rendezvous
                                        descriptor, and the buffer to receive into */
+    int seg;                        /* a send whose data went into a block of this rank's
+                                       segment; data points at segd */
+    ucx_seg_desc segd;
+    struct xport_ucx *seg_x;        /* whose segment (set with seg) */
     union {
         ucx_wire w;
         unsigned char bytes[sizeof(ucx_wire) + XPORT_UCX_MAX_HEADER];
@@ -81,12 +96,19 @@ typedef struct ucx_peer {
     uint64_t last_recv_ns, last_send_ns;
     int local;                      /* same host and pid namespace */
     pid_t pid;
+    /* shared-memory segments (ucx_seg.h) */
+    const unsigned char *seg_map;   /* its segment, mapped read-only here (NULL: none) */
+    size_t seg_map_bytes;
+    _Atomic int seg_tx;             /* it mapped ours (its HELLO said so) */
+    _Atomic int seg_mapped;         /* seg_map is set: for other threads (stats) */
+    _Atomic int cma_lane;           /* its endpoint reads rendezvous data by CMA */
     /* read by any thread */
     _Atomic int bye_done;           /* our goodbye left (UCX completed its send) */
     _Atomic int fence;              /* the layer above left it out: lost once silent */
     int silent;                     /* reported to on_silent, not heard from since */
     _Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
     _Atomic uint64_t credit_stalls, max_queued, max_in_flight, max_window;
+    _Atomic uint64_t seg_msgs_sent, seg_bytes_sent, seg_msgs_recv;
 } ucx_peer;
 
 typedef struct ucx_handler {
@@ -117,6 +139,15 @@ struct xport_ucx {
     int shm;                        /* UCX's shared-memory FIFOs may carry messages
                                      * (CASK_UCX_SHM=1, or UCX_TLS set): ucx_config.c */
     int cma;                        /* rendezvous data by CMA reads (ucx_config.c) */
+    size_t seg_bytes;               /* CASK_UCX_SEG: this rank's segment (0: none) */
+    size_t seg_thresh;              /* CASK_UCX_SEG_THRESH: host data from this size
+                                       goes through the segment */
+    size_t seg_max;                 /* CASK_UCX_SEG_MAX: largest message through it (0:
+                                       below 1 MiB to a peer with CMA, else a quarter) */
+    ucx_seg *seg;                   /* this rank's segment, NULL if none */
+    char seg_err[200];              /* why there is none, or a peer's was not mapped */
+    int seg_kill_send, seg_kill_recv;   /* test hook CASK_UCX_TEST_SEG_KILL */
+    _Atomic long seg_kill_count;
     ucp_worker_h worker;
     ucp_address_t *addr;
     size_t addr_len;
@@ -206,6 +237,12 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t header_length,
 void ucx_call_done(ucx_op *op, cask_status st, const char *why);
 /* Sends control message `type` (CTRL_*) to p; progress thread. */
 void ucx_send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type);
+/* The same, with two numbers after the wire header (args may be NULL). */
+void ucx_send_ctrl_args(xport_ucx *x, ucx_peer *p, uint32_t type, const ucx_ctrl_args *args);
+
+/* ucx_send.c: the test hook CASK_UCX_TEST_SEG_KILL: copies len bytes of src to dst, but
+ * SIGKILLs this process half way if this is the copy (send or receive side) it names. */
+void ucx_seg_copy(xport_ucx *x, int recv_side, void *dst, const void *src, size_t len);
 
 /* ucx_liveness.c: endpoint errors, heartbeats, silence and vanished local processes;
  * all on the progress thread. */
@@ -237,6 +274,24 @@ unsigned ucx_progress_worker(xport_ucx *x);
 /* Until ucp_worker_progress finds nothing more; returns how many rounds did work. */
 int ucx_progress_drain(xport_ucx *x);
 
+/* ucx_segio.c: the shared-memory segments (ucx_seg.h) inside the transport. */
+/* Makes this rank's segment if asked (x->seg_bytes) and the job has peers; a failure
+ * only leaves it out (x->seg_err says why). */
+void ucx_seg_setup(xport_ucx *x);
+/* At connect: maps p's segment (fd in its process, bytes) if this rank takes them. */
+void ucx_seg_map(xport_ucx *x, ucx_peer *p, int fd, uint64_t bytes);
+/* Sending thread: if op (host data, len bytes, to a peer that mapped our segment) can go
+ * through a block, copies data in and makes op carry the block's name; 1 if so. */
+int ucx_seg_take(xport_ucx *x, ucx_op *op, const void *data, size_t len);
+/* A send that carried a block failed: the block is given back. */
+void ucx_seg_send_failed(xport_ucx *x, ucx_op *op);
+/* Progress thread: p is lost: the blocks lent to it are given back. */
+void ucx_seg_peer_lost(xport_ucx *x, ucx_peer *p);
+/* Progress thread, outside UCX's callbacks: unmaps the segments of lost peers. */
+void ucx_seg_tick(xport_ucx *x);
+/* At destroy, the progress thread stopped: unmaps the peers' segments, frees ours. */
+void ucx_seg_teardown(xport_ucx *x);
+
 /* ucx_config.c: the settings of cfg (may be NULL), else of the environment. */
 void ucx_read_config(xport_ucx *x, const xport_ucx_config *cfg);
 /* ucx_config.c: raises heartbeat_ms so that the ranks of this host send at most
@@ -247,6 +302,10 @@ void ucx_heartbeat_scale(xport_ucx *x);
  * of one host then talk over TCP on loopback) unless CASK_UCX_SHM=1 or UCX_TLS
  * is set; sets x->shm. */
 void ucx_choose_transports(xport_ucx *x, ucp_config_t *conf);
+
+/* ucx_info.c: notes which same-host peers' endpoints have a CMA lane (p->cma_lane), once
+ * connected. Takes x->lock. */
+void ucx_note_cma_lanes(xport_ucx *x);
 
 /* ucx_info.c: one line per live peer on f, "cask ucx: rank R -> rank P (same host|other
  * host): tcp/eth0 ..." (the transports of its endpoint's lanes), after UCX's own report

@@ -52,6 +52,20 @@ static void lanes_of(ucp_ep_h ep, char *out, size_t outlen)
         snprintf(out, outlen, "(no lane)");
 }
 
+void ucx_note_cma_lanes(xport_ucx *x)
+{
+    pthread_mutex_lock(&x->lock);
+    for (int r = 0; r < x->size; r++) {
+        ucx_peer *p = &x->peers[r];
+        if (!p->local || !p->ep || atomic_load(&p->state) != PEER_ALIVE)
+            continue;
+        char lanes[512];
+        lanes_of(p->ep, lanes, sizeof lanes);
+        atomic_store(&p->cma_lane, strstr(lanes, "cma/") != NULL);
+    }
+    pthread_mutex_unlock(&x->lock);
+}
+
 void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
 {
     pthread_mutex_lock(&x->lock);
@@ -81,4 +95,17 @@ void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
             x->shm ? "as UCX chooses (CASK_UCX_SHM=1 or UCX_TLS)"
             : x->cma ? "no shared-memory FIFO; rendezvous data by CMA reads"
                      : "no shared-memory FIFO; rendezvous data by TCP");
+    int mapped = 0, local = 0;
+    for (int r = 0; r < x->size; r++) {
+        local += x->peers[r].local;
+        mapped += atomic_load(&x->peers[r].seg_mapped);
+    }
+    if (x->seg)
+        fprintf(f, "cask ucx: rank %d bulk host data from %zu bytes through cask's shared-"
+                "memory segments (%zu MiB; %d of %d same-host peers' segments mapped)%s%s\n",
+                x->rank, x->seg_thresh, ucx_seg_bytes(x->seg) >> 20, mapped, local,
+                x->seg_err[0] ? ": " : "", x->seg_err);
+    else
+        fprintf(f, "cask ucx: rank %d no shared-memory segment (%s)\n", x->rank,
+                x->seg_err[0] ? x->seg_err : x->seg_bytes ? "a job of one rank" : "CASK_UCX_SEG=0");
 }

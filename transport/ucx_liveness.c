@@ -53,6 +53,7 @@ void ucx_mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why)
     p->q_len = 0;
     for (ucx_op *op = p->inflight; op; op = op->fnext)
         ucx_call_done(op, CASK_ERR_PEER, why);   /* UCX completes and frees them later */
+    ucx_seg_peer_lost(x, p);   /* blocks it held, read or not, are ours again */
     close_ep(p);
     if (x->on_peer)
         x->on_peer(x->on_peer_arg, p->rank, st, why);

@@ -20,6 +20,7 @@ typedef struct ucx_rx {
     int rndv;
     int taken;
     int deferred;       /* its rendezvous receive was put off: UCX keeps desc */
+    int seg;            /* the data is in a block of the sender's segment */
 } ucx_rx;
 
 static void stat_max(_Atomic uint64_t *m, uint64_t v)
@@ -45,6 +46,8 @@ void ucx_call_done(ucx_op *op, cask_status st, const char *why)
     if (op->done_called)
         return;
     op->done_called = 1;
+    if (st != CASK_OK && op->seg)
+        ucx_seg_send_failed(op->seg_x, op);   /* the block named nothing delivered */
     if (op->done)
         op->done(op->arg, st, why);
 }
@@ -121,7 +124,7 @@ void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
                        UCP_OP_ATTR_FIELD_FLAGS;
     prm.cb.send = send_done_cb;
     prm.user_data = op;
-    prm.flags = (op->kind == OP_SEND && op->len &&
+    prm.flags = (op->kind == OP_SEND && op->len && !op->seg &&
                  (op->len >= x->rndv_thresh || op->mem == XPORT_UCX_MEM_CUDA))
                 ? UCP_AM_SEND_FLAG_RNDV : 0;
     if (op->kind == OP_SEND && op->mem == XPORT_UCX_MEM_CUDA) {
@@ -236,6 +239,11 @@ static void bye_done_cb(void *arg, cask_status st, const char *why)
 
 void ucx_send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type)
 {
+    ucx_send_ctrl_args(x, p, type, NULL);
+}
+
+void ucx_send_ctrl_args(xport_ucx *x, ucx_peer *p, uint32_t type, const ucx_ctrl_args *args)
+{
     if (!p->ep || atomic_load(&p->state) == PEER_DEAD) {
         if (type == CTRL_BYE)
             bye_done_cb(p, CASK_OK, NULL);   /* nothing to wait for */
@@ -254,6 +262,10 @@ void ucx_send_ctrl(xport_ucx *x, ucx_peer *p, uint32_t type)
     op->kind = OP_CTRL;
     op->hdr_len = sizeof(ucx_wire);
     op->hdr.w = (ucx_wire){ .src = (uint32_t)x->rank, .ctrl = type };
+    if (args) {
+        memcpy(op->hdr.bytes + sizeof(ucx_wire), args, sizeof *args);
+        op->hdr_len += sizeof *args;
+    }
     ucx_issue_now(x, p, op);
 }
 
@@ -321,13 +333,32 @@ ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t hlen, void *da
     }
     if (atomic_load(&p->state) == PEER_DEAD)
         return UCS_OK;     /* counted lost already: its sender was told so */
+    ucx_seg_desc sd;
+    int seg = w.ctrl == UCX_WIRE_SEG;
+    if (seg) {   /* the data is in a block of the sender's segment, written already */
+        if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) || len != sizeof sd || !p->seg_map) {
+            ucx_record_error(x, "rank %d: dropped a malformed segment message from rank %d",
+                             x->rank, p->rank);
+            return UCS_OK;
+        }
+        memcpy(&sd, data, sizeof sd);
+        if (sd.off > p->seg_map_bytes || sd.len > p->seg_map_bytes - sd.off) {
+            ucx_record_error(x, "rank %d: rank %d named bytes %llu..+%llu outside its "
+                             "segment: dropped", x->rank, p->rank,
+                             (unsigned long long)sd.off, (unsigned long long)sd.len);
+            return UCS_OK;
+        }
+        data = (void *)(p->seg_map + sd.off);
+        len = (size_t)sd.len;
+        stat_add(&p->seg_msgs_recv, 1);
+    }
     p->unconsumed++;
     p->arrived++;
     stat_max(&p->max_in_flight, (uint64_t)p->unconsumed);
     stat_max(&p->max_window, p->arrived - p->granted);
     stat_add(&p->msgs_recv, 1);
     stat_add(&p->bytes_recv, len);
-    ucx_rx rx = { .x = x, .p = p, .desc = data,
+    ucx_rx rx = { .x = x, .p = p, .desc = data, .seg = seg,
                   .rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 };
     xport_ucx_msg m = { .peer = p->rank, .id = w.id,
                         .header = (const unsigned char *)header + sizeof w,
@@ -341,6 +372,12 @@ ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t hlen, void *da
                          x->rank, (unsigned)w.id, p->rank);
     if (!rx.taken)
         consumed(x, p);
+    /* the handler has read the block (or dropped it): the sender may reuse it. Not
+     * after our goodbye: the peer may be gone, and frees its segment at exit anyway. */
+    if (seg && !p->bye_sent && atomic_load(&p->state) == PEER_ALIVE) {
+        ucx_ctrl_args a = { { sd.off, sd.tag } };
+        ucx_send_ctrl_args(x, p, CTRL_SEG_FREE, &a);
+    }
     return rx.deferred ? UCS_INPROGRESS : UCS_OK;
 }
 
@@ -396,7 +433,9 @@ cask_status xport_ucx_recv_into_mem(xport_ucx_msg *msg, void *buf, xport_ucx_mem
         if (mem == XPORT_UCX_MEM_CUDA && msg->len)
             return CASK_ERR_UNSUPPORTED;   /* eager data is in host memory */
         rx->taken = 1;
-        if (msg->len)
+        if (msg->len && rx->seg)
+            ucx_seg_copy(x, 1, buf, msg->data, msg->len);
+        else if (msg->len)
             memcpy(buf, msg->data, msg->len);
         consumed(x, p);
         if (done)
@@ -474,6 +513,12 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t hlen, void *da
         return UCS_OK;
     switch (w.ctrl) {
     case CTRL_HELLO:
+        if (hlen >= sizeof w + sizeof(ucx_ctrl_args) && x->seg) {
+            ucx_ctrl_args a;
+            memcpy(&a, (const unsigned char *)header + sizeof w, sizeof a);
+            if (a.a[0] == 1)   /* it mapped our segment: blocks may go to it */
+                atomic_store_explicit(&p->seg_tx, 1, memory_order_release);
+        }
         if (!p->hello) {
             pthread_mutex_lock(&x->mu);
             p->hello = 1;
@@ -491,6 +536,13 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t hlen, void *da
             x->byes++;
             pthread_cond_broadcast(&x->cv);
             pthread_mutex_unlock(&x->mu);
+        }
+        break;
+    case CTRL_SEG_FREE:
+        if (hlen >= sizeof w + sizeof(ucx_ctrl_args) && x->seg) {
+            ucx_ctrl_args a;
+            memcpy(&a, (const unsigned char *)header + sizeof w, sizeof a);
+            ucx_seg_free(x->seg, a.a[0], (uint32_t)a.a[1]);
         }
         break;
     default:   /* CTRL_CREDIT, CTRL_HEARTBEAT: the header said it all */

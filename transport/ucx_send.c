@@ -1,6 +1,7 @@
 /* transport/ucx_send.c: sending (xport_ucx_am_send and its memory-typed and posted
  * variants), from any thread: straight into UCX when the progress thread is this thread
- * or asleep (trylock), else through the lock-free submit queue. See ucx.h. */
+ * or asleep (trylock), else through the lock-free submit queue; bulk host data for a
+ * peer of this host through this rank's shared-memory segment (ucx_segio.c). See ucx.h. */
 #include "transport/ucx_impl.h"
 
 #include <stdlib.h>
@@ -69,6 +70,10 @@ static cask_status send_mem(xport_ucx *x, int peer, unsigned id, const void *hea
                             .hlen = (uint16_t)header_len };
     if (header_len)
         memcpy(op->hdr.bytes + sizeof(ucx_wire), header, header_len);
+    /* Host data for a peer of this host that mapped our segment: copied into a block
+     * here, on the sending thread; the message only names the block (ucx_seg.h). */
+    op->seg = 0;
+    ucx_seg_take(x, op, data, len);
 
     if (direct && ucx_progress_of == x) {
         ucx_issue(x, op);

@@ -54,8 +54,11 @@ void *ucx_progress_main(void *arg)
         int work = 0;
         x->need_progress = 0;
         if (atomic_exchange(&x->cmd_hello, 0))
-            for (int r = 0; r < x->size; r++)
-                ucx_send_ctrl(x, &x->peers[r], CTRL_HELLO);
+            for (int r = 0; r < x->size; r++) {
+                /* says whether we mapped its segment (it may then send us blocks) */
+                ucx_ctrl_args a = { { x->peers[r].seg_map ? 1u : 0u, 0 } };
+                ucx_send_ctrl_args(x, &x->peers[r], CTRL_HELLO, &a);
+            }
         /* Sends handed over before the goodbye was asked for go first: read the
          * request, then drain (whatever was pushed before it is visible now). */
         int bye_now = atomic_exchange(&x->cmd_bye, 0);
@@ -68,6 +71,7 @@ void *ucx_progress_main(void *arg)
         uint64_t now = ucx_now_ns();
         if (now >= x->next_tick_ns) {
             ucx_tick(x, now);
+            ucx_seg_tick(x);
             x->next_tick_ns = now + tick_ns;
         }
         if (work) {

@@ -4,7 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#define SAMPLE_OBS 256
+#define SAMPLE_OBS KNN_AUTO_SAMPLE_OBS
 #define SAMPLE_REF 2048
 
 static void unit_of(const knn_points *p, int64_t i, double v[3])
@@ -82,7 +82,7 @@ int knn_auto_prune(const knn_points *obs, const knn_points *ref, int k, int64_t 
         return 0;
     }
     for (int64_t i = 0; i < so; i++)
-        unit_of(obs, i * (obs->n / so), ov + 3 * i);
+        unit_of(obs, knn_auto_sample_row(obs->n, i), ov + 3 * i);
     for (int64_t j = 0; j < sr; j++)
         unit_of(ref, j * (ref->n / sr), rv + 3 * j);
     double sum = 0;

@@ -22,6 +22,14 @@
  * observation tile (64 of a chunk of `chunk` rows: tiles are cut within a chunk) around
  * the observation, all scaled from the sample's local density; a pruned search visits about the references within d_K plus twice both radii.
  * Everything in one spot (or two) makes that fraction large. Pure; a few milliseconds. */
+/* The observations the estimate reads: row knn_auto_sample_row(n, i) for i below
+ * KNN_AUTO_SAMPLE_OBS (n at least KNN_AUTO_MIN_OBS), and no other. */
+#define KNN_AUTO_SAMPLE_OBS 256
+static inline int64_t knn_auto_sample_row(int64_t n, int64_t i)
+{
+    return i * (n / KNN_AUTO_SAMPLE_OBS);
+}
+
 int knn_auto_prune(const knn_points *obs, const knn_points *ref, int k, int64_t chunk,
                    double *fraction);
 

@@ -53,7 +53,7 @@ cask_status knn_check(const knn_points *obs, const knn_points *ref, const int32_
         u[3 * j + 2] = sin(la);
     }
     for (int64_t s = 0; s < k; s++) {
-        int64_t i = k == 1 ? 0 : (int64_t)((double)s * (double)(n - 1) / (double)(k - 1) + 0.5);
+        int64_t i = knn_check_row(n, k, s);
         double la, lo;
         radians_of(obs, i, &la, &lo);
         double x = cos(la) * cos(lo), y = cos(la) * sin(lo), z = sin(la);

@@ -27,6 +27,13 @@ typedef struct knn_check_report {
 
 /* Compares k observations, evenly spaced from the first to the last (all if k >= n),
  * with every reference. CASK_ERR_NOMEM if it cannot allocate its tables. */
+/* The observation the check's sample s of `samples` reads (samples at most n): evenly
+ * spread from the first row to the last. knn_check and knn_check_k read these alone. */
+static inline int64_t knn_check_row(int64_t n, int64_t samples, int64_t s)
+{
+    return samples == 1 ? 0 : (int64_t)((double)s * (double)(n - 1) / (double)(samples - 1) + 0.5);
+}
+
 cask_status knn_check(const knn_points *obs, const knn_points *ref, const int32_t *index,
                       const float *dist, double scale, int64_t k, knn_check_report *out);
 

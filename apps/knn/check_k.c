@@ -48,8 +48,7 @@ cask_status knn_check_k(const knn_points *obs, const knn_points *ref, const int3
     for (int64_t j = 0; j < m; j++)
         radians_of(ref, j, &rr[2 * j], &rr[2 * j + 1]);
     for (int64_t s = 0; s < samples; s++) {
-        int64_t i = samples == 1 ? 0
-                                 : (int64_t)((double)s * (double)(n - 1) / (double)(samples - 1) + 0.5);
+        int64_t i = knn_check_row(n, samples, s);
         double la, lo;
         radians_of(obs, i, &la, &lo);
         for (int r = 0; r < k; r++)

@@ -13,10 +13,14 @@
  *
  * Every rank holds the whole input, so each input chunk has a loader (a copy from this
  * rank's input): if a rank dies, the survivors make its chunks again and recompute its
- * searches (cask_dist_data_set_loader), and the output is the same bytes. */
+ * searches (cask_dist_data_set_loader), and the output is the same bytes. Generated
+ * observations are the exception: each rank generates only its own chunks' rows (the
+ * others' would be work repeated on every rank), and their loader generates them again
+ * from the seed. */
 #include "knn_dist.h"
 #include "knn_chunks.h"
 #include "knn_tasks.h"
+#include "generate.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -128,6 +132,10 @@ cask_status knn_cluster_open(cask_runtime *rt, knn_cluster *c, char *err, size_t
     kd.name = "knn_load_copy";
     kd.cpu = load_copy_cpu;
     if ((st = cask_kernel_register(rt, &kd, &c->load_copy)))
+        return dist_fail(c, st, "registering kernels", err, errlen);
+    kd.name = "knn_load_generate";
+    kd.cpu = knn_generate_cpu;
+    if ((st = cask_kernel_register(rt, &kd, &c->load_gen)))
         return dist_fail(c, st, "registering kernels", err, errlen);
     kd.name = "knn_load_value";
     kd.cpu = load_value_cpu;
@@ -321,7 +329,13 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
     for (int64_t i = 0; i < j->nobs; i++) {
         int64_t r0 = i * j->chunk, n = knn_rows_of(j->n, j->chunk, i);
         int o = (int)(i % P);
-        if ((st = declare_input(c, (size_t)n * oe, o, (char *)obs->data + r0 * oe, &j->obs[i])) ||
+        knn_gen_args ga = {c->gen_seed, KNN_STREAM_OBS, r0, n, c->gen_clusters, obs->f64};
+        if ((st = c->gen_obs
+                  ? declare(c, (size_t)n * oe, o, (char *)obs->data + r0 * oe, &j->obs[i])
+                  : declare_input(c, (size_t)n * oe, o, (char *)obs->data + r0 * oe,
+                                  &j->obs[i])) ||
+            (c->gen_obs && (st = cask_dist_data_set_loader(c->dist, j->obs[i], c->load_gen,
+                                                            &ga, sizeof ga))) ||
             (st = declare(c, (size_t)n * K * sizeof *index, o,
                           o == 0 && index ? index + r0 * K : NULL, &j->index[i])) ||
             (st = declare(c, (size_t)n * K * sizeof *dist, o,

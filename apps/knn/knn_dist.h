@@ -22,6 +22,13 @@ typedef struct knn_cluster {
     int rank, size, local_rank, local_size;
     cask_kernel *agree;
     cask_kernel *load_copy, *load_value;   /* loaders: a lost rank's inputs made again */
+    cask_kernel *load_gen;
+    /* --generate across ranks: each rank generated only the observations of its own
+     * chunks (knn_generate_part), so another rank's are made again from the seed, not
+     * copied (set before knn_dist_job_create) */
+    int gen_obs;
+    uint64_t gen_seed;
+    int64_t gen_clusters;
 } knn_cluster;
 
 /* Joins the job (collective). On failure the message is in err. */

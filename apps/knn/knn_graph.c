@@ -407,17 +407,10 @@ void knn_job_destroy(knn_job *j)
 
 /* ---- synthetic points as tasks ---- */
 
-typedef struct gen_args {
-    uint64_t seed, stream;
-    int64_t first, n;
-    int64_t clusters;
-    int f64;
-} gen_args;
-
-static cask_status gen_cpu(cask_task_ctx *ctx)
+cask_status knn_generate_cpu(cask_task_ctx *ctx)
 {
     size_t size;
-    const gen_args *a = cask_task_args(ctx, &size);
+    const knn_gen_args *a = cask_task_args(ctx, &size);
     void *out = cask_task_buffer(ctx, 0);
     size_t need = (size_t)a->n * 2 * (a->f64 ? sizeof(double) : sizeof(float));
     if (size != sizeof *a || !out || cask_task_buffer_size(ctx, 0) != need)
@@ -433,6 +426,13 @@ cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
                                knn_points *ref, int64_t chunk, int64_t clusters, char *err,
                                size_t errlen)
 {
+    return knn_generate_part(rt, seed, obs, ref, chunk, clusters, 0, 1, err, errlen);
+}
+
+cask_status knn_generate_part(cask_runtime *rt, uint64_t seed, knn_points *obs,
+                              knn_points *ref, int64_t chunk, int64_t clusters, int part,
+                              int parts, char *err, size_t errlen)
+{
     cask_kernel_desc kd = {0};
     cask_kernel *kern;
     cask_graph *g = NULL;
@@ -444,9 +444,9 @@ cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
 
     if (chunk <= 0)
         return knn_errorf(CASK_ERR_INVALID, err, errlen, "bad chunk");
-    cap = (obs->n + chunk - 1) / chunk + (ref->n + chunk - 1) / chunk;
+    cap = (obs ? (obs->n + chunk - 1) / chunk : 0) + (ref ? (ref->n + chunk - 1) / chunk : 0);
     kd.name = "knn_generate";
-    kd.cpu = gen_cpu;
+    kd.cpu = knn_generate_cpu;
     if ((st = cask_kernel_register(rt, &kd, &kern)) || (st = cask_graph_create(rt, &g)))
         goto fail;
     h = calloc((size_t)cap, sizeof *h);
@@ -456,10 +456,14 @@ cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
     }
     for (int s = 0; s < 2; s++) {
         knn_points *p = sets[s];
+        if (!p)
+            continue;
         size_t row = 2 * knn_elem_bytes(p);
         for (int64_t c = 0; c * chunk < p->n; c++) {
-            gen_args a = {seed, s == 0 ? KNN_STREAM_OBS : KNN_STREAM_REF, c * chunk,
-                          knn_rows_of(p->n, chunk, c), clusters, p->f64};
+            if (s == 0 && c % parts != part)
+                continue;   /* another rank's observations */
+            knn_gen_args a = {seed, s == 0 ? KNN_STREAM_OBS : KNN_STREAM_REF, c * chunk,
+                              knn_rows_of(p->n, chunk, c), clusters, p->f64};
             if ((st = cask_data_register(rt, (char *)p->data + (size_t)a.first * row,
                                          (size_t)a.n * row, &h[nh])))
                 goto fail;

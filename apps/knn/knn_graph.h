@@ -77,4 +77,23 @@ cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
                                knn_points *ref, int64_t chunk, int64_t clusters, char *err,
                                size_t errlen);
 
+/* As knn_generate_tasks, for one rank of `parts`: of obs (NULL: none) only the chunks c
+ * of chunk rows with c % parts == part, which that rank owns in the distributed graph
+ * (knn_dist.c); ref (NULL: none) whole. The other rows are left as they are. */
+cask_status knn_generate_part(cask_runtime *rt, uint64_t seed, knn_points *obs,
+                              knn_points *ref, int64_t chunk, int64_t clusters, int part,
+                              int parts, char *err, size_t errlen);
+
+/* The arguments of knn_generate_cpu: rows first .. first+n-1 of a stream of seed. */
+typedef struct knn_gen_args {
+    uint64_t seed, stream;
+    int64_t first, n;
+    int64_t clusters;
+    int f64;
+} knn_gen_args;
+
+/* The CPU body of a generating task (knn_gen_args; its buffer takes the n rows): also a
+ * loader, which makes a lost rank's generated observations again where they are needed. */
+cask_status knn_generate_cpu(cask_task_ctx *ctx);
+
 #endif

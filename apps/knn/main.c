@@ -90,6 +90,16 @@ static void arm_cleanup(const char *out_path)
     signal(SIGHUP, on_signal);
 }
 
+/* Row i of the generated observations (generate.h: a pure function of seed and i). */
+static void generate_row(knn_points *obs, uint64_t seed, int64_t clusters, int64_t i)
+{
+    void *at = (char *)obs->data + (size_t)i * 2 * knn_elem_bytes(obs);
+    if (clusters > 0)
+        knn_generate_clustered(seed, KNN_STREAM_OBS, i, 1, obs->f64, clusters, at);
+    else
+        knn_generate_points(seed, KNN_STREAM_OBS, i, 1, obs->f64, at);
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -221,8 +231,21 @@ int main(int argc, char **argv)
             int64_t gchunk = o.gen_n / (4 * (info.ncpu_workers > 0 ? info.ncpu_workers : 1));
             if (gchunk < 65536)
                 gchunk = 65536;
-            failed = knn_generate_tasks(rt, o.seed, &obs, &ref, gchunk, o.clusters, err,
-                                        sizeof err) != 0;
+            /* Across ranks each generates only the observations it searches, once the
+             * chunks are agreed (below), and now the rows the method estimate and the
+             * check read; the references whole. */
+            if (nranks > 1) {
+                failed = knn_generate_part(rt, o.seed, NULL, &ref, gchunk, o.clusters, 0, 1,
+                                           err, sizeof err) != 0;
+                for (int64_t i = 0; !failed && i < KNN_AUTO_SAMPLE_OBS; i++)
+                    generate_row(&obs, o.seed, o.clusters, knn_auto_sample_row(obs.n, i));
+                int64_t samples = o.check < obs.n ? o.check : obs.n;
+                for (int64_t s = 0; !failed && rank == 0 && s < samples; s++)
+                    generate_row(&obs, o.seed, o.clusters, knn_check_row(obs.n, samples, s));
+            } else {
+                failed = knn_generate_tasks(rt, o.seed, &obs, &ref, gchunk, o.clusters, err,
+                                            sizeof err) != 0;
+            }
         }
     } else {
         failed = knn_points_read(o.obs_path, &ro, &alloc, &obs, err, sizeof err) ||
@@ -290,6 +313,21 @@ int main(int argc, char **argv)
     if (ranks_agree(&cl, failed, &chunk, err, sizeof err))
         goto done;
     plan.chunk = chunk;
+    if (!failed && o.generate && nranks > 1) {
+        /* this rank's observation chunks (chunk c is rank c % P's, knn_dist.c); another
+         * rank's are made again from the seed should it be lost */
+        double tg = now_s();
+        failed = knn_generate_part(rt, o.seed, &obs, NULL, chunk, o.clusters, rank, nranks,
+                                   err, sizeof err) != 0;
+        t_load += now_s() - tg;
+        if (failed) {   /* the others find this rank lost, and make its chunks */
+            fprintf(stderr, "%s: rank %d: %s\n", prog, rank, err);
+            goto done;
+        }
+        cl.gen_obs = 1;
+        cl.gen_seed = o.seed;
+        cl.gen_clusters = o.clusters;
+    }
     plan.scale = scale;
     plan.where = info.ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
     plan.k = o.k;
