@@ -45,7 +45,7 @@ const char *ak_blas_name(void)
  * OpenBLAS releases choose by the CPU's features in that case; this does the same for the
  * older ones: when the user has not named a core and OpenBLAS chose "Prescott" on a CPU
  * with AVX-512 (F, CD, BW, DQ, VL) or AVX2+FMA, it asks OpenBLAS to choose again with
- * OPENBLAS_CORETYPE set to Cooperlake (AVX-512 with BF16), SkylakeX or Haswell (its own exported gotoblas_dynamic_quit /
+ * OPENBLAS_CORETYPE set to SkylakeX or Haswell (its own exported gotoblas_dynamic_quit /
  * gotoblas_dynamic_init, the path its start-up takes; weak, so a BLAS without them is
  * left alone). It runs as libcask is loaded (after OpenBLAS's own start-up, before any
  * product and normally before other threads exist); the outcome is written once there and
@@ -64,9 +64,10 @@ __attribute__((constructor)) static void blas_core_choose(void)
     if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
         __builtin_cpu_supports("avx512vl"))
-        /* with BF16 (Cooper Lake, Sapphire Rapids and later) its Cooperlake kernels: a
-           2048^2 sgemm on 16 such cores 1119 GFLOP/s against SkylakeX's 852 */
-        want = __builtin_cpu_supports("avx512bf16") ? "Cooperlake" : "SkylakeX";
+        /* (also where the CPU has BF16: on 16 Sapphire Rapids-class cores, one cblas_sgemm
+           of 2048^2 ran at 1425 GFLOP/s with SkylakeX, 1140 with Cooperlake; 8192^2 at
+           1263 and 1255: bench-blas-floor) */
+        want = "SkylakeX";
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         want = "Haswell";
     if (!want) return;
