@@ -192,11 +192,15 @@ static cask_task *steal(worker *w)
                     cask_task *t = x;
                     if (w->kind == WORKER_GPU)
                         placement_moved(s, vic, w);
-                    else if (deque_size(&vic->dq[lvl]) > 0)
+                    else if (deque_size(&vic->dq[lvl]) > 0 &&
+                             atomic_load_explicit(&s->nsleep[WORKER_CPU],
+                                                  memory_order_relaxed) > 0)
                         /* more where this came from: wake the next thief, so that a
                            burst pushed to one worker (a graph's roots, a wide fan-out)
                            reaches every sleeping worker, one wake per steal, instead
-                           of only the one woken when it was pushed */
+                           of only the one woken when it was pushed. An extra wake,
+                           not one the protocol needs: a glance at the sleeper count
+                           first, so that busy workers pay no fence for it */
                         sched_wake_kind(s, WORKER_CPU);
                     return t;
                 }
