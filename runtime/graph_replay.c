@@ -182,15 +182,7 @@ static cask_status replay_run_sim(cask_task_ctx *ctx)
             break;
         cask_task *t = p->order[k];
         cask_task_ctx c;
-        c.task = t;
-        c.device = p->device;
-        c.worker = ctx->worker;
-        c.stream = NULL;
-        c.has_msg = 0;
-        c.async = 0;
-        c.sub = NULL;
-        c.args = t->args;
-        c.args_size = task_args_size(t);
+        task_ctx_init(&c, t, p->device, ctx->worker, NULL);
         for (int i = 0; i < t->naccess; i++) {
             cask_data *d = t->access[i].data;
             c.buf[i] = d->rep[1 + p->device].ptr;   /* pinned: it stays there */

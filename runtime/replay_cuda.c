@@ -231,16 +231,7 @@ cask_status replay_record(cask_runtime *rt, graph_replay *p, int *updated, char 
         }
         CU(CAPTURE_SET(x->cap, x->deps, nd), "recording: a task's dependencies");
         cask_task_ctx ctx;
-        ctx.task = t;
-        ctx.device = p->device;
-        ctx.worker = p->worker;
-        ctx.has_msg = 0;
-        ctx.async = 0;
-        ctx.sub = NULL;
-        ctx.args = t->args;
-        ctx.args_size = task_args_size(t);
-        ctx.stream = x->cap;
-        ctx.msg[0] = 0;
+        task_ctx_init(&ctx, t, p->device, p->worker, x->cap);
         for (int i = 0; i < t->naccess; i++) {
             cask_data *d = t->access[i].data;
             ctx.buf[i] = d->rep[1 + p->device].ptr;   /* pinned: it stays there */

@@ -20,6 +20,24 @@ struct cask_task_ctx {
     char msg[512];
 };
 
+/* Makes ctx ready for t's kernel on worker `worker`, GPU `device` (-1: a CPU) and
+ * `stream` (NULL on a CPU): the task's own arguments, no message, not asynchronous, no
+ * children. Buffers and sizes are the caller's to fill. */
+static inline void task_ctx_init(cask_task_ctx *ctx, cask_task *t, int device, int worker,
+                                 void *stream)
+{
+    ctx->task = t;
+    ctx->device = device;
+    ctx->stream = stream;
+    ctx->worker = worker;
+    ctx->has_msg = 0;
+    ctx->async = 0;
+    ctx->sub = NULL;
+    ctx->args = t->args;
+    ctx->args_size = task_args_size(t);
+    ctx->msg[0] = 0;
+}
+
 /* Fails the graph with the task's description, the status and the kernel's message. */
 void task_ctx_report(cask_task_ctx *ctx, cask_status st);
 

@@ -24,15 +24,7 @@ static void run_task(worker *w, cask_task *t)
     if (!atomic_load_explicit(&g->failed, memory_order_relaxed)) {
         ran = 1;
         cask_task_ctx ctx;
-        ctx.task = t;
-        ctx.device = -1;
-        ctx.stream = NULL;
-        ctx.worker = w->id;
-        ctx.has_msg = 0;
-        ctx.async = 0;
-        ctx.sub = NULL;
-        ctx.args = t->args;
-        ctx.args_size = task_args_size(t);
+        task_ctx_init(&ctx, t, -1, w->id, NULL);
         uint64_t t0 = WORKER_TRACE(w) ? sched_now_ns() : 0;
         uint64_t d0 = w->live && dash_viewed(w->live) ? dash_now_ns() : 0;
         cask_status st = coh_prepare_host(g->rt, t, &w->ctr, ctx.buf, ctx.size, ctx.msg,

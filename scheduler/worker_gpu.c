@@ -241,19 +241,11 @@ static int start_task(worker *w, cask_task *t, int retry)
         sched_complete(s, w, t, 0);   /* skipped: the graph already failed */
         return 0;
     }
-    cask_task_ctx ctx;
-    ctx.task = t;
-    ctx.device = w->device;
-    ctx.worker = w->id;
-    ctx.has_msg = 0;
-    ctx.async = 0;
-    ctx.sub = NULL;
-    ctx.args = t->args;
-    ctx.args_size = task_args_size(t);
     int si = gw->next_stream;
     gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
-    ctx.stream = stream;
+    cask_task_ctx ctx;
+    task_ctx_init(&ctx, t, w->device, w->id, stream);
     /* (a replay's stand-in has no buffers: its handles were pinned at submit) */
     cask_status st = (t->flags & TASK_REPLAY) ? CASK_OK :
                      coh_prepare_gpu(rt, t, w->device, stream, &w->ctr,
