@@ -69,6 +69,7 @@ cask_status cask_array_ctx_create(cask_runtime *rt, cask_array_ctx **out)
     if (cask_runtime_query(rt, &info) == CASK_OK) {
         ctx->ngpus = info.ngpus;
         ctx->ncpu = info.ncpu_workers;
+        ctx->ncores = info.ncores_used;
     }
     if (!ak_blas_name())
         cask_log(rt, CASK_LOG_INFO, "arrays: cask was built without a BLAS (libopenblas-dev): "

@@ -89,6 +89,7 @@ struct cask_array_ctx {
     void *jit;                  /* run-time compiled programs (CUDA builds with GPUs) */
     int use_jit;
     int ncpu;                   /* CPU workers of the runtime */
+    int ncores;                 /* the cores its workers are pinned to (ncores_used) */
     int blas_threads;           /* CASK_ARRAY_OPT_BLAS_THREADS */
 };
 

@@ -33,6 +33,11 @@ one GPU:
                 and visible (carry OpenBLAS/SLEEF .debs and the dask/numexpr wheels)
   cpu-mm        CPU matmul 2048^2 (one tile) and 8192^2 (4096^2 tiles) against NumPy and
                 dask.array, with the OpenBLAS core cask chose
+  mm-diag       where cask's one-tile 2048^2 product loses time against one cblas_sgemm:
+                the floor, cask with workers bound/unbound, 1 or 16 workers, the direct
+                call in the same process, the task's own time from a trace
+  knn-ranks     cask-knn 2^22 x 2^12 --cpu-only, 1 process x 16 threads against 2 x 8 (file
+                bootstrap), end to end, with each rank's core share named; GPU visible and hidden
   cpu-diag      where CPU arrays spend their time here: the CPU, the loop widths (bit
                 checks), the chain per chunk size with per-worker statistics, the matmul
                 tile size against BLAS threads per tile
@@ -95,11 +100,11 @@ cpu_libs_env() {
   for f in .devdeps/libopenblas*.deb .devdeps/libsleef*.deb .devdeps/libgfortran5*.deb; do
     [ -f "$f" ] && dpkg -x "$f" "$D"
   done
-  L=$D/usr/lib/x86_64-linux-gnu
+  LIBD=$D/usr/lib/x86_64-linux-gnu   # (not L: that is the launcher)
   # Debian's .pc files name /usr (openblas.pc without a prefix line): the unpacked tree
-  sed -i "s#=/usr#=$D/usr#" "$L"/openblas-pthread/pkgconfig/*.pc "$L"/pkgconfig/sleef.pc 2>/dev/null
-  export PKG_CONFIG_PATH="$L/openblas-pthread/pkgconfig:$L/pkgconfig:${PKG_CONFIG_PATH:-}"
-  export LD_LIBRARY_PATH="$L/openblas-pthread:$L:${LD_LIBRARY_PATH:-}"
+  sed -i "s#=/usr#=$D/usr#" "$LIBD"/openblas-pthread/pkgconfig/*.pc "$LIBD"/pkgconfig/sleef.pc 2>/dev/null
+  export PKG_CONFIG_PATH="$LIBD/openblas-pthread/pkgconfig:$LIBD/pkgconfig:${PKG_CONFIG_PATH:-}"
+  export LD_LIBRARY_PATH="$LIBD/openblas-pthread:$LIBD:${LD_LIBRARY_PATH:-}"
   # sleef.h is in the multiarch folder, which the compiler searches only under /usr
   export C_INCLUDE_PATH="$D/usr/include/x86_64-linux-gnu:$D/usr/include:${C_INCLUDE_PATH:-}"
 }
@@ -121,7 +126,8 @@ ucx_wheel() {
 # Every step of the dispatch at the end (and of --help): a new step goes in all three.
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
 STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma seg"
-STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm replay ucx-wheel "
+STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm replay ucx-wheel"
+STEPS="$STEPS mm-diag knn-ranks "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
     *" $step "*) ;;
@@ -594,7 +600,9 @@ step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this
     grep -E '"peers"|missing' "$OUT/cpu_arrays_$name.log" | cut -c1-400
   }
   if [ "${CPU_FIGS:-}" = mm ]; then   # step cpu-mm: the products only
-    CUDA_VISIBLE_DEVICES= CASK_LOG=info cpu_run mm --figs matmul --mm 2048,8192 --mm-chunk 4096
+    CUDA_VISIBLE_DEVICES= CASK_LOG=info cpu_run mm --figs matmul --mm 2048,8192 --mm-chunk 4096 --reps 9
+    # GPU visible: cask opens the H200 (15 CPU workers), the products still on CPUs
+    cpu_run mm_visible --no-peers --figs matmul --mm 2048,8192 --mm-chunk 4096 --reps 9 --cask-args=--with-gpus
     # the floor: one cblas_sgemm of Debian's OpenBLAS from the main thread, by core; then
     # cask's one-tile 2048^2 product with the core named, and with workers unbound
     ninja -C "$B" bench/bench-blas-floor > /dev/null 2>&1
@@ -621,6 +629,53 @@ step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this
     CUDA_VISIBLE_DEVICES= env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE timeout 200 "$B/bench/bench-array-fusion" --cpu --chain $chain > "$OUT/cpu_arrays_fusion_$chain.log" 2>&1
     echo "--- fusion --cpu --chain $chain rc=$?"; grep -v '^{' "$OUT/cpu_arrays_fusion_$chain.log"
   done
+}
+
+step_mm_diag() {   # cask's one-tile product against one cblas_sgemm, and why
+  ninja -C "$B" bench/bench-array-cpu bench/bench-blas-floor > "$OUT/mm_diag_build.log" 2>&1 ||
+    { grep -E "error|FAILED" "$OUT/mm_diag_build.log" | head -20; return 1; }
+  X="$B/bench/bench-array-cpu"
+  command -v perf > /dev/null && echo "perf: $(perf --version)" || echo "perf: none"
+  for r in 1 2 3; do   # the floor (the core cask picks) and cask alternated: the host is noisy
+    OPENBLAS_CORETYPE=SkylakeX "$B/bench/bench-blas-floor" --n 2048 --reps 9 | grep -v '^{' |
+      tail -1 | sed "s/^/floor SkylakeX $r: /"
+    env CUDA_VISIBLE_DEVICES= timeout 120 "$X" --only matmul --mm 2048 --mm-chunk 2048 \
+      --reps 9 --direct 2>&1 | grep -E "^matmul" | sed "s/^/cask $r: /"
+  done
+  for v in "CASK_NCPU=1" "CASK_NCPU=2" "CASK_BIND=0"; do
+    case $v in *NCPU=[12]) a="--blas-threads 16" ;; *) a= ;; esac
+    env CUDA_VISIBLE_DEVICES= $v timeout 120 "$X" --only matmul --mm 2048 --mm-chunk 2048 \
+      --reps 9 --direct $a 2>&1 | grep -E "^matmul" | sed "s/^/$v: /"
+  done
+  CUDA_VISIBLE_DEVICES= CASK_TRACE="$OUT/mm_diag_trace.json" timeout 120 "$X" --only matmul \
+    --mm 2048 --mm-chunk 2048 --reps 9 > "$OUT/mm_diag_traced.log" 2>&1
+  python3 - "$OUT/mm_diag_trace.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))
+ev = ev.get("traceEvents", ev) if isinstance(ev, dict) else ev
+d = sorted(e["dur"] / 1e3 for e in ev if "matmul" in str(e.get("name", "")) and "dur" in e)
+print("traced matmul tasks: %d, ms: %s" % (len(d), " ".join("%.2f" % x for x in d)))
+PY
+  gzip -f "$OUT/mm_diag_trace.json"
+}
+
+step_knn_ranks() {   # 1 x 16 against 2 x 8, --cpu-only, file bootstrap, end to end
+  T=${TMPDIR:-/tmp}
+  K="$B/apps/cask-knn --generate 2^22 2^12 --seed 1 --cpu-only"
+  for vis in visible hidden; do
+    [ $vis = hidden ] && export CUDA_VISIBLE_DEVICES=
+    for r in 1 2 3; do
+      t1=$(date +%s.%N); $K --threads 16 --out $T/kr_one.npy > "$OUT/kr_one_${vis}_$r.txt" 2>&1
+      echo "$vis round $r 1 x 16: end to end $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s; $(grep -E 'time:' "$OUT/kr_one_${vis}_$r.txt")"
+      t1=$(date +%s.%N)
+      CASK_LOG=info $L 2 $K --threads 8 --out $T/kr_two.npy > "$OUT/kr_two_${vis}_$r.txt" 2>&1
+      echo "$vis round $r 2 x 8: end to end $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s; $(grep -E 'time:' "$OUT/kr_two_${vis}_$r.txt")"
+      cmp -s $T/kr_one.npy $T/kr_two.npy && echo "  outputs identical" || echo "  OUTPUTS DIFFER"
+    done
+    grep -h "local rank" "$OUT/kr_two_${vis}_1.txt" | head -2
+  done
+  unset CUDA_VISIBLE_DEVICES
+  rm -f $T/kr_one.npy $T/kr_two.npy
 }
 
 step_cpu_diag() {   # where the CPU chain's and matmul's time goes on this host
@@ -752,6 +807,8 @@ for step in "$@"; do
     cpu-arrays) step_cpu_arrays ;;
     cpu-diag) step_cpu_diag ;;
     cpu-mm) CPU_FIGS=mm step_cpu_arrays ;;
+    mm-diag) step_mm_diag ;;
+    knn-ranks) export CASK_LAUNCHER=local; step_knn_ranks; unset CASK_LAUNCHER ;;
     dist) meson test -C "$B" --suite dist --print-errorlogs > "$OUT/dist.log" 2>&1
           grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/dist.log" | tail -20 ;;
     knn-stream) # streamed runs from .npy files made by cask-knn-gen (KNN_DIR, default

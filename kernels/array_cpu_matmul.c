@@ -148,6 +148,25 @@ void ak_blas_threads_set(int n)
 #define WRAP_MUL64(x, y) ((int64_t)((uint64_t)(x) * (uint64_t)(y)))
 #define WRAP_ADD64(x, y) ((int64_t)((uint64_t)(x) + (uint64_t)(y)))
 
+#ifdef CASK_HAVE_BLAS
+typedef struct gemm_call {
+    int f64, M, N, K, beta;
+    const void *a, *b;
+    void *c;
+} gemm_call;
+
+static void gemm_run(void *arg)
+{
+    const gemm_call *g = arg;
+    if (!g->f64)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->M, g->N, g->K, 1.0f, g->a,
+                    g->K, g->b, g->N, g->beta ? 1.0f : 0.0f, g->c, g->N);
+    else
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->M, g->N, g->K, 1.0, g->a,
+                    g->K, g->b, g->N, g->beta ? 1.0 : 0.0, g->c, g->N);
+}
+#endif
+
 cask_status ak_cpu_matmul(cask_task_ctx *ctx)
 {
     size_t asz;
@@ -161,13 +180,13 @@ cask_status ak_cpu_matmul(cask_task_ctx *ctx)
     /* CBLAS takes int dimensions: a tile beyond that (2^31 rows) takes the loop */
     if ((a->dt == AK_F32 || a->dt == AK_F64) && m > 0 && n > 0 && k > 0 && m <= INT32_MAX &&
         n <= INT32_MAX && k <= INT32_MAX) {
-        int M = (int)m, N = (int)n, K = (int)k;
-        if (a->dt == AK_F32)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a_, K, b_, N,
-                        beta ? 1.0f : 0.0f, c_, N);
+        gemm_call g = { a->dt == AK_F64, (int)m, (int)n, (int)k, beta, a_, b_, c_ };
+        /* a threaded gemm goes to the runtime's library-call thread, always the same one
+           (cask_task_lib_call: OpenBLAS's threads run best beside one consistent caller) */
+        if (ak_blas_threads_get() > 1)
+            cask_task_lib_call(ctx, gemm_run, &g);
         else
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0, a_, K, b_, N,
-                        beta ? 1.0 : 0.0, c_, N);
+            gemm_run(&g);
         return CASK_OK;
     }
 #endif

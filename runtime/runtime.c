@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "runtime/runtime.h"
+#include "runtime/core_share.h"
 #include "runtime/graph.h"
 #include "runtime/data.h"
 #include "runtime/device.h"
@@ -92,6 +93,12 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         goto fail;
     if (err[0])
         log_msg(rt, CASK_LOG_WARN, "topology: %s", err);
+    int lr, ls;
+    if (rt->cfg.bind && core_share_env(&lr, &ls) == 0) {
+        core_share_apply(&rt->topo, lr, ls, err, sizeof err);
+        if (err[0])
+            log_msg(rt, CASK_LOG_INFO, "topology: %s", err);
+    }
     st = open_devices(rt, err, sizeof err);
     if (st)
         goto fail;
@@ -100,7 +107,7 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
     if (rt->cfg.ncpu >= 0) {
         rt->ncpu = rt->cfg.ncpu;
     } else {
-        rt->ncpu = rt->topo.ncores - rt->ngpu;
+        rt->ncpu = rt->topo.nmine - rt->ngpu;
         if (rt->ncpu < 1)
             rt->ncpu = 1;
     }
@@ -109,6 +116,8 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         long pages = sysconf(_SC_PHYS_PAGES), psz = sysconf(_SC_PAGESIZE);
         hc_limit = pages > 0 && psz > 0 ? (size_t)pages * (size_t)psz / 4 : (size_t)1 << 30;
     }
+    lib_caller_init(&rt->libcall);
+    rt->libcall_inited = 1;
     if ((st = hcache_init(&rt->hcache, rt, hc_limit))) {
         snprintf(err, sizeof err, "host chunk cache");
         goto fail;
@@ -173,6 +182,8 @@ fail:
     dash_live_destroy(rt->live);
 #endif
     hcache_destroy(&rt->hcache);
+    if (rt->libcall_inited)
+        lib_caller_destroy(&rt->libcall);
     mem_destroy(rt);
     if (rt->dev)
         device_close(rt->dev);
@@ -208,6 +219,8 @@ cask_status cask_shutdown(cask_runtime *rt)
     }
     sched_destroy(rt->sched);
     rt->sched = NULL;
+    lib_caller_destroy(&rt->libcall);   /* no task runs any more */
+    rt->libcall_inited = 0;
     spill_stop(rt);          /* no I/O thread touches a handle from here on */
 #ifdef CASK_HAVE_DASHBOARD
     dash_live_destroy(rt->live);
@@ -266,6 +279,7 @@ cask_status cask_runtime_query(const cask_runtime *rt, cask_runtime_info *info)
     info->ngpus = rt->ngpu;
     info->simulated_gpus = rt->sim;
     info->ncores = rt->topo.ncores;
+    info->ncores_used = rt->topo.nmine;
     info->sched = rt->cfg.sched;
     return CASK_OK;
 }

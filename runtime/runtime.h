@@ -8,6 +8,7 @@
 #include "cask/cask.h"
 #include "runtime/config.h"
 #include "runtime/topology.h"
+#include "runtime/lib_call.h"
 #include "runtime/arena.h"
 #include "runtime/host_cache.h"
 
@@ -54,6 +55,8 @@ struct cask_runtime {
     struct dashboard *dash;         /* its server (runtime/dashboard.c) */
     struct spill_state *spill;      /* host memory limit and spill files; NULL: no limit */
     host_cache hcache;              /* freed host chunk memory kept for reuse */
+    lib_caller libcall;             /* calls into threaded libraries (lib_call.h) */
+    int libcall_inited;
 
     pthread_mutex_t lock;           /* kernels, data list, graph list */
     cask_kernel *kernels;

@@ -2,6 +2,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include "runtime/task_ctx.h"
+#include "runtime/runtime.h"
 
 int cask_task_nbuffers(const cask_task_ctx *ctx)
 {
@@ -38,6 +39,14 @@ void *cask_task_cuda_stream(const cask_task_ctx *ctx)
 int cask_task_worker(const cask_task_ctx *ctx)
 {
     return ctx->worker;
+}
+
+cask_status cask_task_lib_call(cask_task_ctx *ctx, void (*fn)(void *arg), void *arg)
+{
+    if (!ctx || !fn)
+        return CASK_ERR_INVALID;
+    lib_caller_run(&ctx->task->graph->rt->libcall, fn, arg);
+    return CASK_OK;
 }
 
 const char *cask_task_name(const cask_task_ctx *ctx)

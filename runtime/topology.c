@@ -67,6 +67,21 @@ static cask_status load_hwloc(topology *t, char *err, size_t errlen)
         return CASK_ERR_HWLOC;
     }
     t->ncores = n;
+    /* the cores this process is bound to (all of them unless a launcher placed it): the
+       calling thread's binding, as OpenMP takes the initial thread's (threads that
+       libraries started earlier, e.g. a BLAS's, may not share it) */
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    int got = set && hwloc_get_cpubind(t->topo, set, HWLOC_CPUBIND_THREAD) == 0;
+    for (int i = 0; i < n && t->nbound < TOPOLOGY_MAX_FLAT; i++) {
+        hwloc_obj_t o = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)i);
+        if (!got || (o && o->cpuset && hwloc_bitmap_intersects(o->cpuset, set)))
+            t->bound[t->nbound++] = i;
+    }
+    hwloc_bitmap_free(set);
+    if (t->nbound == 0)
+        for (; t->nbound < n && t->nbound < TOPOLOGY_MAX_FLAT; t->nbound++)
+            t->bound[t->nbound] = t->nbound;
+    t->placed = t->nbound < n;
     return CASK_OK;
 }
 
@@ -76,10 +91,17 @@ cask_status topology_load(topology *t, char *warn, size_t warnlen)
     warn[0] = 0;
     char err[128] = "/sys/devices/system/cpu is not readable (a container hiding /sys?)";
     if (sysfs_cpu_visible() && !load_hwloc(t, err, sizeof err))
-        return CASK_OK;
+        goto mine;
     t->nflat = t->ncores = allowed_cpus(t->flat, TOPOLOGY_MAX_FLAT);
+    for (t->nbound = 0; t->nbound < t->nflat; t->nbound++)
+        t->bound[t->nbound] = t->nbound;
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    t->placed = online > 0 && t->nflat < online;
     snprintf(warn, warnlen, "%s: no CPU topology; running on the %d CPUs this process may "
              "use, all taken as equally near", err, t->ncores);
+mine:
+    t->nmine = t->nbound;
+    memcpy(t->mine, t->bound, sizeof(int) * (size_t)t->nbound);
     return CASK_OK;
 }
 
@@ -90,32 +112,69 @@ void topology_destroy(topology *t)
     t->topo = NULL;
 }
 
-int topology_bind_self(topology *t, int core)
+int topology_bind_thread(topology *t, pthread_t th, int core)
 {
+    int c = t->mine[core % t->nmine];
     if (!t->topo) {
         cpu_set_t set;
         CPU_ZERO(&set);
-        CPU_SET(t->flat[core % t->nflat], &set);
-        return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0 ? 0 : -1;
+        CPU_SET(t->flat[c], &set);
+        return pthread_setaffinity_np(th, sizeof set, &set) == 0 ? 0 : -1;
     }
-    hwloc_obj_t obj = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)(core % t->ncores));
+    hwloc_obj_t obj = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)c);
     if (!obj || !obj->cpuset)
         return -1;
     hwloc_cpuset_t set = hwloc_bitmap_dup(obj->cpuset);
     if (!set)
         return -1;
     hwloc_bitmap_singlify(set);
-    int rc = hwloc_set_cpubind(t->topo, set, HWLOC_CPUBIND_THREAD);
+    int rc = hwloc_set_thread_cpubind(t->topo, th, set, 0);
     hwloc_bitmap_free(set);
     return rc;
 }
 
+/* The CPUs of all of mine, as a new bitmap (NULL on failure), or in *cs when flat. */
+static hwloc_bitmap_t mine_set(topology *t, cpu_set_t *cs)
+{
+    if (!t->topo) {
+        CPU_ZERO(cs);
+        for (int i = 0; i < t->nmine; i++)
+            CPU_SET(t->flat[t->mine[i]], cs);
+        return NULL;
+    }
+    hwloc_bitmap_t set = hwloc_bitmap_alloc();
+    for (int i = 0; set && i < t->nmine; i++) {
+        hwloc_obj_t o = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)t->mine[i]);
+        if (o && o->cpuset)
+            hwloc_bitmap_or(set, set, o->cpuset);
+    }
+    return set;
+}
+
+int topology_bind_process(topology *t)
+{
+    cpu_set_t cs;
+    hwloc_bitmap_t set = mine_set(t, &cs);
+    if (!t->topo)
+        return sched_setaffinity(0, sizeof cs, &cs) == 0 ? 0 : -1;
+    int rc = set ? hwloc_set_cpubind(t->topo, set, HWLOC_CPUBIND_PROCESS) : -1;
+    hwloc_bitmap_free(set);
+    return rc;
+}
+
+int topology_bind_self(topology *t, int core)
+{
+    return topology_bind_thread(t, pthread_self(), core);
+}
+
 int topology_nearness(topology *t, int a, int b)
 {
+    a = t->mine[a % t->nmine];
+    b = t->mine[b % t->nmine];
     if (!t->topo)
-        return (a % t->ncores) == (b % t->ncores) ? 1000 : 0;
-    hwloc_obj_t oa = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)(a % t->ncores));
-    hwloc_obj_t ob = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)(b % t->ncores));
+        return a == b ? 1000 : 0;
+    hwloc_obj_t oa = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)a);
+    hwloc_obj_t ob = hwloc_get_obj_by_type(t->topo, t->core_type, (unsigned)b);
     if (!oa || !ob)
         return 0;
     if (oa == ob)

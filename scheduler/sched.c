@@ -434,7 +434,7 @@ cask_status sched_create(cask_runtime *rt, sched **out)
         w->sched = s;
         w->kind = i < s->ncpu ? WORKER_CPU : WORKER_GPU;
         w->device = w->kind == WORKER_GPU ? i - s->ncpu : -1;
-        w->core = i % rt->topo.ncores;
+        w->core = i % rt->topo.nmine;
         w->rng = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
         for (int l = 0; l < SCHED_PRIO_LEVELS; l++)
             if (deque_init(&w->dq[l], 256))

@@ -115,6 +115,12 @@ typedef struct cask_runtime_info {
     int simulated_gpus; /* 1 if the GPUs are simulated */
     int ncores;         /* cores hwloc found (where it sees none, e.g. /sys hidden: the
                            CPUs this process may use) */
+    int ncores_used;    /* the cores its workers are pinned to: those the process is bound
+                           to (all, unless a launcher placed it), or, when the processes of
+                           one job share a host unbound, its equal share of them (local rank
+                           r of L takes the r-th of L contiguous shares: CASK_LOCAL_RANK/
+                           _SIZE, Open MPI's or Slurm's local rank); the default number of
+                           CPU workers is this, less one per GPU */
     cask_sched_policy sched;
 } cask_runtime_info;
 
