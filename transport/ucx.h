@@ -237,6 +237,12 @@ typedef struct xport_ucx_stats {
     uint64_t seg_held;        /* bytes of this rank's segment the peer holds now (lent,
                                  not yet given back; 0 once the peer is lost) */
     int seg_mapped;           /* this rank maps the peer's segment now */
+    uint64_t ring_msgs_sent;  /* messages through this rank's ring toward the peer (in
+                                 its shared-memory segment: header and data, no TCP);
+                                 counted in msgs_sent too, and in seg_msgs_sent when
+                                 they carry data */
+    uint64_t ring_msgs_recv;  /* messages read from the peer's ring toward this rank */
+    uint64_t ring_queued;     /* sends waiting for room in the ring toward the peer now */
 } xport_ucx_stats;
 cask_status xport_ucx_peer_stats(const xport_ucx *x, int peer, xport_ucx_stats *out);
 

@@ -35,6 +35,11 @@ void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 
 void ucx_mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why)
 {
+    if (atomic_load(&p->state) != PEER_ALIVE)
+        return;
+    /* what it committed to its ring before it was lost is read first, as what it sent
+     * by TCP before it exited (ucx_tick) */
+    ucx_ring_drain_peer(x, p, 0);
     int alive = PEER_ALIVE;
     if (!atomic_compare_exchange_strong(&p->state, &alive, PEER_DEAD))
         return;
@@ -54,6 +59,7 @@ void ucx_mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why)
     for (ucx_op *op = p->inflight; op; op = op->fnext)
         ucx_call_done(op, CASK_ERR_PEER, why);   /* UCX completes and frees them later */
     ucx_seg_peer_lost(x, p);   /* blocks it held, read or not, are ours again */
+    ucx_ring_peer_lost(x, p, why);   /* our lane to it closed, its ring no longer read */
     close_ep(p);
     if (x->on_peer)
         x->on_peer(x->on_peer_arg, p->rank, st, why);
