@@ -8,7 +8,8 @@
  *                           byte for byte, each thread's in the order it sent them, every
  *                           one through the ring, some after waiting for room there
  *   test_ucx_ring bye       every rank sends the next 1000 messages and leaves at once
- *                           (xport_ucx_destroy): each rank got all 1000 before its own
+ *                           (xport_ucx_destroy) while the receiver's handler is slow (a
+ *                           backlog in the ring): each rank got all 1000 before its own
  *                           destroy returned (a goodbye is counted after what the ring
  *                           carried before it)
  *   test_ucx_ring killsend  rank 1 sends rank 0 a burst of 300 messages of 4 KiB and is
@@ -50,6 +51,7 @@ static _Atomic long got, bad, acks, dones, sent_ok, sent_failed, lost = -1;
 static long last_k[64][2];         /* per sender and thread: the last k handled */
 static int stall_k = -1;           /* the message whose handler holds the receiver up */
 static int take_every = 3;         /* every third message is copied out (recv_into) */
+static int slow_us;                /* each handler takes this long */
 static char lost_why[512];
 
 static void on_lost(void *arg, int peer, cask_status st, const char *why)
@@ -170,6 +172,8 @@ static void on_msg(void *arg, xport_ucx_msg *m)
         }
     if (h.k == stall_k)
         dt_sleep_ms(300);   /* nothing is consumed meanwhile: the sender's ring fills */
+    if (slow_us)
+        usleep((useconds_t)slow_us);   /* a backlog in the ring when the goodbye comes */
     if (take_every && h.k % take_every == 0) {
         took *t = malloc(sizeof *t);
         t->h = h;
@@ -283,6 +287,7 @@ static void test_bye(void)
     setup(&e, 0);
     handlers(&e);
     take_every = 0;
+    slow_us = 200;
     connect_or_die(&e);
     int to = (e.rank + 1) % e.size;
     for (long k = 0; k < BYE_MSGS; k++)
@@ -328,6 +333,9 @@ static void test_kill(int recv_side)
         for (long k = 0; k < BURST; k++)   /* no waiting: most wait for room */
             if (send_msg(&e, recv_side ? 1 : 0, 0, k, BURST_BYTES, sizeof(msg_hdr), 0))
                 refused++;   /* the peer was known lost already */
+        /* the 100th copy may be the progress thread's (a send that waited for room) */
+        for (int i = 0; e.rank == victim && i < 30000; i++)
+            dt_sleep_ms(1);
         CHECK(e.rank != victim, "rank 1 should have died in its 100th copy");
     } else if (e.rank == victim) {
         for (;;)
