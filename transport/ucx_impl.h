@@ -359,6 +359,11 @@ void ucx_ring_cancel_all(xport_ucx *x, const char *why);
 /* At destroy, before the segments are unmapped: lanes closed, bells closed. */
 void ucx_ring_teardown(xport_ucx *x);
 
+/* ucx_segring.c, for ucx_segring_life.c: ends the sends of a chain (op->next) with st
+ * (CASK_OK: counted as sent through the ring) and frees them; counts one ring send. */
+void ucx_ring_end_chain(ucx_peer *p, ucx_op *op, cask_status st, const char *why);
+void ucx_ring_count_sent(ucx_peer *p, size_t len);
+
 /* ucx_progress.c: hands a ring entry of p to its handler (progress thread). */
 void ucx_ring_deliver(xport_ucx *x, ucx_peer *p, const ucx_wire *w, const unsigned char *hdr,
                       const void *data, size_t len);
