@@ -103,7 +103,7 @@ void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
     }
     if (x->seg && x->ring_max)
         fprintf(f, "cask ucx: rank %d host messages up to %zu bytes through rings in the "
-                "segments (%zu KiB a lane; %d of %d same-host peers read them)\n", x->rank,
+                "segments (%zu KiB a ring; %d of %d same-host peers read them)\n", x->rank,
                 x->ring_max, x->ring_bytes >> 10, rings, local);
     if (x->seg)
         fprintf(f, "cask ucx: rank %d bulk host data from %zu bytes through cask's shared-"

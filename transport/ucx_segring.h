@@ -24,15 +24,17 @@
  * is a reader of it too: a write never raises SIGPIPE, and a full pipe (EAGAIN) is a
  * bell already rung.
  *
- * Failures. Nothing waits on a dead peer: a sender killed before it stored the sequence
- * number has committed nothing (the half-written record is never read), what it
- * committed before is read out before it is declared lost, a receiver's consumed
- * counter only ever frees space; liveness (ucx_liveness.c) still decides who is lost.
- * Then the lane toward it is closed (its queued sends end with CASK_ERR_PEER) and its
- * pages given back; its ring toward us is no longer read and its segment unmapped. A
- * goodbye says how many entries were committed before it, and the receiver reads them
- * all before it counts the goodbye. A peer only reads this rank's segment, never writes
- * it; every slot it names is checked against the lane's bounds. */
+ * Failures. A ring has one writing process and one reading: unlike UCX's shared-memory
+ * FIFOs, which all the ranks of a host write into (ucx_config.c), a stopped or killed
+ * sender holds up its own messages only. Nothing waits on a dead peer: a sender killed
+ * before it stored the sequence number has committed nothing (the half-written record
+ * is never read), what it committed before is read out before it is declared lost, a
+ * receiver's consumed counter only ever frees space; liveness (ucx_liveness.c) still
+ * decides who is lost. Then the lane toward it is closed (its queued sends end with
+ * CASK_ERR_PEER) and its pages given back; its ring toward us is no longer read and its
+ * segment unmapped. A goodbye says how many entries were committed before it, and the
+ * receiver reads them all before it counts the goodbye. A peer only reads this rank's
+ * segment, never writes it; every slot it names is checked against the lane's bounds. */
 #ifndef CASK_TRANSPORT_UCX_SEGRING_H
 #define CASK_TRANSPORT_UCX_SEGRING_H
 
