@@ -179,6 +179,10 @@ struct xport_ucx {
     int thread_started;
     int epfd, wakefd, worker_fd;
     _Atomic(ucx_op *) submit;       /* lock-free stack of sends from other threads */
+    int held;                       /* progress thread: callbacks of the layer above it
+                                       is inside (ucx_hold) */
+    _Atomic int in_cb;              /* held > 0, for the threads that write rings */
+    _Atomic int ring_pending;       /* entries written while in_cb wait to be committed */
     _Atomic long submit_n;          /* sends pushed there and not yet issued: while any,
                                        a thread's send does not go into a ring by itself
                                        (its earlier sends may be among them) */
@@ -358,6 +362,16 @@ void ucx_ring_tick(xport_ucx *x, uint64_t now);
 void ucx_ring_cancel_all(xport_ucx *x, const char *why);
 /* At destroy, before the segments are unmapped: lanes closed, bells closed. */
 void ucx_ring_teardown(xport_ucx *x);
+
+/* ucx_segring.c: around every callback of the layer above that the progress thread
+ * makes (handlers, dones, on_peer_failure, on_peer_silent): while inside, entries
+ * written to this rank's rings wait; ucx_release commits them (ucx_segring.h, "Held
+ * back"). No-ops on other threads. */
+void ucx_hold(xport_ucx *x);
+void ucx_release(xport_ucx *x);
+/* ucx_segring.c, under t->mu: commits the entries written to t and not yet committed,
+ * unless the progress thread is inside a callback (then ucx_release does). */
+void ucx_ring_publish(xport_ucx *x, ucx_ring_tx *t);
 
 /* ucx_segring.c, for ucx_segring_life.c: ends the sends of a chain (op->next) with st
  * (CASK_OK: counted as sent through the ring) and frees them; counts one ring send. */

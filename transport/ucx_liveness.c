@@ -61,8 +61,11 @@ void ucx_mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why)
     ucx_seg_peer_lost(x, p);   /* blocks it held, read or not, are ours again */
     ucx_ring_peer_lost(x, p, why);   /* our lane to it closed, its ring no longer read */
     close_ep(p);
-    if (x->on_peer)
+    if (x->on_peer) {
+        ucx_hold(x);
         x->on_peer(x->on_peer_arg, p->rank, st, why);
+        ucx_release(x);
+    }
 }
 
 void ucx_handle_ep_errors(xport_ucx *x)
@@ -150,7 +153,9 @@ void ucx_tick(xport_ucx *x, uint64_t now)
                      "(peer timeout, CASK_PEER_TIMEOUT_MS)", x->rank, r,
                      (int)((now - p->last_recv_ns) / 1000000ull));
             p->silent = 1;
+            ucx_hold(x);
             x->on_silent(x->on_peer_arg, r, CASK_ERR_PEER, why);
+            ucx_release(x);
             if (atomic_load(&p->fence)) {   /* the layer above gave it up: now, as */
                 p->silent = 0;               /* without on_silent (no goodbye to it) */
                 ucx_mark_dead(x, p, CASK_ERR_PEER, why);

@@ -49,8 +49,14 @@ void ucx_call_done(ucx_op *op, cask_status st, const char *why)
     op->done_called = 1;
     if (st != CASK_OK && op->seg)
         ucx_seg_send_failed(op->seg_x, op);   /* the block named nothing delivered */
-    if (op->done)
+    if (op->done) {
+        xport_ucx *x = (xport_ucx *)ucx_progress_of;   /* NULL off a progress thread */
+        if (x)
+            ucx_hold(x);
         op->done(op->arg, st, why);
+        if (x)
+            ucx_release(x);
+    }
 }
 
 /* ---- sending ---- */
@@ -312,8 +318,11 @@ void ucx_heard(xport_ucx *x, ucx_peer *p)
     p->last_recv_ns = ucx_now_ns();
     if (p->silent) {   /* a suspected peer talks again: it was only late */
         p->silent = 0;
-        if (x->on_silent && atomic_load(&p->state) == PEER_ALIVE)
+        if (x->on_silent && atomic_load(&p->state) == PEER_ALIVE) {
+            ucx_hold(x);
             x->on_silent(x->on_peer_arg, p->rank, CASK_OK, NULL);
+            ucx_release(x);
+        }
     }
 }
 
@@ -333,9 +342,11 @@ static ucx_peer *peer_of(xport_ucx *x, const void *header, size_t hlen, ucx_wire
 static void call_handler(xport_ucx *x, ucx_peer *p, xport_ucx_msg *m)
 {
     ucx_handler *h = m->id < XPORT_UCX_MAX_AM ? atomic_load(&x->handlers[m->id]) : NULL;
-    if (h)
+    if (h) {
+        ucx_hold(x);   /* what the rings carry meanwhile waits (ucx_segring.h) */
         h->fn(h->arg, m);
-    else
+        ucx_release(x);
+    } else
         ucx_record_error(x, "rank %d: message id %u from rank %d has no handler: dropped",
                          x->rank, m->id, p->rank);
 }

@@ -43,7 +43,7 @@ int ucx_ring_fits(const xport_ucx *x, int peer, xport_ucx_mem mem, size_t len)
 static void refresh(ucx_ring_tx *t)
 {
     uint64_t c = atomic_load_explicit(t->peer_consumed, memory_order_acquire);
-    if (c > t->consumed && c <= t->head) {   /* a counter out of range is ignored */
+    if (c > t->consumed && c <= t->head) {   /* a count out of range is ignored */
         t->freed = t->ends[(c - 1) & (t->nslots - 1)];
         t->consumed = c;
     }
@@ -53,7 +53,7 @@ static void refresh(ucx_ring_tx *t)
  * UINT64_MAX if the lane has no room for it. */
 static uint64_t place(const ucx_ring_tx *t, uint64_t rec)
 {
-    if (t->head - t->consumed >= t->window)
+    if (t->written - t->consumed >= t->window)
         return UINT64_MAX;
     uint64_t pos = t->wpos, off = pos % t->lane_bytes;
     if (off + rec > t->lane_bytes)
@@ -61,7 +61,7 @@ static uint64_t place(const ucx_ring_tx *t, uint64_t rec)
     return pos + rec - t->freed <= t->lane_bytes ? pos : UINT64_MAX;
 }
 
-/* Under mu: writes and commits one entry if there is room; 1 if so. */
+/* Under mu: writes one entry if there is room (committed by ucx_ring_publish); 1 if so. */
 static int put(xport_ucx *x, ucx_ring_tx *t, const ucx_wire *w, const void *header,
                const void *data, size_t len)
 {
@@ -79,21 +79,63 @@ static int put(xport_ucx *x, ucx_ring_tx *t, const ucx_wire *w, const void *head
         memcpy(r + sizeof *w, header, w->hlen);
     if (len)
         ucx_seg_copy(x, 0, r + pad64(hlen), data, len);
-    uint64_t i = t->head & (t->nslots - 1);
+    uint64_t i = t->written & (t->nslots - 1);
     ucx_ring_slot *s = &t->slots[i];
     s->off = off;
     s->len = len;
     s->hdr_len = (uint32_t)hlen;
     t->ends[i] = pos + rec;
     t->wpos = pos + rec;
-    /* the record and the slot are written before the number that commits them */
-    atomic_store_explicit(&s->seq, t->head + 1, memory_order_release);
-    t->head++;
-    atomic_store_explicit(&t->committed, t->head, memory_order_relaxed);
+    t->written++;
     return 1;
 }
 
 /* Rings fd's bell if the process behind epoch sleeps and was not rung this epoch. */
+static void ring_bell(int fd, const _Atomic uint64_t *epoch, uint64_t *rang);
+
+void ucx_ring_publish(xport_ucx *x, ucx_ring_tx *t)
+{
+    if (t->head == t->written)
+        return;
+    if (atomic_load(&x->in_cb)) {
+        /* held back; the progress thread looks at ring_pending once out of its
+         * callback (store then look, as here: one of us sees the other's store) */
+        atomic_store(&x->ring_pending, 1);
+        if (atomic_load(&x->in_cb))
+            return;
+    }
+    /* the records and slots are written before the numbers that commit them */
+    for (; t->head < t->written; t->head++)
+        atomic_store_explicit(&t->slots[t->head & (t->nslots - 1)].seq, t->head + 1,
+                              memory_order_release);
+    atomic_store_explicit(&t->committed, t->head, memory_order_relaxed);
+    ring_bell(t->bell, t->peer_epoch, &t->rang);
+}
+
+void ucx_hold(xport_ucx *x)
+{
+    if (ucx_progress_of == x && x->held++ == 0)
+        atomic_store(&x->in_cb, 1);
+}
+
+void ucx_release(xport_ucx *x)
+{
+    if (ucx_progress_of != x || --x->held > 0)
+        return;
+    atomic_store(&x->in_cb, 0);
+    if (!atomic_load(&x->ring_pending) || !atomic_exchange(&x->ring_pending, 0))
+        return;
+    for (int i = 0; i < x->size; i++) {
+        ucx_ring_tx *t = &x->peers[i].rtx;
+        if (!t->init)
+            continue;
+        pthread_mutex_lock(&t->mu);
+        if (!t->closed)
+            ucx_ring_publish(x, t);
+        pthread_mutex_unlock(&t->mu);
+    }
+}
+
 static void ring_bell(int fd, const _Atomic uint64_t *epoch, uint64_t *rang)
 {
     atomic_thread_fence(memory_order_seq_cst);   /* pairs with ucx_ring_sleep's */
@@ -134,7 +176,7 @@ int ucx_ring_send(xport_ucx *x, int peer, const ucx_wire *w, const void *header,
     int closed = t->closed;
     int sent = !closed && !t->q_head && put(x, t, w, header, data, len);
     if (sent)
-        ring_bell(t->bell, t->peer_epoch, &t->rang);
+        ucx_ring_publish(x, t);
     pthread_mutex_unlock(&t->mu);
     if (closed) {
         char why[160];
@@ -155,7 +197,7 @@ int ucx_ring_send(xport_ucx *x, int peer, const ucx_wire *w, const void *header,
  * outstanding, then looks again (pairs with the receiver's store then look). */
 static void want_room(ucx_ring_tx *t)
 {
-    uint64_t out = t->head - t->consumed;
+    uint64_t out = t->written - t->consumed;
     atomic_store_explicit(&t->lane->want, t->consumed + (out > 1 ? out / 2 : 1),
                           memory_order_relaxed);
     atomic_thread_fence(memory_order_seq_cst);
@@ -171,6 +213,7 @@ static int flush(xport_ucx *x, ucx_ring_tx *t, ucx_op ***sent)
         again = 0;
         while (t->q_head && put(x, t, &t->q_head->hdr.w, t->q_head->hdr.bytes + sizeof(ucx_wire),
                                 t->q_head->data, t->q_head->len)) {
+            ucx_ring_publish(x, t);   /* each as soon as written: the peer may start */
             ucx_op *op = t->q_head;
             t->q_head = op->next;
             if (!t->q_head)
@@ -189,8 +232,6 @@ static int flush(xport_ucx *x, ucx_ring_tx *t, ucx_op ***sent)
             atomic_store_explicit(&t->lane->want, 0, memory_order_relaxed);
         }
     }
-    if (n)
-        ring_bell(t->bell, t->peer_epoch, &t->rang);
     return n;
 }
 

@@ -14,6 +14,14 @@
  * lane (the window of ucx.h); a send that finds its lane full or others waiting is
  * queued there, never waits, and the progress thread moves it in once R consumed enough.
  *
+ * Held back. While this rank's progress thread runs a callback of the layer above (a
+ * handler, a done, a lost peer), entries written to its rings are committed only once
+ * that callback returned, whichever thread wrote them (the copy and the sender's done
+ * happen at once all the same). So a rank whose progress thread is held up in a
+ * callback says nothing meanwhile, as when every message left through that thread
+ * (tests/dist/stall_replay.sh), and a handler's sends leave after it, as UCX's do
+ * (ucx_defer.c).
+ *
  * Sleep and wake. A progress thread about to sleep in epoll makes the epoch in its
  * segment's head odd, then looks at its lanes once more (both sides fence, Dekker
  * style). A sender that committed an entry, or a receiver that consumed past the count a
@@ -56,7 +64,8 @@ typedef struct ucx_ring_tx {
     ucx_ring_slot *slots;
     unsigned char *rec;
     uint64_t nslots, lane_bytes, window;
-    uint64_t head;              /* entries committed */
+    uint64_t written;           /* entries written (slots taken) */
+    uint64_t head;              /* entries committed (seq stored): head <= written */
     uint64_t wpos;              /* record bytes handed out, from the start */
     uint64_t consumed;          /* the peer's counter, as last read */
     uint64_t freed;             /* record bytes given back: wpos after entry consumed-1 */

@@ -125,14 +125,15 @@ void ucx_ring_hello(xport_ucx *x, ucx_peer *p)
 int ucx_ring_close_bye(xport_ucx *x, ucx_peer *p, uint64_t *committed)
 {
     ucx_ring_tx *t = &p->rtx;
-    (void)x;
     *committed = 0;
     if (!t->init)
         return 1;
     pthread_mutex_lock(&t->mu);
     int ok = !t->q_head;
-    if (ok && !t->closed)
+    if (ok && !t->closed) {
+        ucx_ring_publish(x, t);   /* not inside a callback here: all of it */
         t->closed = UCX_RING_BYE;
+    }
     *committed = t->head;
     pthread_mutex_unlock(&t->mu);
     return ok;
