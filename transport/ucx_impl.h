@@ -263,6 +263,8 @@ void ucx_seg_copy(xport_ucx *x, int recv_side, void *dst, const void *src, size_
 
 /* ucx_liveness.c: endpoint errors, heartbeats, silence and vanished local processes;
  * all on the progress thread. */
+/* Whether process pid (on this host, in our pid namespace) still runs. */
+int ucx_process_alive(pid_t pid);
 /* UCX's endpoint error callback: notes the error for ucx_handle_ep_errors. */
 void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
 /* Acts on the endpoint errors noted: a peer that said goodbye gets its endpoint closed,
@@ -353,8 +355,11 @@ void ucx_ring_drain_peer(xport_ucx *x, ucx_peer *p, uint64_t upto);
  * else the lane closes (later sends to p fail) and *committed says what it carried. */
 int ucx_ring_close_bye(xport_ucx *x, ucx_peer *p, uint64_t *committed);
 /* Progress thread: p is lost: our lane to it closes (queued sends end with CASK_ERR_PEER
- * and why), its pages go back; its ring is no longer read. */
+ * and why; its pages go back once its process is gone); its ring is no longer read. */
 void ucx_ring_peer_lost(xport_ucx *x, ucx_peer *p, const char *why);
+/* Progress thread: the pages of our lane to p, lost, go back to the kernel once its
+ * process is gone (at its loss, else on a later tick). */
+void ucx_ring_drop_gone(xport_ucx *x, ucx_peer *p);
 /* Progress thread: a lane that carried entries since the last tick counts as sent to
  * (no heartbeat needed). */
 void ucx_ring_tick(xport_ucx *x, uint64_t now);

@@ -89,8 +89,7 @@ void ucx_handle_ep_errors(xport_ucx *x)
     }
 }
 
-/* Whether process pid (on this host, in our pid namespace) still runs. */
-static int process_alive(pid_t pid)
+int ucx_process_alive(pid_t pid)
 {
     if (pid <= 0)
         return 1;
@@ -162,7 +161,7 @@ void ucx_tick(xport_ucx *x, uint64_t now)
                 continue;
             }
         }
-        if (p->local && !process_alive(p->pid)) {
+        if (p->local && !ucx_process_alive(p->pid)) {
             /* what it sent before it exited is here already (a goodbye, after which
              * its exit is no failure): read all of it first */
             ucx_progress_drain(x);

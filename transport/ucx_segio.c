@@ -83,6 +83,7 @@ void ucx_seg_tick(xport_ucx *x)
 {
     for (int r = 0; r < x->size; r++) {
         ucx_peer *p = &x->peers[r];
+        ucx_ring_drop_gone(x, p);
         if (p->seg_map && atomic_load(&p->state) == PEER_DEAD) {
             atomic_store(&p->seg_mapped, 0);
             ucx_seg_unmap_peer(p->seg_map, p->seg_map_bytes);

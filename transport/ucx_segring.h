@@ -39,8 +39,10 @@
  * is never read), what it committed before is read out before it is declared lost, a
  * receiver's consumed counter only ever frees space; liveness (ucx_liveness.c) still
  * decides who is lost. Then the lane toward it is closed (its queued sends end with
- * CASK_ERR_PEER) and its pages given back; its ring toward us is no longer read and its
- * segment unmapped. A goodbye says how many entries were committed before it, and the
+ * CASK_ERR_PEER), and its pages are given back once its process is gone (a peer lost
+ * for its silence may still run, fenced out, and read what was committed to it, such
+ * as the news that it was); its ring toward us is no longer read and its segment
+ * unmapped. A goodbye says how many entries were committed before it, and the
  * receiver reads them all before it counts the goodbye. A peer only reads this rank's
  * segment, never writes it; every slot it names is checked against the lane's bounds. */
 #ifndef CASK_TRANSPORT_UCX_SEGRING_H
@@ -74,6 +76,7 @@ typedef struct ucx_ring_tx {
     const _Atomic uint64_t *peer_epoch;
     uint64_t rang;              /* the peer's epoch we rang its bell in */
     int bell;                   /* the peer's bell (-1: none); closed at loss, teardown */
+    int dropped;                /* progress thread: the lane's pages were given back */
     struct ucx_op *q_head, *q_tail;   /* sends waiting for room, in order */
     size_t q_len;
     _Atomic uint64_t committed; /* head, for the progress thread's heartbeat tick */

@@ -162,8 +162,17 @@ void ucx_ring_peer_lost(xport_ucx *x, ucx_peer *p, const char *why)
     if (!p->rtx.init)
         return;
     ucx_op *q = close_tx(&p->rtx, UCX_RING_LOST);
-    ucx_seg_lane_drop(x->seg, p->rank);
     ucx_ring_end_chain(p, q, CASK_ERR_PEER, why);
+    ucx_ring_drop_gone(x, p);
+}
+
+void ucx_ring_drop_gone(xport_ucx *x, ucx_peer *p)
+{
+    if (p->rtx.init && !p->rtx.dropped && atomic_load(&p->state) == PEER_DEAD &&
+        !ucx_process_alive(p->pid)) {
+        ucx_seg_lane_drop(x->seg, p->rank);   /* nobody can read it any more */
+        p->rtx.dropped = 1;
+    }
 }
 
 void ucx_ring_tick(xport_ucx *x, uint64_t now)
