@@ -63,10 +63,11 @@ two GPUs of one host:
   inflight      bench-knn for builds of the in-flight rule (INFLIGHT_VARIANTS, INFLIGHT_ROUNDS)
   cma           host data between processes by CMA reads against TCP (CASK_UCX_CMA=1/0)
   seg           host data between 2 processes of the 16-core host: cask's shared-memory
-                segments (CASK_UCX_SEG) against CMA reads and TCP, each bench-xport run
-                with ucx_perftest (UCX's own shared memory) beside it, 3 rounds
-                alternated; then cask-knn 2^22 x 2^12 --cpu-only, 2 ranks x 8 threads
-                against 1 process x 16, segments on and off (one GPU is enough)
+                segments with their rings (the default), the segments' blocks alone
+                (CASK_UCX_RING=0), CMA reads and TCP, each bench-xport run with
+                ucx_perftest (UCX's own shared memory) beside it, 3 rounds alternated;
+                then cask-knn 2^22 x 2^12 --cpu-only, 2 ranks x 8 threads against 1
+                process x 16, segments on and off (one GPU is enough)
   gather        gathers of GPU-made results: GPU route against host route, then a timeline
   gpux          the gpu suite and test_dist_gpux (a chunk by the GPU route and the host route)
   recover-gpu   recover_app.sh knngpu: ranks killed, GPU-made chunks recovered
@@ -526,15 +527,37 @@ step_seg() {   # segments against CMA and TCP, host memory, ucx_perftest in ever
   [ -n "$W" ] && printf '#!/bin/sh\nexec env LD_LIBRARY_PATH=%s/lib %s/bin/ucx_perftest "$@"\n' \
     "$W" "$W" > "$P/ucx_perftest" && chmod +x "$P/ucx_perftest"
   for r in 1 2 3; do
-    for c in seg cma tcp; do
+    for c in ring blocks cma tcp; do
       case $c in
-        seg) e="CASK_UCX_SEG=256" ;; cma) e="CASK_UCX_SEG=0" ;; tcp) e="CASK_UCX_SEG=0 CASK_UCX_CMA=0" ;;
+        ring) e="CASK_UCX_SEG=256" ;; blocks) e="CASK_UCX_SEG=256 CASK_UCX_RING=0" ;;
+        cma) e="CASK_UCX_SEG=0" ;; tcp) e="CASK_UCX_SEG=0 CASK_UCX_CMA=0" ;;
       esac
-      PATH="$P:$PATH" env $e timeout 300 $L 2 "$B/bench/bench-xport" > "$OUT/seg_xport_${c}_$r.txt" 2>&1
+      PATH="$P:$PATH" env $e timeout 400 $L 2 "$B/bench/bench-xport" > "$OUT/seg_xport_${c}_$r.txt" 2>&1
       echo "round $r $c ($e) rc=$?"
-      grep -v '^{' "$OUT/seg_xport_${c}_$r.txt" | grep -E -A7 "^UCX bandwidth" | grep -v "^--"
+      grep -v '^{' "$OUT/seg_xport_${c}_$r.txt" | grep -E -A9 "^UCX bandwidth" | grep -v "^--"
     done
   done
+  # bandwidth against ucx_perftest of the same run, per round (s0: progress thread
+  # sleeping between messages, s50: spinning 50 us after activity)
+  python3 - "$OUT" <<'PY'
+import glob, json, os, re, sys
+for c in ("ring", "blocks", "cma", "tcp"):
+    rows = {}
+    for f in sorted(glob.glob(os.path.join(sys.argv[1], "seg_xport_%s_*.txt" % c))):
+        v = {}
+        for line in open(f):
+            if line.startswith("{"):
+                j = json.loads(line)
+                if j["metric"] == "bw_mibs":
+                    v[(j["path"], j["spin_us"], j["bytes"])] = j["value"]
+        for b in sorted({k[2] for k in v}):
+            pt = v.get(("ucx_perftest", -1, b), -1)
+            if pt > 0:
+                rows.setdefault(b, []).append("%.2f/%.2f" % (v.get(("cask", 0, b), 0) / pt,
+                                                              v.get(("cask", 50, b), 0) / pt))
+    for b, r in sorted(rows.items()):
+        print("%s %9d bytes: cask s0/s50 over ucx_perftest, per round: %s" % (c, b, "  ".join(r)))
+PY
   T=${TMPDIR:-/tmp}
   K="$B/apps/cask-knn --generate 2^22 2^12 --seed 1 --cpu-only"
   for r in 1 2 3; do

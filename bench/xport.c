@@ -208,6 +208,12 @@ static void send_done(void *arg, cask_status st, const char *why)
 typedef struct result { double api_us, am_us, bw_mibs; } result;
 enum { BW_REPS = 3 };
 
+/* Messages of s bytes in one bandwidth stream (cask's and ucx_perftest's). */
+static long stream_count(size_t s)
+{
+    return s >= (64u << 20) ? 50 : s >= (1u << 20) ? 200 : 2000;
+}
+
 static double median(double *v, int n)
 {
     for (int i = 1; i < n; i++)
@@ -268,7 +274,7 @@ static void run_cask(int spin, const size_t *lat_sizes, int nlat, const size_t *
         }
         for (int i = 0; i < nbw; i++) {
             size_t s = bw_sizes[i];
-            long n = s >= (1u << 20) ? 200 : 2000;
+            long n = stream_count(s);
             double r[BW_REPS];
             for (int rep = 0; rep < BW_REPS; rep++) {
                 long a0 = atomic_load(&b.acked);
@@ -292,7 +298,7 @@ static void run_cask(int spin, const size_t *lat_sizes, int nlat, const size_t *
          * before this thread, woken from its nap, reads the counter again */
         long want = 0;
         for (int i = 0; i < nbw * BW_REPS; i++) {
-            want += bw_sizes[i / BW_REPS] >= (1u << 20) ? 200 : 2000;
+            want += stream_count(bw_sizes[i / BW_REPS]);
             wait_until(&b.recvd, want, 0);
             xport_ucx_am_send(b.x, 0, AM_ACK, NULL, 0, NULL, 0, NULL, NULL);
         }
@@ -469,8 +475,9 @@ int main(int argc, char **argv)
         json = fopen(json_path, "a");
 
     static const size_t lat_sizes[] = { 8, 64, 1024, 8192, 65536 };
-    static const size_t bw_sizes[] = { 8192, 65536, 1 << 20, 4 << 20, 16 << 20 };
-    enum { NLAT = 5, NBW = 5 };
+    static const size_t bw_sizes[] = { 8192, 65536, 256 << 10, 1 << 20, 4 << 20, 16 << 20,
+                                       64 << 20 };
+    enum { NLAT = 5, NBW = 7 };
     int iters = quick ? 2000 : 20000;
     static const int spins[] = { 0, 50 };
     result lat[2][NLAT], bw[2][NBW];
@@ -501,7 +508,7 @@ int main(int argc, char **argv)
             for (int i = 0; i < NLAT; i++)
                 plat[i] = perftest("ucp_am_lat", lat_sizes[i], iters * 5, host, port + i);
             for (int i = 0; i < NBW; i++)
-                pbw[i] = perftest("ucp_am_bw", bw_sizes[i], bw_sizes[i] >= (1u << 20) ? 200 : 2000,
+                pbw[i] = perftest("ucp_am_bw", bw_sizes[i], (int)stream_count(bw_sizes[i]),
                                   host, port + 10 + i);
         } else if (rank == 0) {
             printf("ucx_perftest not found (apt-get install ucx-utils): baseline skipped\n");

@@ -25,6 +25,7 @@ typedef struct ucx_ident {
     uint64_t pidns;
     char boot_id[40];
     int32_t seg_fd;         /* its shared-memory segment's fd (ucx_seg.h), -1: none */
+    int32_t bell_fd;        /* the pipe its rings' peers ring (ucx_segring.h), -1: none */
     uint64_t seg_bytes;
     uint32_t addr_len;
 } ucx_ident;
@@ -93,6 +94,7 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
     x->rank = xport_boot_rank(boot);
     x->size = xport_boot_size(boot);
     x->epfd = x->wakefd = x->worker_fd = -1;
+    x->bell[0] = x->bell[1] = -1;
     pthread_mutex_init(&x->mu, NULL);
     pthread_mutex_init(&x->hmu, NULL);
     pthread_mutex_init(&x->lock, NULL);
@@ -208,6 +210,7 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
         st = setup_fail(err, errlen, CASK_ERR_INTERNAL, "epoll_ctl: %s", strerror(errno));
         goto fail;
     }
+    ucx_ring_setup(x, x->epfd);
     *out = x;
     return CASK_OK;
 fail:
@@ -253,7 +256,7 @@ static cask_status exchange_and_connect(xport_ucx *x)
         return CASK_ERR_NOMEM;
     ucx_ident me = { .magic = UCX_IDENT_MAGIC, .pid = (int32_t)getpid(),
                      .pidns = pid_namespace(), .addr_len = (uint32_t)x->addr_len,
-                     .seg_fd = x->seg ? ucx_seg_fd(x->seg) : -1,
+                     .seg_fd = x->seg ? ucx_seg_fd(x->seg) : -1, .bell_fd = x->bell[0],
                      .seg_bytes = x->seg ? ucx_seg_bytes(x->seg) : 0 };
     xport_boot_host_id(me.boot_id, sizeof me.boot_id);
     memcpy(blob, &me, sizeof me);
@@ -289,7 +292,7 @@ static cask_status exchange_and_connect(xport_ucx *x)
         p->local = r != x->rank && id.pidns == me.pidns && me.boot_id[0] &&
                    strncmp(id.boot_id, me.boot_id, sizeof id.boot_id) == 0;
         if (p->local && id.seg_fd >= 0)
-            ucx_seg_map(x, p, id.seg_fd, id.seg_bytes);
+            ucx_seg_map(x, p, id.seg_fd, id.seg_bytes, id.bell_fd);
         ucp_ep_params_t ep;
         memset(&ep, 0, sizeof ep);
         ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS |
@@ -404,6 +407,14 @@ cask_status xport_ucx_peer_stats(const xport_ucx *x, int peer, xport_ucx_stats *
     o->seg_msgs_sent = atomic_load_explicit(&p->seg_msgs_sent, memory_order_relaxed);
     o->seg_bytes_sent = atomic_load_explicit(&p->seg_bytes_sent, memory_order_relaxed);
     o->seg_msgs_recv = atomic_load_explicit(&p->seg_msgs_recv, memory_order_relaxed);
+    o->ring_msgs_sent = atomic_load_explicit(&p->ring_msgs_sent, memory_order_relaxed);
+    o->ring_msgs_recv = atomic_load_explicit(&p->ring_msgs_recv, memory_order_relaxed);
+    o->ring_queued = 0;
+    if (p->rtx.init) {
+        pthread_mutex_lock((pthread_mutex_t *)&p->rtx.mu);
+        o->ring_queued = p->rtx.q_len;
+        pthread_mutex_unlock((pthread_mutex_t *)&p->rtx.mu);
+    }
     o->seg_held = x->seg ? ucx_seg_held(x->seg, peer) : 0;
     o->seg_mapped = atomic_load(&p->seg_mapped);
     return CASK_OK;

@@ -27,12 +27,21 @@
  * peer. Small data is carried eagerly and is readable in the handler; large data stays
  * at the sender until the handler names a buffer with xport_ucx_recv_into (rendezvous,
  * written by UCX straight into that buffer). There is no order between messages.
+ * Between the ranks of one host, host data goes through cask's shared-memory segments
+ * instead (ucx_seg.h, ucx_segring.h): messages up to a quarter of a lane (1 MiB by
+ * default) as a whole through a ring, header and data copied in on the sending thread
+ * (done is called at once) and seen eagerly by the handler; larger ones through a
+ * block, named by a message over UCX. A thread's sends to one peer through its ring
+ * arrive in the order it made them.
  *
  * Flow control. Each rank may have at most `credits` messages to one peer that the
  * peer has not yet consumed (handled, and its data received). Further sends wait in a
  * per-peer queue at the sender; the receiver returns credits piggybacked on its own
  * messages or in a small credit message every half window. So the memory a peer's
- * messages take at a receiver is bounded by credits x rndv_thresh.
+ * messages take at a receiver is bounded by credits x rndv_thresh. A ring holds at most
+ * `credits` unconsumed messages too (and its own bytes): further sends wait in a queue
+ * at its lane, in order, and the progress thread moves them in once the peer consumed
+ * enough.
  *
  * Failures. Endpoints use UCP_ERR_HANDLING_MODE_PEER; a peer is declared dead when UCX
  * reports an endpoint error, when nothing has come from it for peer_timeout_ms (it
@@ -237,6 +246,12 @@ typedef struct xport_ucx_stats {
     uint64_t seg_held;        /* bytes of this rank's segment the peer holds now (lent,
                                  not yet given back; 0 once the peer is lost) */
     int seg_mapped;           /* this rank maps the peer's segment now */
+    uint64_t ring_msgs_sent;  /* messages through this rank's ring toward the peer (in
+                                 its shared-memory segment: header and data, no TCP);
+                                 counted in msgs_sent too, and in seg_msgs_sent when
+                                 they carry data */
+    uint64_t ring_msgs_recv;  /* messages read from the peer's ring toward this rank */
+    uint64_t ring_queued;     /* sends waiting for room in the ring toward the peer now */
 } xport_ucx_stats;
 cask_status xport_ucx_peer_stats(const xport_ucx *x, int peer, xport_ucx_stats *out);
 

@@ -25,6 +25,9 @@
 
 /* MiB of each rank's shared-memory segment unless CASK_UCX_SEG says otherwise. */
 #define UCX_SEG_DEFAULT_MIB 128
+/* Message records in the lanes of a rank's segment toward its host's peers, all
+ * together, unless CASK_UCX_RING says otherwise; a lane takes 256 KiB to 4 MiB of it. */
+#define UCX_RING_BUDGET ((size_t)32 << 20)
 
 static int env_int(const char *name, int dflt, int lo, int hi)
 {
@@ -59,6 +62,18 @@ void ucx_read_config(xport_ucx *x, const xport_ucx_config *c)
     x->seg_bytes = (size_t)env_int("CASK_UCX_SEG", UCX_SEG_DEFAULT_MIB, 0, 2048) << 20;
     x->seg_thresh = (size_t)env_int("CASK_UCX_SEG_THRESH", (int)x->rndv_thresh, 1, 1 << 30);
     x->seg_max = (size_t)env_int("CASK_UCX_SEG_MAX", 0, 0, 1 << 30);
+    /* Messages themselves through rings in the segments (ucx_segring.h): KiB of records
+     * per lane, 0 for none; a message up to a quarter of that goes there. By default
+     * 4 MiB a lane (messages up to 1 MiB, where CMA takes over), less where a host has
+     * more than 8 ranks: a lane's pages are all taken once its traffic went round it. */
+    int local = xport_boot_local_size(x->boot);
+    size_t lane = UCX_RING_BUDGET / (size_t)(local > 2 ? local - 1 : 1);
+    lane = lane < ((size_t)256 << 10) ? (size_t)256 << 10
+         : lane > ((size_t)4 << 20) ? (size_t)4 << 20 : lane & ~(size_t)4095;
+    x->ring_bytes = (size_t)env_int("CASK_UCX_RING", (int)(lane >> 10), 0, 1 << 20) << 10;
+    if (x->ring_bytes && x->ring_bytes < 4096)
+        x->ring_bytes = 4096;
+    x->ring_max = x->seg_bytes ? x->ring_bytes / 4 : 0;
     const char *kill = getenv("CASK_UCX_TEST_SEG_KILL");   /* send:N or recv:N */
     if (kill && (!strncmp(kill, "send:", 5) || !strncmp(kill, "recv:", 5))) {
         int n = atoi(kill + 5);

@@ -13,6 +13,7 @@
 
 #include "transport/ucx.h"
 #include "transport/ucx_seg.h"
+#include "transport/ucx_segring.h"
 
 /* ucp active-message ids of the two kinds of traffic. */
 enum { UCX_AM_DATA = 0, UCX_AM_CTRL = 1 };
@@ -22,8 +23,10 @@ enum ucx_ctrl { CTRL_HELLO = 1, CTRL_CREDIT = 2, CTRL_HEARTBEAT = 3, CTRL_BYE = 
                 CTRL_SEG_FREE = 5 };
 
 /* A control message may carry two numbers after its wire header (ucx_send_ctrl_args):
- * HELLO a[0] = 1 when the sender mapped this rank's segment; SEG_FREE the block given
- * back (offset, tag). */
+ * HELLO a[0] = 1 when the sender mapped this rank's segment, a[1] = 1 when it also reads
+ * this rank's ring toward it (ucx_segring.h); SEG_FREE the block given back (offset,
+ * tag); BYE a[0] the entries committed to the ring toward the receiver, a[1] = 1 (none
+ * without a ring). */
 typedef struct ucx_ctrl_args { uint64_t a[2]; } ucx_ctrl_args;
 
 /* ucx_wire.ctrl of a data message whose data is a ucx_seg_desc naming a block of the
@@ -102,6 +105,8 @@ typedef struct ucx_peer {
     _Atomic int seg_tx;             /* it mapped ours (its HELLO said so) */
     _Atomic int seg_mapped;         /* seg_map is set: for other threads (stats) */
     _Atomic int cma_lane;           /* its endpoint reads rendezvous data by CMA */
+    ucx_ring_tx rtx;                /* our ring toward it (ucx_segring.h) */
+    ucx_ring_rx rrx;                /* its ring toward us */
     /* read by any thread */
     _Atomic int bye_done;           /* our goodbye left (UCX completed its send) */
     _Atomic int fence;              /* the layer above left it out: lost once silent */
@@ -109,6 +114,7 @@ typedef struct ucx_peer {
     _Atomic uint64_t msgs_sent, bytes_sent, msgs_recv, bytes_recv;
     _Atomic uint64_t credit_stalls, max_queued, max_in_flight, max_window;
     _Atomic uint64_t seg_msgs_sent, seg_bytes_sent, seg_msgs_recv;
+    _Atomic uint64_t ring_msgs_sent, ring_msgs_recv;
 } ucx_peer;
 
 typedef struct ucx_handler {
@@ -144,7 +150,11 @@ struct xport_ucx {
                                        goes through the segment */
     size_t seg_max;                 /* CASK_UCX_SEG_MAX: largest message through it (0:
                                        below 1 MiB to a peer with CMA, else a quarter) */
+    size_t ring_bytes;              /* CASK_UCX_RING: record bytes of each lane (0: no
+                                       rings) */
+    size_t ring_max;                /* largest message through a ring */
     ucx_seg *seg;                   /* this rank's segment, NULL if none */
+    int bell[2];                    /* the pipe peers ring (ucx_segring.h); -1: none */
     char seg_err[200];              /* why there is none, or a peer's was not mapped */
     int seg_kill_send, seg_kill_recv;   /* test hook CASK_UCX_TEST_SEG_KILL */
     _Atomic long seg_kill_count;
@@ -169,6 +179,13 @@ struct xport_ucx {
     int thread_started;
     int epfd, wakefd, worker_fd;
     _Atomic(ucx_op *) submit;       /* lock-free stack of sends from other threads */
+    int held;                       /* progress thread: callbacks of the layer above it
+                                       is inside (ucx_hold) */
+    _Atomic int in_cb;              /* held > 0, for the threads that write rings */
+    _Atomic int ring_pending;       /* entries written while in_cb wait to be committed */
+    _Atomic long submit_n;          /* sends pushed there and not yet issued: while any,
+                                       a thread's send does not go into a ring by itself
+                                       (its earlier sends may be among them) */
     _Atomic int sleeping;
     _Atomic int stop;
     _Atomic int cmd_hello, cmd_bye;
@@ -246,6 +263,8 @@ void ucx_seg_copy(xport_ucx *x, int recv_side, void *dst, const void *src, size_
 
 /* ucx_liveness.c: endpoint errors, heartbeats, silence and vanished local processes;
  * all on the progress thread. */
+/* Whether process pid (on this host, in our pid namespace) still runs. */
+int ucx_process_alive(pid_t pid);
 /* UCX's endpoint error callback: notes the error for ucx_handle_ep_errors. */
 void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status);
 /* Acts on the endpoint errors noted: a peer that said goodbye gets its endpoint closed,
@@ -278,8 +297,9 @@ int ucx_progress_drain(xport_ucx *x);
 /* Makes this rank's segment if asked (x->seg_bytes) and the job has peers; a failure
  * only leaves it out (x->seg_err says why). */
 void ucx_seg_setup(xport_ucx *x);
-/* At connect: maps p's segment (fd in its process, bytes) if this rank takes them. */
-void ucx_seg_map(xport_ucx *x, ucx_peer *p, int fd, uint64_t bytes);
+/* At connect: maps p's segment (fd in its process, bytes) if this rank takes them, and
+ * sets up the rings with it (its bell: fd number bell in its process, -1 none). */
+void ucx_seg_map(xport_ucx *x, ucx_peer *p, int fd, uint64_t bytes, int bell);
 /* Sending thread: if op (host data, len bytes, to a peer that mapped our segment) can go
  * through a block, copies data in and makes op carry the block's name; 1 if so. */
 int ucx_seg_take(xport_ucx *x, ucx_op *op, const void *data, size_t len);
@@ -291,6 +311,83 @@ void ucx_seg_peer_lost(xport_ucx *x, ucx_peer *p);
 void ucx_seg_tick(xport_ucx *x);
 /* At destroy, the progress thread stopped: unmaps the peers' segments, frees ours. */
 void ucx_seg_teardown(xport_ucx *x);
+
+/* From this size host data to a peer whose endpoint reads by CMA goes by CMA, not through
+ * a block or a ring (unless CASK_UCX_SEG_MAX): ucx_segio.c, ucx_segring.c. */
+#define UCX_SEG_CMA_FROM ((size_t)1 << 20)
+
+/* ucx_segring.c: messages through the rings of the segments (ucx_segring.h). */
+/* At create, after ucx_seg_setup: the bell, watched by epfd (-1: nothing done). */
+void ucx_ring_setup(xport_ucx *x, int epfd);
+/* At connect, once p's segment is mapped: its ring toward us (if its segment has rings)
+ * and its bell (fd bell in its process). */
+void ucx_ring_connect(xport_ucx *x, ucx_peer *p, int bell);
+/* Whether this rank reads p's ring (HELLO's a[1]). */
+int ucx_ring_reads(const ucx_peer *p);
+/* p's HELLO said it reads our ring: our lane toward it is usable. Progress thread. */
+void ucx_ring_hello(xport_ucx *x, ucx_peer *p);
+/* Sending thread, no op made yet: sends through the lane if it has room and no send
+ * waits there; 1 if so (done called here, with CASK_OK, or with CASK_ERR_PEER where
+ * the lane closed), 0 if the caller goes on (not for a ring, or it must queue). */
+int ucx_ring_send(xport_ucx *x, int peer, const ucx_wire *w, const void *header,
+                  const void *data, size_t len, xport_ucx_mem mem, xport_ucx_done_fn done,
+                  void *arg);
+/* Whether a send of len bytes of mem to peer is one for its ring. */
+int ucx_ring_fits(const xport_ucx *x, int peer, xport_ucx_mem mem, size_t len);
+/* The same for an op (any thread; its done on this thread only if the op is this
+ * thread's): sent through the ring, queued at its lane, or failed where the lane
+ * closed: 1, the op is the ring's (freed by it); 0: not for a ring. */
+int ucx_ring_queue(xport_ucx *x, ucx_op *op);
+/* Progress thread: delivers what the peers' rings hold, moves queued sends into ours
+ * where there is room; returns how many. */
+int ucx_ring_poll(xport_ucx *x);
+/* Progress thread, before sleeping: the epoch made odd (ucx_ring_sleep), then whether
+ * there is work in the rings after all; after sleeping (or not), ucx_ring_awake. */
+void ucx_ring_sleep(xport_ucx *x);
+int ucx_ring_pending(xport_ucx *x);
+void ucx_ring_awake(xport_ucx *x);
+/* Progress thread: empties the bell after epoll said it rang. */
+void ucx_ring_bell_drain(xport_ucx *x);
+/* Progress thread: delivers what p's ring holds, and at least upto entries in all
+ * (waits for a committed entry to show, briefly; records an error if it does not). */
+void ucx_ring_drain_peer(xport_ucx *x, ucx_peer *p, uint64_t upto);
+/* Progress thread, before our goodbye to p: 0 while sends wait in our lane toward it;
+ * else the lane closes (later sends to p fail) and *committed says what it carried. */
+int ucx_ring_close_bye(xport_ucx *x, ucx_peer *p, uint64_t *committed);
+/* Progress thread: p is lost: our lane to it closes (queued sends end with CASK_ERR_PEER
+ * and why; its pages go back once its process is gone); its ring is no longer read. */
+void ucx_ring_peer_lost(xport_ucx *x, ucx_peer *p, const char *why);
+/* Progress thread: the pages of our lane to p, lost, go back to the kernel once its
+ * process is gone (at its loss, else on a later tick). */
+void ucx_ring_drop_gone(xport_ucx *x, ucx_peer *p);
+/* Progress thread: a lane that carried entries since the last tick counts as sent to
+ * (no heartbeat needed). */
+void ucx_ring_tick(xport_ucx *x, uint64_t now);
+/* After the progress thread stopped: queued sends end with CASK_ERR_CANCELLED. */
+void ucx_ring_cancel_all(xport_ucx *x, const char *why);
+/* At destroy, before the segments are unmapped: lanes closed, bells closed. */
+void ucx_ring_teardown(xport_ucx *x);
+
+/* ucx_segring.c: around every callback of the layer above that the progress thread
+ * makes (handlers, dones, on_peer_failure, on_peer_silent): while inside, entries
+ * written to this rank's rings wait; ucx_release commits them (ucx_segring.h, "Held
+ * back"). No-ops on other threads. */
+void ucx_hold(xport_ucx *x);
+void ucx_release(xport_ucx *x);
+/* ucx_segring.c, under t->mu: commits the entries written to t and not yet committed,
+ * unless the progress thread is inside a callback (then ucx_release does). */
+void ucx_ring_publish(xport_ucx *x, ucx_ring_tx *t);
+
+/* ucx_segring.c, for ucx_segring_life.c: ends the sends of a chain (op->next) with st
+ * (CASK_OK: counted as sent through the ring) and frees them; counts one ring send. */
+void ucx_ring_end_chain(ucx_peer *p, ucx_op *op, cask_status st, const char *why);
+void ucx_ring_count_sent(ucx_peer *p, size_t len);
+
+/* ucx_progress.c: hands a ring entry of p to its handler (progress thread). */
+void ucx_ring_deliver(xport_ucx *x, ucx_peer *p, const ucx_wire *w, const unsigned char *hdr,
+                      const void *data, size_t len);
+/* ucx_progress.c: something came from p (a message, a ring entry): it lives. */
+void ucx_heard(xport_ucx *x, ucx_peer *p);
 
 /* ucx_config.c: the settings of cfg (may be NULL), else of the environment. */
 void ucx_read_config(xport_ucx *x, const xport_ucx_config *cfg);

@@ -95,11 +95,16 @@ void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
             x->shm ? "as UCX chooses (CASK_UCX_SHM=1 or UCX_TLS)"
             : x->cma ? "no shared-memory FIFO; rendezvous data by CMA reads"
                      : "no shared-memory FIFO; rendezvous data by TCP");
-    int mapped = 0, local = 0;
+    int mapped = 0, local = 0, rings = 0;
     for (int r = 0; r < x->size; r++) {
         local += x->peers[r].local;
         mapped += atomic_load(&x->peers[r].seg_mapped);
+        rings += atomic_load(&x->peers[r].rtx.usable);
     }
+    if (x->seg && x->ring_max)
+        fprintf(f, "cask ucx: rank %d host messages up to %zu bytes through rings in the "
+                "segments (%zu KiB a ring; %d of %d same-host peers read them)\n", x->rank,
+                x->ring_max, x->ring_bytes >> 10, rings, local);
     if (x->seg)
         fprintf(f, "cask ucx: rank %d bulk host data from %zu bytes through cask's shared-"
                 "memory segments (%zu MiB; %d of %d same-host peers' segments mapped)%s%s\n",

@@ -35,6 +35,11 @@ void ucx_ep_error_cb(void *arg, ucp_ep_h ep, ucs_status_t status)
 
 void ucx_mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why)
 {
+    if (atomic_load(&p->state) != PEER_ALIVE)
+        return;
+    /* what it committed to its ring before it was lost is read first, as what it sent
+     * by TCP before it exited (ucx_tick) */
+    ucx_ring_drain_peer(x, p, 0);
     int alive = PEER_ALIVE;
     if (!atomic_compare_exchange_strong(&p->state, &alive, PEER_DEAD))
         return;
@@ -54,9 +59,13 @@ void ucx_mark_dead(xport_ucx *x, ucx_peer *p, cask_status st, const char *why)
     for (ucx_op *op = p->inflight; op; op = op->fnext)
         ucx_call_done(op, CASK_ERR_PEER, why);   /* UCX completes and frees them later */
     ucx_seg_peer_lost(x, p);   /* blocks it held, read or not, are ours again */
+    ucx_ring_peer_lost(x, p, why);   /* our lane to it closed, its ring no longer read */
     close_ep(p);
-    if (x->on_peer)
+    if (x->on_peer) {
+        ucx_hold(x);
         x->on_peer(x->on_peer_arg, p->rank, st, why);
+        ucx_release(x);
+    }
 }
 
 void ucx_handle_ep_errors(xport_ucx *x)
@@ -80,8 +89,7 @@ void ucx_handle_ep_errors(xport_ucx *x)
     }
 }
 
-/* Whether process pid (on this host, in our pid namespace) still runs. */
-static int process_alive(pid_t pid)
+int ucx_process_alive(pid_t pid)
 {
     if (pid <= 0)
         return 1;
@@ -144,14 +152,16 @@ void ucx_tick(xport_ucx *x, uint64_t now)
                      "(peer timeout, CASK_PEER_TIMEOUT_MS)", x->rank, r,
                      (int)((now - p->last_recv_ns) / 1000000ull));
             p->silent = 1;
+            ucx_hold(x);
             x->on_silent(x->on_peer_arg, r, CASK_ERR_PEER, why);
+            ucx_release(x);
             if (atomic_load(&p->fence)) {   /* the layer above gave it up: now, as */
                 p->silent = 0;               /* without on_silent (no goodbye to it) */
                 ucx_mark_dead(x, p, CASK_ERR_PEER, why);
                 continue;
             }
         }
-        if (p->local && !process_alive(p->pid)) {
+        if (p->local && !ucx_process_alive(p->pid)) {
             /* what it sent before it exited is here already (a goodbye, after which
              * its exit is no failure): read all of it first */
             ucx_progress_drain(x);

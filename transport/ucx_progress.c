@@ -20,7 +20,8 @@ typedef struct ucx_rx {
     int rndv;
     int taken;
     int deferred;       /* its rendezvous receive was put off: UCX keeps desc */
-    int seg;            /* the data is in a block of the sender's segment */
+    int seg;            /* the data is in the sender's segment (a block, a ring) */
+    int ring;           /* a ring entry (ucx_segring.c): no credit to give back */
 } ucx_rx;
 
 static void stat_max(_Atomic uint64_t *m, uint64_t v)
@@ -48,8 +49,14 @@ void ucx_call_done(ucx_op *op, cask_status st, const char *why)
     op->done_called = 1;
     if (st != CASK_OK && op->seg)
         ucx_seg_send_failed(op->seg_x, op);   /* the block named nothing delivered */
-    if (op->done)
+    if (op->done) {
+        xport_ucx *x = (xport_ucx *)ucx_progress_of;   /* NULL off a progress thread */
+        if (x)
+            ucx_hold(x);
         op->done(op->arg, st, why);
+        if (x)
+            ucx_release(x);
+    }
 }
 
 /* ---- sending ---- */
@@ -170,6 +177,8 @@ void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
 /* Sends op now if its peer has a credit and nothing queued before it, else queues it. */
 static void issue(xport_ucx *x, ucx_op *op)
 {
+    if (ucx_ring_queue(x, op))   /* host data for a peer of this host: its ring */
+        return;
     ucx_peer *p = &x->peers[op->peer];
     int state = atomic_load(&p->state);
     /* A peer that said goodbye still receives until it has ours: it may be sent to
@@ -295,6 +304,7 @@ int ucx_drain_submit(xport_ucx *x)
     while (fifo) {
         ucx_op *n = fifo->next;
         issue(x, fifo);
+        atomic_fetch_sub(&x->submit_n, 1);   /* issued: a direct ring send may pass */
         fifo = n;
         k++;
     }
@@ -302,6 +312,19 @@ int ucx_drain_submit(xport_ucx *x)
 }
 
 /* ---- receiving ---- */
+
+void ucx_heard(xport_ucx *x, ucx_peer *p)
+{
+    p->last_recv_ns = ucx_now_ns();
+    if (p->silent) {   /* a suspected peer talks again: it was only late */
+        p->silent = 0;
+        if (x->on_silent && atomic_load(&p->state) == PEER_ALIVE) {
+            ucx_hold(x);
+            x->on_silent(x->on_peer_arg, p->rank, CASK_OK, NULL);
+            ucx_release(x);
+        }
+    }
+}
 
 static ucx_peer *peer_of(xport_ucx *x, const void *header, size_t hlen, ucx_wire *w)
 {
@@ -311,14 +334,35 @@ static ucx_peer *peer_of(xport_ucx *x, const void *header, size_t hlen, ucx_wire
     if (w->src >= (uint32_t)x->size)
         return NULL;
     ucx_peer *p = &x->peers[w->src];
-    p->last_recv_ns = ucx_now_ns();
-    if (p->silent) {   /* a suspected peer talks again: it was only late */
-        p->silent = 0;
-        if (x->on_silent && atomic_load(&p->state) == PEER_ALIVE)
-            x->on_silent(x->on_peer_arg, p->rank, CASK_OK, NULL);
-    }
+    ucx_heard(x, p);
     add_credits(x, p, w->grant);
     return p;
+}
+
+static void call_handler(xport_ucx *x, ucx_peer *p, xport_ucx_msg *m)
+{
+    ucx_handler *h = m->id < XPORT_UCX_MAX_AM ? atomic_load(&x->handlers[m->id]) : NULL;
+    if (h) {
+        ucx_hold(x);   /* what the rings carry meanwhile waits (ucx_segring.h) */
+        h->fn(h->arg, m);
+        ucx_release(x);
+    } else
+        ucx_record_error(x, "rank %d: message id %u from rank %d has no handler: dropped",
+                         x->rank, m->id, p->rank);
+}
+
+void ucx_ring_deliver(xport_ucx *x, ucx_peer *p, const ucx_wire *w, const unsigned char *hdr,
+                      const void *data, size_t len)
+{
+    stat_add(&p->msgs_recv, 1);
+    stat_add(&p->bytes_recv, len);
+    stat_add(&p->ring_msgs_recv, 1);
+    if (len)
+        stat_add(&p->seg_msgs_recv, 1);
+    ucx_rx rx = { .x = x, .p = p, .desc = (void *)data, .seg = 1, .ring = 1 };
+    xport_ucx_msg m = { .peer = p->rank, .id = w->id, .header = hdr, .header_len = w->hlen,
+                        .len = len, .data = data, .priv_ = &rx };
+    call_handler(x, p, &m);
 }
 
 ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t hlen, void *data,
@@ -364,12 +408,7 @@ ucs_status_t ucx_am_data_cb(void *arg, const void *header, size_t hlen, void *da
                         .header = (const unsigned char *)header + sizeof w,
                         .header_len = w.hlen, .len = len,
                         .data = rx.rndv ? NULL : data, .priv_ = &rx };
-    ucx_handler *h = w.id < XPORT_UCX_MAX_AM ? atomic_load(&x->handlers[w.id]) : NULL;
-    if (h)
-        h->fn(h->arg, &m);
-    else
-        ucx_record_error(x, "rank %d: message id %u from rank %d has no handler: dropped",
-                         x->rank, (unsigned)w.id, p->rank);
+    call_handler(x, p, &m);
     if (!rx.taken)
         consumed(x, p);
     /* the handler has read the block (or dropped it): the sender may reuse it. Not
@@ -437,7 +476,8 @@ cask_status xport_ucx_recv_into_mem(xport_ucx_msg *msg, void *buf, xport_ucx_mem
             ucx_seg_copy(x, 1, buf, msg->data, msg->len);
         else if (msg->len)
             memcpy(buf, msg->data, msg->len);
-        consumed(x, p);
+        if (!rx->ring)
+            consumed(x, p);
         if (done)
             done(arg, CASK_OK, NULL);
         return CASK_OK;
@@ -518,6 +558,8 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t hlen, void *da
             memcpy(&a, (const unsigned char *)header + sizeof w, sizeof a);
             if (a.a[0] == 1)   /* it mapped our segment: blocks may go to it */
                 atomic_store_explicit(&p->seg_tx, 1, memory_order_release);
+            if (a.a[1] == 1)   /* and reads our ring toward it */
+                ucx_ring_hello(x, p);
         }
         if (!p->hello) {
             pthread_mutex_lock(&x->mu);
@@ -528,6 +570,12 @@ ucs_status_t ucx_am_ctrl_cb(void *arg, const void *header, size_t hlen, void *da
         }
         break;
     case CTRL_BYE:
+        if (hlen >= sizeof w + sizeof(ucx_ctrl_args)) {
+            ucx_ctrl_args a;
+            memcpy(&a, (const unsigned char *)header + sizeof w, sizeof a);
+            if (a.a[1] == 1)   /* what it committed to its ring before: read it first */
+                ucx_ring_drain_peer(x, p, a.a[0]);
+        }
         if (!p->bye) {
             int alive = PEER_ALIVE;
             atomic_compare_exchange_strong(&p->state, &alive, PEER_GONE);

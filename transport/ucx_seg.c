@@ -1,7 +1,7 @@
-/* transport/ucx_seg.c: this rank's shared-memory segment (an anonymous memfd), the
- * allocator of its blocks, and the mapping of a peer's segment. The protocol around it
- * is in ucx_seg.h; the sends and receives that use it in ucx_send.c and
- * ucx_progress.c. */
+/* transport/ucx_seg.c: this rank's shared-memory segment (an anonymous memfd), its
+ * layout (head, lanes, blocks), the allocator of its blocks, and the mapping of a peer's
+ * segment. The protocol around it is in ucx_seg.h; the sends and receives that use the
+ * blocks in ucx_send.c and ucx_progress.c, the rings in ucx_segring.c. */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -19,12 +19,16 @@
 #include <unistd.h>
 
 #define SEG_UNIT ((size_t)64 << 10)   /* block granularity */
+#define SEG_PAGE ((uint64_t)4096)
+
+static uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
 struct ucx_seg {
     int fd;
     unsigned char *base;
     size_t bytes;
-    size_t units;
+    ucx_seg_geom geom;
+    size_t units;         /* blocks, from geom.blocks_off */
     pthread_mutex_t mu;
     /* per unit; a block's fields are kept at its first unit */
     unsigned char *used;
@@ -34,11 +38,33 @@ struct ucx_seg {
     uint32_t next_tag;
 };
 
-ucx_seg *ucx_seg_create(int rank, size_t bytes, char *err, size_t errlen)
+/* The layout of a segment (ucx_seg.h): head and counters, lanes, blocks. */
+static void layout(ucx_seg_geom *g, int nranks, size_t lane_bytes, unsigned nslots,
+                   size_t units)
 {
-    size_t units = (bytes + SEG_UNIT - 1) / SEG_UNIT;
+    g->nranks = (uint32_t)nranks;
+    g->nslots = lane_bytes ? nslots : 0;
+    g->lane_bytes = round_up(lane_bytes, SEG_PAGE);
+    g->lane_stride = lane_bytes ? round_up(sizeof(ucx_ring_lane) +
+                                           (uint64_t)nslots * sizeof(ucx_ring_slot), SEG_PAGE) +
+                                  g->lane_bytes
+                                : 0;
+    g->lanes_off = round_up(sizeof(ucx_seg_head) + (uint64_t)nranks * sizeof(ucx_seg_counter),
+                            SEG_PAGE);
+    g->blocks_off = round_up(g->lanes_off + (uint64_t)nranks * g->lane_stride, SEG_UNIT);
+    g->bytes = g->blocks_off + units * SEG_UNIT;
+}
+
+ucx_seg *ucx_seg_create(int rank, size_t block_bytes, int nranks, size_t lane_bytes,
+                        unsigned nslots, char *err, size_t errlen)
+{
+    size_t units = (block_bytes + SEG_UNIT - 1) / SEG_UNIT;
     if (units < 1)
         units = 1;
+    if (nranks < 1 || (lane_bytes && (nslots < 2 || (nslots & (nslots - 1))))) {
+        snprintf(err, errlen, "bad segment layout (%d ranks, %u slots)", nranks, nslots);
+        return NULL;
+    }
     ucx_seg *s = calloc(1, sizeof *s);
     if (!s) {
         snprintf(err, errlen, "out of memory");
@@ -46,7 +72,8 @@ ucx_seg *ucx_seg_create(int rank, size_t bytes, char *err, size_t errlen)
     }
     s->fd = -1;
     s->units = units;
-    s->bytes = units * SEG_UNIT;
+    layout(&s->geom, nranks, lane_bytes, nslots, units);
+    s->bytes = (size_t)s->geom.bytes;
     s->used = calloc(units, 1);
     s->run = calloc(units, sizeof *s->run);
     s->owner = calloc(units, sizeof *s->owner);
@@ -76,6 +103,15 @@ ucx_seg *ucx_seg_create(int rank, size_t bytes, char *err, size_t errlen)
     }
     s->base = m;
     s->next_tag = 1;
+    ucx_seg_head *h = (ucx_seg_head *)s->base;
+    h->nranks = s->geom.nranks;
+    h->nslots = s->geom.nslots;
+    h->lane_bytes = s->geom.lane_bytes;
+    h->lane_stride = s->geom.lane_stride;
+    h->lanes_off = s->geom.lanes_off;
+    h->blocks_off = s->geom.blocks_off;
+    atomic_store_explicit(&h->epoch, 0, memory_order_relaxed);
+    atomic_store_explicit((_Atomic uint64_t *)&h->magic, UCX_SEG_MAGIC, memory_order_release);
     return s;
 fail_mu:
     pthread_mutex_destroy(&s->mu);
@@ -110,7 +146,39 @@ unsigned char *ucx_seg_base(const ucx_seg *s) { return s->base; }
 
 size_t ucx_seg_max_msg(const ucx_seg *s)
 {
-    return s->bytes / 4;   /* room for several in flight */
+    return s->units * SEG_UNIT / 4;   /* room for several in flight */
+}
+
+const ucx_seg_geom *ucx_seg_geometry(const ucx_seg *s) { return &s->geom; }
+
+void ucx_seg_lane_drop(ucx_seg *s, int peer)
+{
+    if (!s->geom.lane_stride || peer < 0 || (uint32_t)peer >= s->geom.nranks)
+        return;
+    /* Only the pages: the file keeps its size, a peer still mapping it reads zeros. */
+    (void)fallocate(s->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                    (off_t)(s->geom.lanes_off + (uint64_t)peer * s->geom.lane_stride),
+                    (off_t)s->geom.lane_stride);
+}
+
+int ucx_seg_geom_read(const unsigned char *map, size_t bytes, int nranks, ucx_seg_geom *g)
+{
+    if (!map || bytes < sizeof(ucx_seg_head))
+        return -1;
+    const ucx_seg_head *h = (const ucx_seg_head *)map;
+    /* The peer wrote its head before it sent the fd; copied once, checked here, and
+     * never read again (it is the peer's memory). */
+    if (h->magic != UCX_SEG_MAGIC || h->nranks != (uint32_t)nranks || !h->lane_bytes)
+        return -1;
+    ucx_seg_geom w;
+    layout(&w, nranks, (size_t)h->lane_bytes, h->nslots, 0);
+    if (h->nslots < 2 || (h->nslots & (h->nslots - 1)) || h->nslots > (1u << 20) ||
+        h->lane_bytes > ((uint64_t)1 << 32) || h->lane_stride != w.lane_stride ||
+        h->lanes_off != w.lanes_off || h->blocks_off != w.blocks_off || h->blocks_off > bytes)
+        return -1;
+    *g = w;
+    g->bytes = bytes;
+    return 0;
 }
 
 int ucx_seg_alloc(ucx_seg *s, size_t len, int peer, ucx_seg_desc *d)
@@ -121,6 +189,7 @@ int ucx_seg_alloc(ucx_seg *s, size_t len, int peer, ucx_seg_desc *d)
     if (need > s->units)
         return -1;
     pthread_mutex_lock(&s->mu);
+    /* first fit: the lowest blocks are reused, so the pages in use stay few */
     size_t u = 0, found = s->units;
     while (u + need <= s->units) {
         if (s->used[u]) {          /* a block starts here: skip it */
@@ -148,7 +217,7 @@ int ucx_seg_alloc(ucx_seg *s, size_t len, int peer, ucx_seg_desc *d)
         s->next_tag = 1;
     s->tag[found] = tag;
     pthread_mutex_unlock(&s->mu);
-    d->off = (uint64_t)found * SEG_UNIT;
+    d->off = s->geom.blocks_off + (uint64_t)found * SEG_UNIT;
     d->len = len;
     d->tag = tag;
     d->pad_ = 0;
@@ -168,6 +237,9 @@ static size_t free_at(ucx_seg *s, size_t u)
 
 size_t ucx_seg_free(ucx_seg *s, uint64_t off, uint32_t tag)
 {
+    if (off < s->geom.blocks_off)
+        return 0;
+    off -= s->geom.blocks_off;
     if (off % SEG_UNIT || off / SEG_UNIT >= s->units || !tag)
         return 0;
     size_t u = (size_t)(off / SEG_UNIT), n = 0;

@@ -10,16 +10,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#define UCX_SEG_CMA_FROM ((size_t)1 << 20)
+#define UCX_RING_SLOTS 256u   /* slots of a lane: the window (credits) at most */
 
 void ucx_seg_setup(xport_ucx *x)
 {
     if (!x->seg_bytes || x->size < 2)
         return;
-    x->seg = ucx_seg_create(x->rank, x->seg_bytes, x->seg_err, sizeof x->seg_err);
+    x->seg = ucx_seg_create(x->rank, x->seg_bytes, x->size, x->ring_bytes, UCX_RING_SLOTS,
+                            x->seg_err, sizeof x->seg_err);
+    if (!x->seg)
+        x->ring_max = 0;
 }
 
-void ucx_seg_map(xport_ucx *x, ucx_peer *p, int fd, uint64_t bytes)
+void ucx_seg_map(xport_ucx *x, ucx_peer *p, int fd, uint64_t bytes, int bell)
 {
     if (!x->seg_bytes || p->seg_map)
         return;
@@ -28,6 +31,7 @@ void ucx_seg_map(xport_ucx *x, ucx_peer *p, int fd, uint64_t bytes)
     if (p->seg_map) {
         p->seg_map_bytes = (size_t)bytes;
         atomic_store(&p->seg_mapped, 1);
+        ucx_ring_connect(x, p, bell);
     }
     else if (!x->seg_err[0])
         snprintf(x->seg_err, sizeof x->seg_err, "rank %d's segment: %s", p->rank, why);
@@ -79,6 +83,7 @@ void ucx_seg_tick(xport_ucx *x)
 {
     for (int r = 0; r < x->size; r++) {
         ucx_peer *p = &x->peers[r];
+        ucx_ring_drop_gone(x, p);
         if (p->seg_map && atomic_load(&p->state) == PEER_DEAD) {
             atomic_store(&p->seg_mapped, 0);
             ucx_seg_unmap_peer(p->seg_map, p->seg_map_bytes);
@@ -89,6 +94,7 @@ void ucx_seg_tick(xport_ucx *x)
 
 void ucx_seg_teardown(xport_ucx *x)
 {
+    ucx_ring_teardown(x);
     if (x->peers)
         for (int r = 0; r < x->size; r++) {
             ucx_seg_unmap_peer(x->peers[r].seg_map, x->peers[r].seg_map_bytes);

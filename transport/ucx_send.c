@@ -1,7 +1,8 @@
 /* transport/ucx_send.c: sending (xport_ucx_am_send and its memory-typed and posted
- * variants), from any thread: straight into UCX when the progress thread is this thread
- * or asleep (trylock), else through the lock-free submit queue; bulk host data for a
- * peer of this host through this rank's shared-memory segment (ucx_segio.c). See ucx.h. */
+ * variants), from any thread: host data for a peer of this host through the ring toward
+ * it (ucx_segring.c), else straight into UCX when the progress thread is this thread or
+ * asleep (trylock), else through the lock-free submit queue; bulk host data too large for
+ * a ring through a block of this rank's shared-memory segment (ucx_segio.c). See ucx.h. */
 #include "transport/ucx_impl.h"
 
 #include <stdlib.h>
@@ -51,6 +52,15 @@ static cask_status send_mem(xport_ucx *x, int peer, unsigned id, const void *hea
         return CASK_ERR_STATE;
     if (direct && atomic_load_explicit(&x->peers[peer].state, memory_order_acquire) == PEER_DEAD)
         return CASK_ERR_PEER;   /* posted: the progress thread fails it through done */
+    int ring = peer != x->rank && ucx_ring_fits(x, peer, mem, len);
+    ucx_wire w = { .src = (uint32_t)x->rank, .id = (uint16_t)id, .hlen = (uint16_t)header_len };
+    /* The ring toward a peer of this host, with room and nothing queued: copied in and
+     * done here, no op made. Not while sends handed to the progress thread are not yet
+     * issued (this thread's earlier ones may be among them), nor for a posted send (its
+     * done belongs to the progress thread). */
+    if (ring && direct && !atomic_load(&x->submit_n) &&
+        ucx_ring_send(x, peer, &w, header, data, len, mem, done, arg))
+        return CASK_OK;
     ucx_op *op = malloc(sizeof *op);
     if (!op)
         return CASK_ERR_NOMEM;
@@ -66,14 +76,17 @@ static cask_status send_mem(xport_ucx *x, int peer, unsigned id, const void *hea
     op->len = len;
     op->mem = mem;
     op->hdr_len = sizeof(ucx_wire) + header_len;
-    op->hdr.w = (ucx_wire){ .src = (uint32_t)x->rank, .id = (uint16_t)id,
-                            .hlen = (uint16_t)header_len };
+    op->hdr.w = w;
     if (header_len)
         memcpy(op->hdr.bytes + sizeof(ucx_wire), header, header_len);
-    /* Host data for a peer of this host that mapped our segment: copied into a block
-     * here, on the sending thread; the message only names the block (ucx_seg.h). */
+    /* Host data for a peer of this host that mapped our segment, too large for its ring:
+     * copied into a block here, on the sending thread; the message only names the block
+     * (ucx_seg.h). One for the ring goes there from issue() (queued if it is full). */
     op->seg = 0;
-    ucx_seg_take(x, op, data, len);
+    if (!ring)
+        ucx_seg_take(x, op, data, len);
+    else if (direct && !atomic_load(&x->submit_n) && ucx_ring_queue(x, op))
+        return CASK_OK;   /* queued at its lane (or sent, or failed, through done) */
 
     if (direct && ucx_progress_of == x) {
         ucx_issue(x, op);
@@ -101,6 +114,7 @@ static cask_status send_mem(xport_ucx *x, int peer, unsigned id, const void *hea
         }
         pthread_mutex_unlock(&x->lock);
     }
+    atomic_fetch_add(&x->submit_n, 1);
     ucx_op *head = atomic_load_explicit(&x->submit, memory_order_relaxed);
     do {
         op->next = head;

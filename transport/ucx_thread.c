@@ -28,11 +28,14 @@ static void send_byes(xport_ucx *x, int *pending)
         ucx_peer *p = &x->peers[r];
         if (p->bye_sent || atomic_load(&p->state) == PEER_DEAD)
             continue;
-        if (p->q_head || sends_in_flight(p)) {
+        uint64_t committed = 0;
+        if (p->q_head || sends_in_flight(p) || !ucx_ring_close_bye(x, p, &committed)) {
             (*pending)++;
             continue;
         }
-        ucx_send_ctrl(x, p, CTRL_BYE);
+        /* says how many entries its ring from us carried: it reads them all first */
+        ucx_ctrl_args a = { { committed, p->rtx.init ? 1u : 0u } };
+        ucx_send_ctrl_args(x, p, CTRL_BYE, &a);
         p->bye_sent = 1;
     }
 }
@@ -55,14 +58,17 @@ void *ucx_progress_main(void *arg)
         x->need_progress = 0;
         if (atomic_exchange(&x->cmd_hello, 0))
             for (int r = 0; r < x->size; r++) {
-                /* says whether we mapped its segment (it may then send us blocks) */
-                ucx_ctrl_args a = { { x->peers[r].seg_map ? 1u : 0u, 0 } };
+                /* says whether we mapped its segment (it may then send us blocks) and
+                 * read its ring toward us (it may then send us messages there) */
+                ucx_ctrl_args a = { { x->peers[r].seg_map ? 1u : 0u,
+                                      ucx_ring_reads(&x->peers[r]) ? 1u : 0u } };
                 ucx_send_ctrl_args(x, &x->peers[r], CTRL_HELLO, &a);
             }
         /* Sends handed over before the goodbye was asked for go first: read the
          * request, then drain (whatever was pushed before it is visible now). */
         int bye_now = atomic_exchange(&x->cmd_bye, 0);
         work += ucx_drain_submit(x);
+        work += ucx_ring_poll(x);
         if (bye_now || byes_pending)
             send_byes(x, &byes_pending);
         work += ucx_progress_drain(x);
@@ -70,6 +76,7 @@ void *ucx_progress_main(void *arg)
             ucx_handle_ep_errors(x);
         uint64_t now = ucx_now_ns();
         if (now >= x->next_tick_ns) {
+            ucx_ring_tick(x, now);
             ucx_tick(x, now);
             ucx_seg_tick(x);
             x->next_tick_ns = now + tick_ns;
@@ -109,20 +116,25 @@ void *ucx_progress_main(void *arg)
             timeout_ms = 1;
         }
         atomic_store(&x->sleeping, 1);
+        ucx_ring_sleep(x);   /* peers that fill our rings ring the bell from now on */
         if (atomic_load(&x->submit) || atomic_load(&x->cmd_hello) ||
-            atomic_load(&x->cmd_bye) || atomic_load(&x->stop)) {
+            atomic_load(&x->cmd_bye) || atomic_load(&x->stop) || ucx_ring_pending(x)) {
             atomic_store(&x->sleeping, 0);
+            ucx_ring_awake(x);
             continue;
         }
         pthread_mutex_unlock(&x->lock);   /* senders may use the worker meanwhile */
         int n = epoll_wait(x->epfd, evs, 4, timeout_ms);
         pthread_mutex_lock(&x->lock);
         atomic_store(&x->sleeping, 0);
+        ucx_ring_awake(x);
         for (int i = 0; i < n; i++) {
             if (evs[i].data.fd == x->wakefd) {
                 uint64_t v;
                 ssize_t rr = read(x->wakefd, &v, sizeof v);
                 (void)rr;
+            } else if (evs[i].data.fd == x->bell[0]) {
+                ucx_ring_bell_drain(x);
             }
         }
     }
@@ -134,6 +146,7 @@ void *ucx_progress_main(void *arg)
 void ucx_cancel_all(xport_ucx *x)
 {
     const char *why = "transport closed before the operation finished";
+    ucx_ring_cancel_all(x, why);
     ucx_op *list = atomic_exchange(&x->submit, NULL);
     while (list) {
         ucx_op *n = list->next;

@@ -17,8 +17,10 @@
  *                           serves the other ranks afterwards)
  * Each kill test also checks that no cask file is left in /dev/shm. The segment is
  * 16 MiB here (CASK_UCX_SEG=16 unless set), messages up to 4 MiB go through it
- * (CASK_UCX_SEG_MAX, so that CMA, where UCX has it, takes none of them). Run under tests/dist/run.sh (the kill tests
- * with --survivors NP-1). */
+ * (CASK_UCX_SEG_MAX, so that CMA, where UCX has it, takes none of them), those up to
+ * 64 KiB through its rings (CASK_UCX_RING=256: transport/ucx_segring.h, their own tests
+ * in test_ucx_ring.c), the larger through blocks. Run under tests/dist/run.sh (the kill
+ * tests with --survivors NP-1). */
 #include <dirent.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -54,6 +56,10 @@ static void setup(env *e, int failures)
     if (!getenv("CASK_UCX_SEG"))
         setenv("CASK_UCX_SEG", "16", 1);
     setenv("CASK_UCX_SEG_MAX", "4194304", 1);   /* whether CMA is there or not */
+    /* rings of 256 KiB a lane: messages up to 64 KiB go through them (tests/dist/
+     * test_ucx_ring.c), the blobs from 100000 bytes through blocks */
+    if (!getenv("CASK_UCX_RING"))
+        setenv("CASK_UCX_RING", "256", 1);
     char err[512];
     CHECK_OK(xport_boot_init(NULL, &e->b, err, sizeof err), "xport_boot_init: %s", err);
     e->rank = dt_rank_ = xport_boot_rank(e->b);
