@@ -90,7 +90,8 @@ enum xport_ucx_field {
     XPORT_UCX_SPIN_US      = 1u << 4,
     XPORT_UCX_ON_PEER      = 1u << 5,
     XPORT_UCX_THREAD_INIT  = 1u << 6,
-    XPORT_UCX_ON_SILENT    = 1u << 7
+    XPORT_UCX_ON_SILENT    = 1u << 7,
+    XPORT_UCX_PHASES       = 1u << 8
 };
 
 typedef struct xport_ucx_config {
@@ -121,6 +122,11 @@ typedef struct xport_ucx_config {
                                            progress thread (e.g. to make a GPU current
                                            there, for UCX's CUDA transports) */
     void *thread_init_arg;
+    uint64_t *phase_ns;       /* XPORT_UCX_PHASES: an array indexed by runtime_phase
+                                 (runtime/phases.h) into which create, connect and
+                                 destroy write the nanoseconds of their steps (UCX
+                                 context, worker, addresses, wire-up, hellos; goodbyes,
+                                 endpoints, teardown); it must outlive the transport */
 } xport_ucx_config;
 
 /* Creates the ucp context and worker (no communication yet). boot is used by
