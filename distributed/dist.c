@@ -310,6 +310,12 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
             uc.field_mask |= XPORT_UCX_HEARTBEAT_MS;
             uc.heartbeat_ms = cfg->heartbeat_ms;
         }
+        cask_runtime_info info;
+        if (cask_runtime_query(rt, &info) == CASK_OK &&
+            (info.ngpus == 0 || info.simulated_gpus)) {
+            uc.field_mask |= XPORT_UCX_NO_CUDA;   /* UCX without its CUDA parts */
+            uc.no_cuda = 1;
+        }
         dist_xlog_open(dist);
         dist_gpux_thread_setup(dist, &uc);
         st = xport_ucx_create(dist->boot, &uc, &dist->ucx, err, sizeof err);

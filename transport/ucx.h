@@ -91,7 +91,8 @@ enum xport_ucx_field {
     XPORT_UCX_ON_PEER      = 1u << 5,
     XPORT_UCX_THREAD_INIT  = 1u << 6,
     XPORT_UCX_ON_SILENT    = 1u << 7,
-    XPORT_UCX_PHASES       = 1u << 8
+    XPORT_UCX_PHASES       = 1u << 8,
+    XPORT_UCX_NO_CUDA      = 1u << 9
 };
 
 typedef struct xport_ucx_config {
@@ -127,6 +128,10 @@ typedef struct xport_ucx_config {
                                  destroy write the nanoseconds of their steps (UCX
                                  context, worker, addresses, wire-up, hellos; goodbyes,
                                  endpoints, teardown); it must outlive the transport */
+    int no_cuda;              /* XPORT_UCX_NO_CUDA: this process never gives the
+                                 transport CUDA memory. If this is the process's first
+                                 transport, UCX is loaded without its CUDA modules and
+                                 memory hooks (transport/ucx_load.c) */
 } xport_ucx_config;
 
 /* Creates the ucp context and worker (no communication yet). boot is used by
