@@ -16,9 +16,11 @@
  *   t0, t1       main() entry and return on CLOCK_MONOTONIC (s), the same clock in every
  *                process of a host: bench/startup.sh takes the job's span from them
  *
- *   bench-startup [--threads N] [--no-dist]
+ *   bench-startup [--threads N] [--cpu-only] [--no-dist]
  *
- * --no-dist leaves the job out (the runtime alone: the floor the job is compared with).
+ * --cpu-only opens no GPU (as cask-knn --cpu-only: the job's UCX then goes without its
+ * CUDA parts). --no-dist leaves the job out (the runtime alone: the floor the job is
+ * compared with).
  * With CASK_STATS=1 the runtime prints its own phases on stderr at cask_shutdown. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,14 +79,16 @@ static void check(cask_status st, const char *what, cask_runtime *rt)
 int main(int argc, char **argv)
 {
     double t0 = mono_s(), exec_s = since_exec_s();
-    int threads = 1, dist_on = 1;
+    int threads = 1, dist_on = 1, cpu_only = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             threads = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--no-dist"))
             dist_on = 0;
+        else if (!strcmp(argv[i], "--cpu-only"))
+            cpu_only = 1;
         else {
-            fprintf(stderr, "usage: bench-startup [--threads N] [--no-dist]\n");
+            fprintf(stderr, "usage: bench-startup [--threads N] [--cpu-only] [--no-dist]\n");
             return 2;
         }
     }
@@ -92,6 +96,10 @@ int main(int argc, char **argv)
     cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_PROGRESS;
     cfg.ncpu = threads > 0 ? threads : 1;
     cfg.progress = 0;
+    if (cpu_only) {
+        cfg.field_mask |= CASK_CONFIG_NGPU;
+        cfg.ngpu = 0;
+    }
     cask_runtime *rt = NULL;
     double a = mono_s();
     check(cask_init(&cfg, &rt), "cask_init", NULL);

@@ -9,7 +9,7 @@ taken back to back. Prints a table of medians over the rounds and one JSON line 
 (variant, ranks) on stdout (also appended to --json FILE).
 
   python3 bench/startup.py [--build build] [--np 1,2,4,8,16,32] [--rounds 5]
-                           [--launcher local|mpirun] [--threads 1]
+                           [--launcher local|mpirun] [--threads 1] [--cpu-only]
                            [--variant NAME:K=V,...]... [--json FILE]
 
 Figures (ms), each the median over the rounds of the figure of one run:
@@ -42,11 +42,11 @@ SHOWN = ["ucx-context", "ucx-worker", "addresses", "wire-up", "hello", "goodbye"
          "endpoints", "ucx-teardown", "boot-barrier"]
 
 
-def run_job(prog, np_, launcher, threads, env_extra, timeout):
+def run_job(prog, np_, launcher, threads, cpu_only, env_extra, timeout):
     env = dict(os.environ)
     env.update(env_extra)
     env["CASK_STATS"] = "1"
-    args = [prog, "--threads", str(threads)]
+    args = [prog, "--threads", str(threads)] + (["--cpu-only"] if cpu_only else [])
     procs = []
     boot = None
     t0 = time.monotonic()
@@ -112,6 +112,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--launcher", choices=["local", "mpirun"], default="local")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--cpu-only", action="store_true", help="no GPU opened (bench-startup --cpu-only)")
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME:K=V,K=V (environment of every rank); default: one, 'default'")
     ap.add_argument("--json", default="")
@@ -131,13 +132,14 @@ def main():
         for np_ in nps:
             for name, env in variants:
                 figs.setdefault((name, np_), []).append(
-                    run_job(prog, np_, a.launcher, a.threads, env, a.timeout))
+                    run_job(prog, np_, a.launcher, a.threads, a.cpu_only, env, a.timeout))
     try:
         load = os.getloadavg()[0]
     except OSError:
         load = -1
-    print("# %s, %d cores, load %.1f, launcher %s, %d thread(s) a rank, median of %d rounds, ms"
-          % (os.uname().nodename, os.cpu_count(), load, a.launcher, a.threads, a.rounds))
+    print("# %s, %d cores, load %.1f, launcher %s, %d thread(s) a rank%s, median of %d rounds, ms"
+          % (os.uname().nodename, os.cpu_count(), load, a.launcher, a.threads,
+             ", --cpu-only" if a.cpu_only else "", a.rounds))
     cols = ["wall", "over1", "dist", "join", "barrier", "leave", "load", "init"] + SHOWN
     print("%-10s %5s " % ("variant", "ranks") + " ".join("%8s" % c[:8] for c in cols))
     out = open(a.json, "a") if a.json else None
@@ -150,6 +152,7 @@ def main():
             print("%-10s %5d " % (name, np_) + " ".join("%8.1f" % med[c] for c in cols))
             line = json.dumps({"bench": "startup", "variant": name, "ranks": np_,
                                "launcher": a.launcher, "threads": a.threads,
+                               "cpu_only": a.cpu_only,
                                "rounds": a.rounds, "load": round(load, 1),
                                **{k: round(v, 2) for k, v in med.items()}})
             print(line)
