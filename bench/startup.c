@@ -3,7 +3,8 @@
  * leaves the job and stops the runtime, then prints one JSON line on stdout:
  *
  *   {"bench":"startup","rank":R,"size":P,"exec_ms":..,"init_ms":..,"join_ms":..,
- *    "barrier_ms":..,"leave_ms":..,"shutdown_ms":..,"main_ms":..,"t0":..,"t1":..}
+ *    "barrier_ms":..,"leave_ms":..,"shutdown_ms":..,"main_ms":..,"cpu_ms":..,"t0":..,
+ *    "t1":..}
  *
  *   exec_ms      from the process's start (the kernel's record of the exec, 10 ms ticks)
  *                to main(): loading the program and its libraries
@@ -13,6 +14,8 @@
  *   leave_ms     cask_dist_finalize (goodbyes, endpoints closed, UCX torn down)
  *   shutdown_ms  cask_shutdown
  *   main_ms      main() entry to its return
+ *   cpu_ms       the process's CPU time (user + system, every thread) at main()'s return:
+ *                what it cost the host, whatever else runs there
  *   t0, t1       main() entry and return on CLOCK_MONOTONIC (s), the same clock in every
  *                process of a host: bench/startup.sh takes the job's span from them
  *
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -122,10 +126,14 @@ int main(int argc, char **argv)
     a = mono_s();
     check(cask_shutdown(rt), "cask_shutdown", NULL);
     double shut = mono_s() - a, t1 = mono_s();
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+                 1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
     printf("{\"bench\":\"startup\",\"rank\":%d,\"size\":%d,\"exec_ms\":%.1f,\"init_ms\":%.3f,"
            "\"join_ms\":%.3f,\"barrier_ms\":%.3f,\"leave_ms\":%.3f,\"shutdown_ms\":%.3f,"
-           "\"main_ms\":%.3f,\"t0\":%.6f,\"t1\":%.6f}\n", rank, size,
+           "\"main_ms\":%.3f,\"cpu_ms\":%.1f,\"t0\":%.6f,\"t1\":%.6f}\n", rank, size,
            exec_s >= 0 ? 1e3 * exec_s : -1.0, 1e3 * init, 1e3 * join, 1e3 * barrier,
-           1e3 * leave, 1e3 * shut, 1e3 * (t1 - t0), t0, t1);
+           1e3 * leave, 1e3 * shut, 1e3 * (t1 - t0), 1e3 * cpu, t0, t1);
     return 0;
 }

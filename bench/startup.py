@@ -4,8 +4,8 @@
 Launches bench-startup (bench/startup.c: cask_init, cask_dist_init, one barrier,
 cask_dist_finalize, cask_shutdown) as a job of N ranks, for each N given, ROUNDS times,
 with CASK_STATS=1 so that every rank prints its phases (runtime/phases.h). The variants
-(--variant NAME:K=V,K=V) run alternated within each round, so that their figures are
-taken back to back. Prints a table of medians over the rounds and one JSON line per
+(--variant NAME:K=V,K=V; BUILD=DIR runs another build's bench-startup) run alternated
+within each round, so that their figures are taken back to back. Prints a table of medians over the rounds and one JSON line per
 (variant, ranks) on stdout (also appended to --json FILE).
 
   python3 bench/startup.py [--build build] [--np 1,2,4,8,16,32] [--rounds 5]
@@ -23,6 +23,8 @@ Figures (ms), each the median over the rounds of the figure of one run:
   join, barrier, leave   the slowest rank's share of each
   load      median over the ranks of exec to cask_init (libraries loaded, constructors)
   init      median over the ranks of cask_init
+  cpu       median over the ranks of the process's CPU time (user + system) up to the
+            end of main(): what a rank costs the host, less sensitive to other load
   then the slowest rank's phases of the join and the leave (runtime/phases.h)
 """
 import argparse
@@ -45,6 +47,8 @@ SHOWN = ["ucx-context", "ucx-worker", "addresses", "wire-up", "hello", "goodbye"
 def run_job(prog, np_, launcher, threads, cpu_only, env_extra, timeout):
     env = dict(os.environ)
     env.update(env_extra)
+    if "BUILD" in env_extra:   # a variant's own build (before/after a change)
+        prog = os.path.join(env.pop("BUILD"), "bench", "bench-startup")
     env["CASK_STATS"] = "1"
     args = [prog, "--threads", str(threads)] + (["--cpu-only"] if cpu_only else [])
     procs = []
@@ -98,7 +102,8 @@ def run_job(prog, np_, launcher, threads, cpu_only, env_extra, timeout):
            "barrier": max(r["barrier_ms"] for r in ranks),
            "leave": max(r["leave_ms"] for r in ranks),
            "load": statistics.median(r["exec_ms"] for r in ranks),
-           "init": statistics.median(r["init_ms"] for r in ranks)}
+           "init": statistics.median(r["init_ms"] for r in ranks),
+           "cpu": statistics.median(r.get("cpu_ms", 0.0) for r in ranks)}
     for ph in PHASES:
         fig[ph] = max((p.get(ph, 0.0) for p in phases), default=0.0)
     return fig
@@ -114,7 +119,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--cpu-only", action="store_true", help="no GPU opened (bench-startup --cpu-only)")
     ap.add_argument("--variant", action="append", default=[],
-                    help="NAME:K=V,K=V (environment of every rank); default: one, 'default'")
+                    help="NAME:K=V,K=V (environment of every rank; BUILD=DIR: that build's "
+                         "bench-startup); default: one, 'default'")
     ap.add_argument("--json", default="")
     ap.add_argument("--timeout", type=float, default=300)
     a = ap.parse_args()
@@ -140,7 +146,7 @@ def main():
     print("# %s, %d cores, load %.1f, launcher %s, %d thread(s) a rank%s, median of %d rounds, ms"
           % (os.uname().nodename, os.cpu_count(), load, a.launcher, a.threads,
              ", --cpu-only" if a.cpu_only else "", a.rounds))
-    cols = ["wall", "over1", "dist", "join", "barrier", "leave", "load", "init"] + SHOWN
+    cols = ["wall", "over1", "dist", "join", "barrier", "leave", "load", "init", "cpu"] + SHOWN
     print("%-10s %5s " % ("variant", "ranks") + " ".join("%8s" % c[:8] for c in cols))
     out = open(a.json, "a") if a.json else None
     for name, _ in variants:
