@@ -45,43 +45,55 @@ static double ms(const runtime_phases *p, runtime_phase ph)
     return (double)p->ns[ph] * 1e-6;
 }
 
-static void part(FILE *f, const runtime_phases *p, const char *name, runtime_phase ph)
+/* The line is made whole, then written at once: the ranks of a job share a stderr. */
+typedef struct line { char buf[1024]; size_t n; } line;
+
+static void add(line *l, const char *fmt, double v)
 {
-    fprintf(f, " %s %.1f", name, ms(p, ph));
+    if (l->n < sizeof l->buf) {
+        int k = snprintf(l->buf + l->n, sizeof l->buf - l->n, fmt, v);
+        if (k > 0)
+            l->n += (size_t)k;
+    }
+}
+
+static void part(line *l, const runtime_phases *p, const char *name, runtime_phase ph)
+{
+    char fmt[48];
+    snprintf(fmt, sizeof fmt, " %s %%.1f", name);
+    add(l, fmt, ms(p, ph));
 }
 
 void phases_print(FILE *f, const runtime_phases *p)
 {
+    line l = { .n = 0 };
     double up = ms(p, PHASE_INIT) + ms(p, PHASE_JOIN) + ms(p, PHASE_BARRIER);
     double down = ms(p, PHASE_LEAVE) + ms(p, PHASE_SHUTDOWN);
-    fprintf(f, "cask: rank %d/%d phases (ms): start-up %.1f shutdown %.1f | load %.1f |",
-            p->rank, p->size > 0 ? p->size : 1, up, down, ms(p, PHASE_LOAD));
-    part(f, p, "init", PHASE_INIT);
-    part(f, p, "topology", PHASE_TOPOLOGY);
-    part(f, p, "devices", PHASE_DEVICES);
-    part(f, p, "workers", PHASE_WORKERS);
+    l.n = (size_t)snprintf(l.buf, sizeof l.buf, "cask: rank %d/%d phases (ms):", p->rank,
+                           p->size > 0 ? p->size : 1);
+    add(&l, " start-up %.1f", up);
+    add(&l, " shutdown %.1f |", down);
+    add(&l, " load %.1f |", ms(p, PHASE_LOAD));
+    part(&l, p, "init", PHASE_INIT);
+    part(&l, p, "topology", PHASE_TOPOLOGY);
+    part(&l, p, "devices", PHASE_DEVICES);
+    part(&l, p, "workers", PHASE_WORKERS);
     if (p->joined) {
-        fprintf(f, " |");
-        part(f, p, "join", PHASE_JOIN);
-        part(f, p, "boot", PHASE_BOOT);
-        part(f, p, "ucx-context", PHASE_UCX_CONTEXT);
-        part(f, p, "ucx-worker", PHASE_UCX_WORKER);
-        part(f, p, "addresses", PHASE_ADDRESSES);
-        part(f, p, "wire-up", PHASE_WIREUP);
-        part(f, p, "hello", PHASE_HELLO);
-        part(f, p, "nccl", PHASE_NCCL);
-        part(f, p, "routes", PHASE_ROUTES);
-        fprintf(f, " |");
-        part(f, p, "barrier", PHASE_BARRIER);
-        fprintf(f, " |");
-        part(f, p, "leave", PHASE_LEAVE);
-        part(f, p, "graphs", PHASE_GRAPHS);
-        part(f, p, "goodbye", PHASE_GOODBYE);
-        part(f, p, "endpoints", PHASE_ENDPOINTS);
-        part(f, p, "ucx-teardown", PHASE_UCX_TEARDOWN);
-        part(f, p, "boot-barrier", PHASE_BOOT_BARRIER);
+        static const struct { const char *name; runtime_phase ph; } join[] = {
+            { "| join", PHASE_JOIN }, { "boot", PHASE_BOOT },
+            { "ucx-context", PHASE_UCX_CONTEXT }, { "ucx-worker", PHASE_UCX_WORKER },
+            { "addresses", PHASE_ADDRESSES }, { "wire-up", PHASE_WIREUP },
+            { "hello", PHASE_HELLO }, { "nccl", PHASE_NCCL }, { "routes", PHASE_ROUTES },
+            { "| barrier", PHASE_BARRIER }, { "| leave", PHASE_LEAVE },
+            { "graphs", PHASE_GRAPHS }, { "goodbye", PHASE_GOODBYE },
+            { "endpoints", PHASE_ENDPOINTS }, { "ucx-teardown", PHASE_UCX_TEARDOWN },
+            { "boot-barrier", PHASE_BOOT_BARRIER } };
+        for (size_t i = 0; i < sizeof join / sizeof join[0]; i++)
+            part(&l, p, join[i].name, join[i].ph);
     }
-    fprintf(f, " |");
-    part(f, p, "shutdown", PHASE_SHUTDOWN);
-    fprintf(f, "\n");
+    part(&l, p, "| shutdown", PHASE_SHUTDOWN);
+    if (l.n >= sizeof l.buf - 1)
+        l.n = sizeof l.buf - 2;
+    l.buf[l.n++] = '\n';
+    fwrite(l.buf, 1, l.n, f);
 }
