@@ -68,6 +68,10 @@ two GPUs of one host:
                 ucx_perftest (UCX's own shared memory) beside it, 3 rounds alternated;
                 then cask-knn 2^22 x 2^12 --cpu-only, 2 ranks x 8 threads against 1
                 process x 16, segments on and off (one GPU is enough)
+  startup       start-up plus shutdown of a job of 2..32 ranks against one process
+                (bench/startup.py: file bootstrap, 5 rounds; --cpu-only, then with the GPUs
+                opened; mpirun too where there is one); cask-knn 2^22 x 2^12 --cpu-only,
+                1 x 16 against 2 x 8, end to end with every rank's phases (CASK_STATS=1)
   gather        gathers of GPU-made results: GPU route against host route, then a timeline
   gpux          the gpu suite and test_dist_gpux (a chunk by the GPU route and the host route)
   recover-gpu   recover_app.sh knngpu: ranks killed, GPU-made chunks recovered
@@ -128,7 +132,7 @@ ucx_wheel() {
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
 STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma seg"
 STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm replay ucx-wheel"
-STEPS="$STEPS mm-diag knn-ranks "
+STEPS="$STEPS mm-diag knn-ranks startup "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
     *" $step "*) ;;
@@ -140,7 +144,7 @@ for step in "$@"; do
   case $step in
     bcd|inflight) ;;
     ucx-wheel) need_wheel=1 ;;
-    multigpu|cma|seg|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps)
+    multigpu|cma|seg|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps|startup)
       need_wheel=1 need_main=1 ;;
     *) need_main=1 ;;
   esac
@@ -573,6 +577,28 @@ PY
   rm -rf "$P" $T/seg_one.npy $T/seg_two.npy
 }
 
+step_startup() {   # a job's start-up plus shutdown (bench/startup.py), then cask-knn's
+  S="python3 bench/startup.py --build $B --np 2,4,8,16,32 --rounds 5 --json $OUT/startup.json"
+  $S --cpu-only > "$OUT/startup_cpu.txt" 2>&1; echo "--cpu-only rc=$?"; grep -v '^{' "$OUT/startup_cpu.txt"
+  $S --np 2,8 --rounds 3 > "$OUT/startup_gpu.txt" 2>&1; echo "GPUs opened rc=$?"; grep -v '^{' "$OUT/startup_gpu.txt"
+  if command -v mpirun > /dev/null; then
+    $S --cpu-only --launcher mpirun > "$OUT/startup_mpirun.txt" 2>&1
+    echo "mpirun --cpu-only rc=$?"; grep -v '^{' "$OUT/startup_mpirun.txt"
+  fi
+  T=${TMPDIR:-/tmp}
+  K="$B/apps/cask-knn --generate 2^22 2^12 --seed 1 --cpu-only"
+  for r in 1 2 3; do
+    t1=$(date +%s.%N); CASK_STATS=1 $K --threads 16 --out $T/st_one.npy > "$OUT/startup_knn_one_$r.txt" 2>&1
+    echo "round $r 1 x 16: end to end $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s (outside)"
+    grep -E 'time:|end to end|phases' "$OUT/startup_knn_one_$r.txt"
+    t1=$(date +%s.%N); CASK_STATS=1 $L 2 $K --threads 8 --out $T/st_two.npy > "$OUT/startup_knn_two_$r.txt" 2>&1
+    echo "round $r 2 x 8: end to end $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s (outside)"
+    grep -E 'time:|end to end|phases' "$OUT/startup_knn_two_$r.txt"
+    cmp -s $T/st_one.npy $T/st_two.npy && echo "  outputs identical" || echo "  OUTPUTS DIFFER"
+  done
+  rm -f $T/st_one.npy $T/st_two.npy
+}
+
 step_gather() {   # GPU route against host route, alternated; then a transfer timeline
   two_gpus gather || return
   K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1 --repeat 5 --k 8"
@@ -881,6 +907,7 @@ for step in "$@"; do
     cma) export CASK_LAUNCHER=local; step_cma; unset CASK_LAUNCHER ;;
     seg) export CASK_LAUNCHER=local; step_seg; unset CASK_LAUNCHER ;;
     gather) step_gather ;;
+    startup) export CASK_LAUNCHER=local; step_startup; unset CASK_LAUNCHER ;;
     gpux) step_gpux ;;
     recover-gpu) step_recover_gpu ;;
     replay) step_replay ;;

@@ -12,6 +12,8 @@
 #include <time.h>
 
 #include "runtime/log.h"
+#include "runtime/phases.h"
+#include "runtime/runtime.h"
 
 void dist_fail(cask_dist *dist, const char *fmt, ...)
 {
@@ -243,6 +245,10 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
     if (!rt || !out)
         return CASK_ERR_INVALID;
     *out = NULL;
+    /* this join's phases (runtime/phases.h): the last join's are printed */
+    uint64_t *ph = rt->phases.ns, t0 = phases_now_ns(), t;
+    for (int i = PHASE_JOIN; i <= PHASE_BOOT_BARRIER; i++)
+        ph[i] = 0;
     cask_dist *dist = calloc(1, sizeof *dist);
     if (!dist)
         return log_error(rt, CASK_ERR_NOMEM, "cask_dist_init");
@@ -255,7 +261,9 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
     if (cfg && (cfg->field_mask & CASK_DIST_STEAL))
         dist->steal = cfg->steal != 0;
     char err[512];
+    t = phases_now_ns();
     cask_status st = xport_boot_init(NULL, &dist->boot, err, sizeof err);
+    ph[PHASE_BOOT] = phases_now_ns() - t;
     if (st) {
         st = log_error(rt, st, "cask_dist_init: %s", err);
         goto fail;
@@ -289,9 +297,11 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         goto fail;
     if (dist->size > 1) {
 #ifdef CASK_HAVE_UCX
-        xport_ucx_config uc = { .field_mask = XPORT_UCX_ON_PEER | XPORT_UCX_ON_SILENT,
+        xport_ucx_config uc = { .field_mask = XPORT_UCX_ON_PEER | XPORT_UCX_ON_SILENT |
+                                              XPORT_UCX_PHASES,
                                 .on_peer_failure = on_peer_lost,
-                                .on_peer_silent = on_peer_silent, .on_peer_arg = dist };
+                                .on_peer_silent = on_peer_silent, .on_peer_arg = dist,
+                                .phase_ns = ph };
         if (cfg && (cfg->field_mask & CASK_DIST_PEER_TIMEOUT_MS)) {
             uc.field_mask |= XPORT_UCX_TIMEOUT_MS;
             uc.peer_timeout_ms = cfg->peer_timeout_ms;
@@ -299,6 +309,12 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         if (cfg && (cfg->field_mask & CASK_DIST_HEARTBEAT_MS)) {
             uc.field_mask |= XPORT_UCX_HEARTBEAT_MS;
             uc.heartbeat_ms = cfg->heartbeat_ms;
+        }
+        cask_runtime_info info;
+        if (cask_runtime_query(rt, &info) == CASK_OK &&
+            (info.ngpus == 0 || info.simulated_gpus)) {
+            uc.field_mask |= XPORT_UCX_NO_CUDA;   /* UCX without its CUDA parts */
+            uc.no_cuda = 1;
         }
         dist_xlog_open(dist);
         dist_gpux_thread_setup(dist, &uc);
@@ -324,15 +340,19 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         /* from here on a rank lost while joining ends the bootstrap's waits */
         xport_boot_set_watch(dist->boot, join_watch, dist);
         dist_testkill_join(dist, "nccl");
+        t = phases_now_ns();
         if ((st = dist_nccl_init(dist))) {
             st = join_fail(dist, st, "agreeing on NCCL");
             goto fail;
         }
+        ph[PHASE_NCCL] = phases_now_ns() - t;
         dist_testkill_join(dist, "route");
+        t = phases_now_ns();
         if ((st = dist_gpux_register(dist)) || (st = dist_route_init(dist))) {
             st = join_fail(dist, st, "routes of GPU chunks");
             goto fail;
         }
+        ph[PHASE_ROUTES] = phases_now_ns() - t;
 #else
         st = log_error(rt, CASK_ERR_UNSUPPORTED, "cask_dist_init: a job of %d processes, but "
                        "cask was built without UCX (install libucx-dev and rebuild)",
@@ -349,6 +369,10 @@ cask_status cask_dist_init(cask_runtime *rt, const cask_dist_config *cfg, cask_d
         goto fail;
     log_msg(rt, CASK_LOG_INFO, "cask_dist_init: rank %d of %d (job %s)", dist->rank,
             dist->size, xport_boot_job(dist->boot));
+    rt->phases.rank = dist->rank;
+    rt->phases.size = dist->size;
+    rt->phases.joined = 1;
+    ph[PHASE_JOIN] = phases_now_ns() - t0;
     *out = dist;
     return CASK_OK;
 fail:
@@ -369,16 +393,20 @@ cask_status cask_dist_finalize(cask_dist *dist)
     if (!dist)
         return CASK_OK;
     cask_status st = CASK_OK;
+    uint64_t *ph = dist->rt->phases.ns, t0 = phases_now_ns(), t = t0;
     dist_dashboard_leave(dist);
     while (dist->graphs)
         cask_dist_graph_destroy(dist->graphs);
     dist_nccl_finalize(dist);
     dist_route_free(dist);
     dist_steal_stop(dist);
+    ph[PHASE_GRAPHS] = phases_now_ns() - t;
 #ifdef CASK_HAVE_UCX
     if (dist->ucx) {
         char why[512];
+        t = phases_now_ns();
         dist_leave_announce(dist);   /* a rank still computing must not wait for this one */
+        ph[PHASE_GOODBYE] += phases_now_ns() - t;
         st = xport_ucx_destroy(dist->ucx, why, sizeof why);   /* goodbyes with every rank */
         if (st && dist->nexcluded && !dist->fenced && dist_all_losses_agreed(dist))
             st = CASK_OK;   /* the ranks lost were fenced out and the run recovered */
@@ -413,9 +441,13 @@ cask_status cask_dist_finalize(cask_dist *dist)
         if (!dist_all_losses_agreed(dist) || dist->fenced)
             st = CASK_ERR_PEER;
     } else {
+        t = phases_now_ns();
         xport_boot_barrier(dist->boot);   /* everybody leaves together */
+        ph[PHASE_BOOT_BARRIER] = phases_now_ns() - t;
     }
+    cask_runtime *rt = dist->rt;
     dist_free(dist);
+    rt->phases.ns[PHASE_LEAVE] = phases_now_ns() - t0;
     return st;
 }
 
@@ -441,7 +473,7 @@ cask_status cask_dist_barrier(cask_dist *dist)
         return CASK_ERR_INVALID;
     if (dist->size == 1)
         return CASK_OK;
-    uint64_t seq = ++dist->barrier_seq;
+    uint64_t seq = ++dist->barrier_seq, t0 = phases_now_ns();
     dist_ctrl_all(dist, 0, 0, CTRL_BARRIER, 0, seq, NULL);
     cask_status st = CASK_OK;
     char why[sizeof dist->err] = "";
@@ -477,6 +509,8 @@ cask_status cask_dist_barrier(cask_dist *dist)
         pthread_cond_wait(&dist->cv, &dist->mu);
     }
     pthread_mutex_unlock(&dist->mu);
+    if (seq == 1)
+        dist->rt->phases.ns[PHASE_BARRIER] = phases_now_ns() - t0;
     if (st)
         log_error(dist->rt, st, "cask_dist_barrier: %s", why);
     return st;

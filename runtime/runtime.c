@@ -72,9 +72,11 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         return CASK_ERR_INVALID;
     *out = NULL;
     char err[CASK_ERRMSG_LEN] = "";
+    uint64_t t0 = phases_now_ns(), t;
     cask_runtime *rt = calloc(1, sizeof *rt);
     if (!rt)
         return CASK_ERR_NOMEM;
+    rt->phases.ns[PHASE_LOAD] = phases_since_exec_ns();
     cask_status st = config_resolve(cfg, &rt->cfg, err, sizeof err);
     if (st) {
         fprintf(stderr, "cask_init: %s\n", err);
@@ -88,7 +90,9 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
     pthread_cond_init(&rt->graphs_cond, NULL);
     arena_pool_init(&rt->graph_pool, GRAPH_POOL_LIMIT);
     rt->strong_fence = graph_dynamic_init() != 0;
+    t = phases_now_ns();
     st = topology_load(&rt->topo, err, sizeof err);
+    rt->phases.ns[PHASE_TOPOLOGY] = phases_now_ns() - t;
     if (st)
         goto fail;
     if (err[0])
@@ -99,7 +103,9 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         if (err[0])
             log_msg(rt, CASK_LOG_INFO, "topology: %s", err);
     }
+    t = phases_now_ns();
     st = open_devices(rt, err, sizeof err);
+    rt->phases.ns[PHASE_DEVICES] = phases_now_ns() - t;
     if (st)
         goto fail;
     if (rt->cfg.nsim_slow && !rt->sim)
@@ -151,6 +157,7 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         log_msg(rt, CASK_LOG_WARN, "dashboard %s not served: cask was built without "
                 "libmicrohttpd", rt->cfg.dashboard);
 #endif
+    t = phases_now_ns();
     st = sched_create(rt, &rt->sched);
     if (st) {
         snprintf(err, sizeof err, "creating workers");
@@ -161,6 +168,7 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         snprintf(err, sizeof err, "starting workers");
         goto fail;
     }
+    rt->phases.ns[PHASE_WORKERS] = phases_now_ns() - t;
 #ifdef CASK_HAVE_DASHBOARD
     if (rt->live) {
         st = dashboard_start(rt, rt->cfg.dashboard, &rt->dash, err, sizeof err);
@@ -171,6 +179,7 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
 #endif
     log_msg(rt, CASK_LOG_INFO, "started: %d CPU workers, %d %sGPUs, %d cores, policy %d",
             rt->ncpu, rt->ngpu, rt->sim ? "simulated " : "", rt->topo.ncores, (int)rt->cfg.sched);
+    rt->phases.ns[PHASE_INIT] = phases_now_ns() - t0;
     *out = rt;
     return CASK_OK;
 fail:
@@ -199,6 +208,7 @@ cask_status cask_shutdown(cask_runtime *rt)
 {
     if (!rt)
         return CASK_OK;
+    uint64_t t0 = phases_now_ns();
     graph_close_open(rt);   /* submitted graphs never waited for: end their submission */
     pthread_mutex_lock(&rt->lock);
     while (rt->ngraphs_running > 0)
@@ -253,6 +263,10 @@ cask_status cask_shutdown(cask_runtime *rt)
     pthread_mutex_destroy(&rt->error_lock);
     pthread_cond_destroy(&rt->graphs_cond);
     arena_pool_destroy(&rt->graph_pool);
+    if (rt->cfg.stats) {
+        rt->phases.ns[PHASE_SHUTDOWN] = phases_now_ns() - t0;
+        phases_print(stderr, &rt->phases);
+    }
     free(rt);
     return st;
 }

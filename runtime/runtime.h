@@ -11,6 +11,7 @@
 #include "runtime/lib_call.h"
 #include "runtime/arena.h"
 #include "runtime/host_cache.h"
+#include "runtime/phases.h"
 
 #define CASK_ERRMSG_LEN 1024
 #define CASK_MAX_GPUS 16
@@ -72,6 +73,8 @@ struct cask_runtime {
     int strong_fence;               /* no membarrier: completions fence (graph_dynamic.c) */
     cask_kernel *replay_kernel;     /* the stand-in of replayed graphs (graph_replay.c),
                                        registered on first use (rt->lock) */
+
+    runtime_phases phases;          /* start-up and shutdown times (CASK_STATS=1) */
 
     pthread_mutex_t error_lock;
     char error[CASK_ERRMSG_LEN];

@@ -92,6 +92,7 @@ cask_status xport_boot_init(const xport_boot_config *cfg, xport_boot **out, char
         if (err) snprintf(err, errlen, "bootstrap: out of memory");
         return CASK_ERR_NOMEM;
     }
+    b->notify_fd = -1;
     b->timeout_s = boot_env_int("CASK_BOOT_TIMEOUT", BOOT_DEFAULT_TIMEOUT_S);
     if (cfg && (cfg->field_mask & XPORT_BOOT_TIMEOUT))
         b->timeout_s = cfg->timeout_s;
@@ -155,6 +156,8 @@ void xport_boot_finalize(xport_boot *b)
     if (b->kind == XPORT_BOOT_PMIX)
         PMIx_Finalize(NULL, 0);
 #endif
+    if (b->notify_fd >= 0)
+        close(b->notify_fd);
     free(b);
 }
 

@@ -1,14 +1,19 @@
 /* transport/bootstrap_file.c: the bootstrap through files in a folder every rank sees
  * (CASK_BOOT_DIR, with CASK_RANK and CASK_SIZE): each blob is written aside and renamed,
- * so that it appears whole, and read once every rank's is there; the watch is asked
- * between polls. See bootstrap.h. */
+ * so that it appears whole, and read once every rank's is there. A wait sleeps on an
+ * inotify watch of the folder, so that a rank's file renamed into it wakes it at once,
+ * and polls too (a folder shared between hosts over the network tells inotify nothing
+ * of the others' files): every 50 us at first, doubling up to 10 ms; the watch is
+ * asked between polls. See bootstrap.h. */
 #include "transport/bootstrap_impl.h"
 #include "runtime/deadline.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -33,6 +38,11 @@ cask_status boot_file_start(xport_boot *b, const char *dir)
     }
     snprintf(b->dir, sizeof b->dir, "%s", dir);
     snprintf(b->job, sizeof b->job, "file:%.240s", dir);
+    b->notify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (b->notify_fd >= 0 && inotify_add_watch(b->notify_fd, dir, IN_MOVED_TO | IN_CREATE) < 0) {
+        close(b->notify_fd);   /* polling alone, as before */
+        b->notify_fd = -1;
+    }
     return CASK_OK;
 }
 
@@ -73,8 +83,19 @@ cask_status boot_file_wait(xport_boot *b, const char *name, int r)
             return boot_fail(b, CASK_ERR_PEER, "bootstrap (%s) on rank %d: rank %d did not "
                              "arrive within %d s (CASK_BOOT_TIMEOUT)", name, b->rank, next,
                              b->timeout_s);
-        struct timespec ts = { 0, us * 1000L };
-        nanosleep(&ts, NULL);
+        if (b->notify_fd >= 0) {
+            /* a file renamed in since the last look ends the sleep; the events read
+             * are only wake-ups (the next look checks the file itself) */
+            struct pollfd pfd = { .fd = b->notify_fd, .events = POLLIN };
+            if (poll(&pfd, 1, (int)(us / 1000) + 1) > 0) {
+                char ev[4096];
+                while (read(b->notify_fd, ev, sizeof ev) > 0)
+                    ;
+            }
+        } else {
+            struct timespec ts = { 0, us * 1000L };
+            nanosleep(&ts, NULL);
+        }
         if (us < 10000)
             us *= 2;
     }

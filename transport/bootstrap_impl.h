@@ -26,6 +26,8 @@ struct xport_boot {
     char job[256];
     char err[512];
     char dir[1024];            /* XPORT_BOOT_FILE: the shared folder */
+    int notify_fd;             /* XPORT_BOOT_FILE: inotify on dir (a rank's file renamed
+                                  into it wakes the waits), -1 if none */
     xport_boot_watch_fn watch; /* waits: a loss seen elsewhere ends them */
     void *watch_arg;
 #ifdef CASK_HAVE_PMIX

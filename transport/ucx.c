@@ -3,6 +3,7 @@
  * ucx_progress.c. See ucx.h for the model. */
 #include "transport/ucx_impl.h"
 #include "runtime/deadline.h"
+#include "runtime/phases.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -67,6 +68,16 @@ void ucx_record_error(xport_ucx *x, const char *fmt, ...)
     pthread_mutex_unlock(&x->mu);
 }
 
+/* Adds the time since *t to the caller's record of phase ph, if it keeps one, and
+ * restarts *t. */
+static void phase_end(xport_ucx *x, int ph, uint64_t *t)
+{
+    uint64_t now = ucx_now_ns();
+    if (x->phase_ns)
+        x->phase_ns[ph] += now - *t;
+    *t = now;
+}
+
 static cask_status setup_fail(char *err, size_t errlen, cask_status st, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 static cask_status setup_fail(char *err, size_t errlen, cask_status st, const char *fmt, ...)
@@ -87,6 +98,7 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
     if (!boot || !out)
         return setup_fail(err, errlen, CASK_ERR_INVALID, "xport_ucx_create: NULL argument");
     *out = NULL;
+    uint64_t t = ucx_now_ns();
     xport_ucx *x = calloc(1, sizeof *x);
     if (!x)
         return setup_fail(err, errlen, CASK_ERR_NOMEM, "xport_ucx_create: out of memory");
@@ -134,6 +146,7 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
     }
 
     x->cuda_mem = ucx_context_cuda(x->ctx);
+    phase_end(x, PHASE_UCX_CONTEXT, &t);
 
     /* SERIALIZED: never two threads in UCX at once (the progress thread while
      * connected, this thread before and after), so UCX needs no lock of its own. */
@@ -211,6 +224,7 @@ cask_status xport_ucx_create(xport_boot *boot, const xport_ucx_config *cfg,
         goto fail;
     }
     ucx_ring_setup(x, x->epfd);
+    phase_end(x, PHASE_UCX_WORKER, &t);
     *out = x;
     return CASK_OK;
 fail:
@@ -365,6 +379,11 @@ cask_status xport_ucx_connect(xport_ucx *x)
         return CASK_ERR_PEER;
     }
     x->connect_ns[3] = ucx_now_ns();
+    if (x->phase_ns) {
+        x->phase_ns[PHASE_ADDRESSES] += x->connect_ns[1] - x->connect_ns[0];
+        x->phase_ns[PHASE_WIREUP] += x->connect_ns[2] - x->connect_ns[1];
+        x->phase_ns[PHASE_HELLO] += x->connect_ns[3] - x->connect_ns[2];
+    }
     if (x->seg && x->cma)
         ucx_note_cma_lanes(x);   /* which peers' large messages go by CMA instead */
     const char *info = getenv("CASK_UCX_EP_INFO");
@@ -496,6 +515,7 @@ cask_status xport_ucx_destroy(xport_ucx *x, char *err, size_t errlen)
     if (!x)
         return CASK_OK;
     cask_status st = CASK_OK;
+    uint64_t t = ucx_now_ns();
     atomic_store(&x->closing, 1);
     if (x->thread_started) {
         /* Say goodbye and wait for everybody's: after that no live peer sends to us,
@@ -548,9 +568,11 @@ cask_status xport_ucx_destroy(xport_ucx *x, char *err, size_t errlen)
     atomic_store(&x->connected, 0);
     pthread_mutex_lock(&x->lock);      /* a sender caught in the act finishes first */
     pthread_mutex_unlock(&x->lock);
+    phase_end(x, PHASE_GOODBYE, &t);
     if (x->worker) {
         ucx_cancel_all(x);
         close_endpoints(x);
+        phase_end(x, PHASE_ENDPOINTS, &t);
         if (x->addr)
             ucp_worker_release_address(x->worker, x->addr);
         ucp_worker_destroy(x->worker);
@@ -558,6 +580,7 @@ cask_status xport_ucx_destroy(xport_ucx *x, char *err, size_t errlen)
     if (x->ctx)
         ucp_cleanup(x->ctx);
     ucx_seg_teardown(x);
+    phase_end(x, PHASE_UCX_TEARDOWN, &t);
     if (x->epfd >= 0) close(x->epfd);
     if (x->wakefd >= 0) close(x->wakefd);
     for (unsigned i = 0; i < XPORT_UCX_MAX_AM; i++)

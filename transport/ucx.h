@@ -99,7 +99,9 @@ enum xport_ucx_field {
     XPORT_UCX_SPIN_US      = 1u << 4,
     XPORT_UCX_ON_PEER      = 1u << 5,
     XPORT_UCX_THREAD_INIT  = 1u << 6,
-    XPORT_UCX_ON_SILENT    = 1u << 7
+    XPORT_UCX_ON_SILENT    = 1u << 7,
+    XPORT_UCX_PHASES       = 1u << 8,
+    XPORT_UCX_NO_CUDA      = 1u << 9
 };
 
 typedef struct xport_ucx_config {
@@ -130,6 +132,15 @@ typedef struct xport_ucx_config {
                                            progress thread (e.g. to make a GPU current
                                            there, for UCX's CUDA transports) */
     void *thread_init_arg;
+    uint64_t *phase_ns;       /* XPORT_UCX_PHASES: an array indexed by runtime_phase
+                                 (runtime/phases.h) into which create, connect and
+                                 destroy write the nanoseconds of their steps (UCX
+                                 context, worker, addresses, wire-up, hellos; goodbyes,
+                                 endpoints, teardown); it must outlive the transport */
+    int no_cuda;              /* XPORT_UCX_NO_CUDA: this process never gives the
+                                 transport CUDA memory. If this is the process's first
+                                 transport, UCX is loaded without its CUDA modules and
+                                 memory hooks (transport/ucx_load.c) */
 } xport_ucx_config;
 
 /* Creates the ucp context and worker (no communication yet). boot is used by

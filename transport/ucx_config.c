@@ -88,6 +88,8 @@ void ucx_read_config(xport_ucx *x, const xport_ucx_config *c)
         x->on_peer = c->on_peer_failure;
         x->on_peer_arg = c->on_peer_arg;
     }
+    if (m & XPORT_UCX_PHASES)
+        x->phase_ns = c->phase_ns;
     if (m & XPORT_UCX_ON_SILENT) {
         x->on_silent = c->on_peer_silent;
         x->on_peer_arg = c->on_peer_arg;

@@ -202,6 +202,8 @@ struct xport_ucx {
     int hellos, byes, dead;         /* under mu */
     uint64_t connect_ns[4];         /* xport_ucx_connect began, addresses exchanged,
                                        endpoints created, every HELLO in */
+    uint64_t *phase_ns;             /* the caller's record of start-up and shutdown
+                                       phases (XPORT_UCX_PHASES), or NULL */
     char err[512];                  /* first failure, under mu */
 };
 

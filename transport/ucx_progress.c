@@ -134,10 +134,11 @@ void ucx_issue_now(xport_ucx *x, ucx_peer *p, ucx_op *op)
     prm.flags = (op->kind == OP_SEND && op->len && !op->seg &&
                  (op->len >= x->rndv_thresh || op->mem == XPORT_UCX_MEM_CUDA))
                 ? UCP_AM_SEND_FLAG_RNDV : 0;
-    if (op->kind == OP_SEND && op->mem == XPORT_UCX_MEM_CUDA) {
-        prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-        prm.memory_type = UCS_MEMORY_TYPE_CUDA;
-    }
+    /* Always the memory type: UCX need not find it (without memory hooks it could not
+     * cache it, transport/ucx_load.c) */
+    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    prm.memory_type = op->kind == OP_SEND && op->mem == XPORT_UCX_MEM_CUDA ?
+                      UCS_MEMORY_TYPE_CUDA : UCS_MEMORY_TYPE_HOST;
     unsigned am = op->kind == OP_SEND ? UCX_AM_DATA : UCX_AM_CTRL;
     op->owner = p;
     op->early = 0;
@@ -523,10 +524,9 @@ void ucx_recv_post(xport_ucx *x, ucx_op *op)
     prm.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
     prm.cb.recv_am = recv_done_cb;
     prm.user_data = op;
-    if (op->mem == XPORT_UCX_MEM_CUDA) {
-        prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
-        prm.memory_type = UCS_MEMORY_TYPE_CUDA;
-    }
+    prm.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    prm.memory_type = op->mem == XPORT_UCX_MEM_CUDA ? UCS_MEMORY_TYPE_CUDA
+                                                    : UCS_MEMORY_TYPE_HOST;
     op->early = 0;
     op->in_call = 1;
     void *r = ucp_am_recv_data_nbx(x->worker, op->rdesc, op->rbuf, op->len, &prm);

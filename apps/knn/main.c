@@ -113,6 +113,7 @@ static int ranks_agree(knn_cluster *cl, int failed, int64_t *value, char *err, s
 
 int main(int argc, char **argv)
 {
+    double t_main = now_s(), t_joined = 0, t_done;   /* end to end: main to exit */
     options o;
     cask_runtime *rt = NULL;
     cask_runtime_info info = {0};
@@ -161,6 +162,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, err);
         goto done;
     }
+    t_joined = now_s();
     int rank = cl.rank, nranks = cl.size;
     if (rank != 0)
         o.quiet = 1;   /* rank 0 speaks for the job; the others report only errors */
@@ -491,6 +493,7 @@ int main(int argc, char **argv)
     rc = check_failed ? EXIT_CHECK : 0;
 
 done:
+    t_done = now_s();
     if (out.f) {
         tmp_armed = 0;
         knn_outfile_abort(&out);
@@ -509,6 +512,12 @@ done:
     if (rt && (st = cask_shutdown(rt)) && rc == 0) {
         fprintf(stderr, "%s: shutting down: %s\n", prog, cask_status_string(st));
         rc = EXIT_DATA;
+    }
+    if (rc == 0 && !o.quiet && t_joined > 0) {
+        double t_exit = now_s();
+        fprintf(stderr, "%s: end to end %.3f s: start-up %.3f s (main to the runtime started "
+                "and the job joined), shutdown %.3f s (after the results, to exit)\n", prog,
+                t_exit - t_main, t_joined - t_main, t_exit - t_done);
     }
     return rc;
 }
