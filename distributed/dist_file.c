@@ -483,7 +483,7 @@ cask_status cask_dist_file_commit(cask_dist_file *f, int ok, int64_t nunits, int
     cask_status st = exchange(f, ok, nunits, pv, pv + pw);
     if (st) {
         free(pv);
-        return st;   /* the file stays for cask_dist_file_close (rank 0) to remove */
+        return st;   /* not renamed anywhere: cask_dist_file_close removes it */
     }
     /* the renamer: the lowest rank that answered */
     f->leader = 0;
@@ -554,7 +554,8 @@ void cask_dist_file_close(cask_dist_file *f)
         return;
     if (f->fd >= 0)
         close(f->fd);
-    if (!f->done && f->rank == 0 && f->tmp)
+    /* not committed: rank 0 made it, but any rank that writes it may be the one left */
+    if (!f->done && f->tmp && (f->rank == 0 || f->in_place))
         unlink(f->tmp);
     pthread_mutex_destroy(&f->mu);
     for (size_t i = 0; i < f->nrc; i++)

@@ -128,8 +128,12 @@ cask_status cask_dist_data_create(cask_dist *dist, size_t bytes, int owner, void
  * every rank: read a file region, generate from a seed, copy from an input every rank
  * holds. Every rank should declare the same loaders (a rank without one cannot make
  * d). Data without a loader whose owner is lost can be recomputed only if a task
- * writes it; otherwise the compute fails naming it. Replaces an earlier loader.
- * Errors: CASK_ERR_INVALID (NULL dist, d or kernel; args_size without args),
+ * writes it; otherwise the compute fails naming it. Replaces an earlier loader; kernel
+ * NULL (no args) removes it: once the graphs go on from content its loader does not
+ * make (a later graph reading the results of earlier ones), a lost d then fails the
+ * compute that needs it, naming it, instead of being made as it first was.
+ * Errors: CASK_ERR_INVALID (NULL dist or d; args without a kernel, args_size without
+ * args),
  * CASK_ERR_NOT_FOUND (d not declared), CASK_ERR_NOMEM. Not thread safe (declare from
  * one thread, as cask_dist_set_owner). */
 cask_status cask_dist_data_set_loader(cask_dist *dist, cask_data *d, cask_kernel *kernel,
@@ -338,8 +342,8 @@ cask_status cask_dist_file_commit(cask_dist_file *f, int ok, int64_t nunits, int
 /* Message of the last failure of f ("" if none). */
 const char *cask_dist_file_error(const cask_dist_file *f);
 
-/* Closes the descriptor and frees f; an uncommitted temporary file is removed (by
- * rank 0, or by the rank that would have renamed it). f may be NULL. */
+/* Closes the descriptor and frees f; an uncommitted temporary file is removed (by rank
+ * 0, and in place by every rank: rank 0 may be lost). f may be NULL. */
 void cask_dist_file_close(cask_dist_file *f);
 
 #ifdef __cplusplus
