@@ -1,9 +1,10 @@
 /* distributed/dist_file.c: one output file written by the ranks of a job, each its own
  * parts at their offsets (cask_dist_file_*, include/cask/distributed.h).
  *
- * Whether every rank sees the file: rank 0 creates PATH.tmp.PID.TOKEN, TOKEN 64 random
- * bits, and tells the others PID and TOKEN (cask_dist_allreduce); each opens that name.
- * No other file can bear it, so a rank that opens it shares rank 0's file system, and
+ * Whether every rank sees the file: rank 0 (the lowest rank left, once ranks were lost:
+ * the root) creates PATH.tmp.PID.TOKEN, TOKEN 64 random bits, and tells the others PID
+ * and TOKEN (cask_dist_allreduce); each opens that name. No other file can bear it, so
+ * a rank that opens it shares the root's file system, and
  * one that cannot (a node-local folder, another mount namespace) says why. Ranks of one
  * host pass as any other: nothing is assumed.
  *
@@ -35,6 +36,7 @@
 struct cask_dist_file {
     cask_dist *dist;
     int rank, size;
+    int root;                 /* made the file; writes everything when gathered */
     int in_place;
     int fd;                   /* -1 where this rank does not write */
     int leader;               /* the rank that renames or removes the file */
@@ -130,7 +132,7 @@ static cask_status open_fail(cask_dist_file *f, cask_status st, const char *msg)
     return st;
 }
 
-/* Every rank but 0 opens rank 0's file; all learn who could. */
+/* Every rank but the root opens the root's file; all learn who could. */
 static cask_status check_shared(cask_dist_file *f, cask_dist_write_mode mode)
 {
     const int P = f->size;
@@ -138,31 +140,28 @@ static cask_status check_shared(cask_dist_file *f, cask_dist_write_mode mode)
     if (!seen)
         return CASK_ERR_NOMEM;
     int e = 0;
-    if (f->rank != 0 && (f->fd = open(f->tmp, O_RDWR | O_CLOEXEC)) < 0)
+    if (f->rank != f->root && (f->fd = open(f->tmp, O_RDWR | O_CLOEXEC)) < 0)
         e = errno;
-    seen[f->rank] = f->fd >= 0 ? 1 : 2 + e;   /* a rank lost meanwhile: INT64_MIN */
+    seen[f->rank] = f->fd >= 0 ? 1 : 2 + e;   /* each rank its own slot, 0 elsewhere */
     cask_status st = cask_dist_allreduce(f->dist, seen, (size_t)P, CASK_DIST_MAX);
     int bad = -1;
-    for (int r = 0; !st && r < P && bad < 0; r++)
-        if (seen[r] != 1)
+    for (int r = 0; !st && r < P && bad < 0; r++)   /* <= 0: no answer, a rank lost (now */
+        if (seen[r] > 1)                            /* or before), which writes nothing */
             bad = r;
     if (!st && bad >= 0) {
         char why[256];
-        if (seen[bad] < 2)
-            snprintf(why, sizeof why, "rank %d was lost before it answered", bad);
-        else
-            snprintf(why, sizeof why, "rank %d cannot open %s (rank 0 made it): %s", bad,
-                     f->tmp, strerror((int)(seen[bad] - 2)));
+        snprintf(why, sizeof why, "rank %d cannot open %s (rank %d made it): %s", bad, f->tmp,
+                 f->root, strerror((int)(seen[bad] - 2)));
         if (mode == CASK_DIST_WRITE_IN_PLACE) {
             char msg[512];
             snprintf(msg, sizeof msg, "%s: written in place, every rank writes its own parts "
                      "into one file: %s (give a path on a file system every rank sees, or "
-                     "gather the results to rank 0)", f->path, why);
+                     "gather the results to one rank)", f->path, why);
             free(seen);
             return open_fail(f, CASK_ERR_IO, msg);
         }
         snprintf(f->note, sizeof f->note, "%s", why);
-        if (f->fd >= 0 && f->rank != 0) {
+        if (f->fd >= 0 && f->rank != f->root) {
             close(f->fd);
             f->fd = -1;
         }
@@ -195,9 +194,11 @@ cask_status cask_dist_file_open(cask_dist *dist, const char *path, cask_dist_wri
     f->fd = -1;
     pthread_mutex_init(&f->mu, NULL);
     test_hook(f);
-    /* rank 0 makes the file; the others learn its name, or why it could not */
+    /* the root makes the file; the others learn its name, or why it could not */
+    while (f->root < f->rank && cask_dist_rank_lost(dist, f->root))
+        f->root++;
     int64_t v[3] = {INT64_MAX, INT64_MAX, INT64_MAX};
-    if (f->rank == 0) {
+    if (f->rank == f->root) {
         v[1] = (int64_t)getpid();
         v[2] = token();
         if (tmp_name(f, v[1], v[2]))
@@ -220,21 +221,29 @@ cask_status cask_dist_file_open(cask_dist *dist, const char *path, cask_dist_wri
     }
     if (v[0]) {
         char msg[1024];
-        snprintf(msg, sizeof msg, "%s: rank 0 cannot create %s.tmp.%lld.*: %s", path, path,
-                 (long long)v[1], strerror((int)v[0]));
+        if (v[0] == INT64_MAX)
+            snprintf(msg, sizeof msg, "%s: rank %d, which makes it, was lost", path, f->root);
+        else
+            snprintf(msg, sizeof msg, "%s: rank %d cannot create %s.tmp.%lld.*: %s", path,
+                     f->root, path, (long long)v[1], strerror((int)v[0]));
         return open_fail(f, CASK_ERR_IO, msg);
     }
-    if (f->rank != 0 && tmp_name(f, v[1], v[2]))
+    if (f->rank != f->root && tmp_name(f, v[1], v[2]))
         return open_fail(f, CASK_ERR_NOMEM, "out of memory");
     f->in_place = f->size == 1;
     if (f->size > 1 && mode != CASK_DIST_WRITE_GATHER && (st = check_shared(f, mode)))
         return st;
-    if (!f->in_place && f->rank != 0) {   /* only rank 0 holds the file */
+    if (!f->in_place && f->rank != f->root) {   /* only the root holds the file */
         free(f->tmp);
         f->tmp = NULL;
     }
     *out = f;
     return CASK_OK;
+}
+
+int cask_dist_file_root(const cask_dist_file *f)
+{
+    return f ? f->root : 0;
 }
 
 int cask_dist_file_in_place(const cask_dist_file *f)
@@ -554,8 +563,8 @@ void cask_dist_file_close(cask_dist_file *f)
         return;
     if (f->fd >= 0)
         close(f->fd);
-    /* not committed: rank 0 made it, but any rank that writes it may be the one left */
-    if (!f->done && f->tmp && (f->rank == 0 || f->in_place))
+    /* not committed: the root made it, but any rank that writes it may be the one left */
+    if (!f->done && f->tmp && (f->rank == f->root || f->in_place))
         unlink(f->tmp);
     pthread_mutex_destroy(&f->mu);
     for (size_t i = 0; i < f->nrc; i++)

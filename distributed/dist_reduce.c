@@ -81,25 +81,16 @@ static cask_status add(cask_dist_graph *g, cask_kernel *k, cask_data *dst, cask_
     return cask_dist_graph_add_task(g, &d, NULL);
 }
 
-cask_status cask_dist_allreduce(cask_dist *dist, int64_t *v, size_t n, cask_dist_op op)
+/* One attempt: fresh data and graph. *told: the message is in dist->err. */
+static cask_status attempt(cask_dist *dist, int64_t *v, size_t n, cask_dist_op op,
+                           const int64_t *idv, int *told)
 {
-    if (!dist || !v || !n || op < CASK_DIST_MIN || op > CASK_DIST_BOR)
-        return CASK_ERR_INVALID;
-    if (dist->size == 1)
-        return CASK_OK;
     const int P = dist->size, me = dist->rank;
     const size_t bytes = n * sizeof *v;
-    int64_t ident = op == CASK_DIST_MIN ? INT64_MAX : op == CASK_DIST_MAX ? INT64_MIN : 0;
     cask_data **t = calloc((size_t)P, sizeof *t), **res = calloc((size_t)P, sizeof *res);
-    int64_t *idv = malloc(bytes);
     cask_dist_graph *g = NULL;
     cask_status st = CASK_ERR_NOMEM;
-    int told = 0;
-    if (!t || !res || !idv)
-        goto out;
-    for (size_t i = 0; i < n; i++)
-        idv[i] = ident;
-    if ((st = kernels(dist)))
+    if (!t || !res)
         goto out;
     for (int r = 0; r < P; r++)
         if ((st = cask_dist_data_create(dist, bytes, r, NULL, &t[r])) ||
@@ -122,7 +113,7 @@ cask_status cask_dist_allreduce(cask_dist *dist, int64_t *v, size_t n, cask_dist
             goto out;
     if ((st = cask_dist_graph_compute(g))) {
         dist_fail(dist, "%s", cask_dist_graph_error(g));
-        told = 1;
+        *told = 1;
         goto out;
     }
     if ((st = cask_data_acquire(res[me], CASK_READ, &p)))
@@ -130,15 +121,37 @@ cask_status cask_dist_allreduce(cask_dist *dist, int64_t *v, size_t n, cask_dist
     memcpy(v, p, bytes);
     st = cask_data_release(res[me]);
 out:
+    cask_dist_graph_destroy(g);
+    free(t);
+    free(res);
+    return st;
+}
+
+cask_status cask_dist_allreduce(cask_dist *dist, int64_t *v, size_t n, cask_dist_op op)
+{
+    if (!dist || !v || !n || op < CASK_DIST_MIN || op > CASK_DIST_BOR)
+        return CASK_ERR_INVALID;
+    if (dist->size == 1)
+        return CASK_OK;
+    int64_t ident = op == CASK_DIST_MIN ? INT64_MAX : op == CASK_DIST_MAX ? INT64_MIN : 0;
+    int64_t *idv = malloc(n * sizeof *idv);
+    cask_status st = idv ? kernels(dist) : CASK_ERR_NOMEM;
+    int told = 0;
+    for (size_t i = 0; idv && i < n; i++)
+        idv[i] = ident;
+    /* A rank lost while the graph was planned fails that graph on every survivor (the
+     * ranks planned it for different views); one planned after the loss is survived:
+     * so once more on CASK_ERR_PEER. */
+    for (int a = 0; a < 2 && idv && (a == 0 ? !st : st == CASK_ERR_PEER); a++) {
+        told = 0;
+        st = attempt(dist, v, n, op, idv, &told);
+    }
     if (st && !told) {
         char msg[512] = "";
         cask_runtime_error(dist->rt, msg, sizeof msg);
         dist_fail(dist, "cask_dist_allreduce: %s%s%s", cask_status_string(st),
                   msg[0] ? ": " : "", msg);
     }
-    cask_dist_graph_destroy(g);
-    free(t);
-    free(res);
     free(idv);
     return st;
 }
