@@ -120,19 +120,10 @@ static void unit_name(const knn_out *o, int64_t nunits, int64_t chunk, int64_t u
 cask_status knn_out_commit(knn_out *o, int ok, int64_t nunits, int64_t chunk, int64_t size,
                            char *err, size_t errlen)
 {
-    if (o->f) {   /* gathered: the stream's bytes first */
-        int bad = fflush(o->f) != 0 || ferror(o->f);
-        int e = errno;
-        if (fclose(o->f) != 0 && !bad) {
-            bad = 1;
-            e = errno;
-        }
-        o->f = NULL;
-        if (bad) {
-            knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s",
-                       cask_dist_file_temp_path(o->file), strerror(e));
+    if (o->f) {   /* the stream's bytes first */
+        if (knn_fclose_checked(o->f, cask_dist_file_temp_path(o->file), err, errlen))
             ok = 0;
-        }
+        o->f = NULL;
     }
     char keep[KNN_ERRLEN] = "";
     if (!ok)

@@ -179,6 +179,9 @@ typedef struct knn_outfile {
     char *tmp_path;  /* NAME.tmp.PID */
 } knn_outfile;
 cask_status knn_outfile_open(knn_outfile *o, const char *path, char *err, size_t errlen);
+/* Flushes and closes f (closed whatever happens): CASK_ERR_IO with "name: write failed:
+ * why" in err if a write failed, now or earlier. */
+cask_status knn_fclose_checked(FILE *f, const char *name, char *err, size_t errlen);
 cask_status knn_outfile_commit(knn_outfile *o, char *err, size_t errlen);
 void knn_outfile_abort(knn_outfile *o);
 

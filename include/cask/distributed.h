@@ -245,9 +245,10 @@ cask_status cask_dist_allreduce(cask_dist *dist, int64_t *v, size_t n, cask_dist
  * Results are written where they are computed: every rank writes its own parts of the
  * file at their offsets (pwrite into the one file all of them hold open), as MPI-IO
  * does, when the file is on a file system every rank sees; otherwise the caller gathers
- * the parts to rank 0, which writes them all. The file appears under its name only
- * when complete: the ranks write a temporary file beside it, PATH.tmp.PID.TOKEN (PID
- * rank 0's process id, TOKEN 16 random hex digits), and a commit renames it once every
+ * the parts to one rank (the root, rank 0), which writes them all. The file appears
+ * under its name only when complete: the ranks write a temporary file beside it,
+ * PATH.tmp.PID.TOKEN (PID the root's process id, TOKEN 16 random hex digits), and a
+ * commit renames it once every
  * part (a "unit": a chunk of the caller's) was reported written by some rank. A rank
  * lost while writing leaves its units unreported: the caller writes them again (its
  * recomputation does) or the commit fails naming them; never a file with a hole. */
@@ -264,12 +265,13 @@ cask_status cask_dist_write_mode_parse(const char *s, cask_dist_write_mode *mode
 
 typedef struct cask_dist_file cask_dist_file;
 
-/* Collective: rank 0 creates the temporary file beside path (mode 0666 less the umask;
- * CASK_ERR_IO on every rank if it cannot, the message naming it), and with AUTO or
- * IN_PLACE and several ranks every other rank opens it by its name, which no other
- * file can have: a rank that can is on the same file system. In place when every rank
- * could (and mode is not GATHER): then each holds it open for writing. With AUTO and a
- * rank that could not, the file is gathered: only rank 0 holds it, and
+/* Collective: the root (cask_dist_file_root: rank 0 unless it was lost) creates the
+ * temporary file beside path (mode 0666 less the umask; CASK_ERR_IO on every rank if it
+ * cannot, the message naming it), and with AUTO or IN_PLACE and several ranks every
+ * other rank opens it by its name, which no other file can have: a rank that can is on
+ * the same file system. In place when every rank could (and mode is not GATHER): then
+ * each holds it open for writing. With AUTO and a rank that could not, the file is
+ * gathered: only the root holds it, and
  * cask_dist_file_note names the rank and why; IN_PLACE fails instead (CASK_ERR_IO on
  * every rank). The verdict is the same on every rank; a job of one process is in
  * place. Errors: CASK_ERR_IO, CASK_ERR_INVALID (NULL argument, bad mode),
@@ -277,12 +279,15 @@ typedef struct cask_dist_file cask_dist_file;
 cask_status cask_dist_file_open(cask_dist *dist, const char *path, cask_dist_write_mode mode,
                                 cask_dist_file **out);
 
-/* 1 when every rank writes its own parts (in place), 0 when rank 0 writes them all. */
+/* 1 when every rank writes its own parts (in place), 0 when the root writes them all. */
 int cask_dist_file_in_place(const cask_dist_file *f);
+/* The rank that made the file and, gathered, writes it all: rank 0, or once ranks were
+ * lost the lowest rank left. */
+int cask_dist_file_root(const cask_dist_file *f);
 /* The descriptor to write through (O_RDWR), -1 on a rank that does not write. The
  * descriptor is f's (closed by cask_dist_file_commit and _close). */
 int cask_dist_file_fd(const cask_dist_file *f);
-/* The temporary file's name (rank 0's, and every rank's when in place; "" elsewhere):
+/* The temporary file's name (the root's, and every rank's when in place; "" elsewhere):
  * for a signal handler that removes it. */
 const char *cask_dist_file_temp_path(const cask_dist_file *f);
 /* Why an AUTO file is gathered ("rank 2 cannot open /x/out.npy.tmp...: No such file or
@@ -331,8 +336,8 @@ int64_t cask_dist_file_missing(const cask_dist_file *f, int64_t from);
  * veto), then an exchange as above; if no rank vetoed, every unit in [0, nunits) was
  * marked by some rank and (size >= 0) the file holds size bytes, one rank (the lowest
  * that answered: rank 0 unless it was lost) renames the temporary file to its name and
- * tells the others; otherwise it removes it. Gathered: rank 0 alone (the others need
- * not call it, and rank 0 may have left the job by then), with the units it marked.
+ * tells the others; otherwise it removes it. Gathered: the root alone (the others need
+ * not call it, and it may have left the job by then), with the units it marked.
  * Returns CASK_OK when the file was renamed, the same on every rank; else CASK_ERR_IO
  * with the message (cask_dist_file_error) naming the missing units and the ranks that
  * gave no report, the ranks that vetoed, or the failed rename; or the exchange's error.

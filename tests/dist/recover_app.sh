@@ -96,13 +96,20 @@ run() {
 }
 
 case "$mode" in
-kill)
+kill|killwrite)
   victim=$1; shift
   for k in "$@"; do
-    CASK_DIST_TEST_KILL="$victim:$k" run $((np - 1)) "rank $victim killed at task $k"
+    if [ "$mode" = kill ]; then
+      what="at task $k"; export CASK_DIST_TEST_KILL="$victim:$k"
+    else
+      what="writing ($k)"; export CASK_DIST_TEST_KILL_WRITE="$victim:$k"
+    fi
+    run $((np - 1)) "rank $victim killed $what"
     [ "$(cat "$tmp/rc/rc.$victim" 2>/dev/null)" = 137 ] ||
-      { echo "FAIL: rank $victim was not killed at task $k (no such task?)"; exit 1; }
-  done ;;
+      { echo "FAIL: rank $victim was not killed $what (no such point?)"; exit 1; }
+    ls "$tmp"/many.$ext.tmp.* > /dev/null 2>&1 && { echo "FAIL: a temporary file was left"; exit 1; }
+  done
+  unset CASK_DIST_TEST_KILL CASK_DIST_TEST_KILL_WRITE ;;
 freeze)
   victim=$1 k=$2 ms=$3
   CASK_PEER_TIMEOUT_MS=1500 CASK_UCX_HEARTBEAT_MS=250 CASK_DIST_TEST_FREEZE="$victim:$k:$ms" \
@@ -110,14 +117,6 @@ freeze)
   grep -q "fenced out" "$tmp/log" ||
     { grep -v "PMIX ERROR" "$tmp/log" | tail -n 40; echo "FAIL: rank $victim did not say it was fenced out"; exit 1; }
   echo "ok: rank $victim exited $(cat "$tmp/rc/rc.$victim"): $(grep -o 'rank [0-9]* was fenced out' "$tmp/log" | head -n 1)" ;;
-killwrite)
-  victim=$1; shift
-  for w in "$@"; do
-    CASK_DIST_TEST_KILL_WRITE="$victim:$w" run $((np - 1)) "rank $victim killed writing ($w)"
-    [ "$(cat "$tmp/rc/rc.$victim" 2>/dev/null)" = 137 ] ||
-      { echo "FAIL: rank $victim was not killed writing ($w)"; exit 1; }
-    ls "$tmp"/many.$ext.tmp.* > /dev/null 2>&1 && { echo "FAIL: a temporary file was left"; exit 1; }
-  done ;;
 writelost)
   victim=$1 w=$2 rows=$3
   rm -rf "$tmp/rc" "$tmp/many.$ext"
