@@ -169,7 +169,7 @@ static cask_status add(void *ctx, cask_kernel *kern, const cask_access *acc, int
 
 /* Observation chunk i's results, owned by its rank o: written there (in place), or sent
  * to rank 0's arrays (rank 0's own are its arrays already). */
-static cask_status gather(knn_dist_job *j, int64_t i, int32_t *index, float *dist)
+static cask_status place_results(knn_dist_job *j, int64_t i, int32_t *index, float *dist)
 {
     if (j->out)
         return knn_out_job_add_chunk(j->out, j->g, i, j->index[i], j->dist[i]);
@@ -304,7 +304,7 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
         knn_chunk_data d = {j->obs[i], j->ksearch ? j->scratch[i] : NULL, j->ref_all[o],
                             j->index[i], j->dist[i], j->prep + o * j->nref,
                             partial ? j->best + i * j->nref : NULL};
-        if ((st = knn_add_chunk(&b, i, &d, dev)) || (st = gather(j, i, index, dist)))
+        if ((st = knn_add_chunk(&b, i, &d, dev)) || (st = place_results(j, i, index, dist)))
             goto fail;
     }
     if (j->out && (st = knn_out_job_finish(j->out, j->g)))
