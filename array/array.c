@@ -145,6 +145,16 @@ cask_status cask_array_ctx_set(cask_array_ctx *ctx, cask_array_option opt, int64
     return arr_error(ctx, CASK_ERR_INVALID, "unknown option %d", (int)opt);
 }
 
+cask_status cask_array_ctx_set_dist(cask_array_ctx *ctx, cask_dist *dist,
+                                    cask_dist_write_mode mode)
+{
+    if (!ctx || mode < CASK_DIST_WRITE_AUTO || mode > CASK_DIST_WRITE_GATHER)
+        return CASK_ERR_INVALID;
+    ctx->dist = dist;
+    ctx->write_mode = (int)mode;
+    return CASK_OK;
+}
+
 const char *cask_array_ctx_error(const cask_array_ctx *ctx) { return ctx ? ctx->err : ""; }
 
 cask_status cask_array_last_stats(const cask_array_ctx *ctx, cask_array_stats *out)

@@ -91,6 +91,8 @@ struct cask_array_ctx {
     int ncpu;                   /* CPU workers of the runtime */
     int ncores;                 /* the cores its workers are pinned to (ncores_used) */
     int blas_threads;           /* CASK_ARRAY_OPT_BLAS_THREADS */
+    cask_dist *dist;            /* cask_array_ctx_set_dist: to_npy across its ranks */
+    int write_mode;
 };
 
 /* ---- array.c: context, nodes, shapes ---- */
@@ -208,8 +210,15 @@ cask_status reduce_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask
 cask_status matmul_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);
 
 /* npy.c */
+/* The .npy header (version 1) of an array into buf (NPY_HEADER_MAX bytes); returns its
+ * length, where the data start (a multiple of 64). */
+#define NPY_HEADER_MAX 448
+size_t npy_header(char *buf, cask_dtype dt, int ndim, const int64_t *shape);
 cask_status npy_write_header(const char *path, cask_dtype dt, int ndim, const int64_t *shape,
                              int64_t *data_offset, char *err, size_t errlen);
+
+/* npy_dist.c: cask_array_to_npy across the ranks of ctx->dist. */
+cask_status npy_dist_write(cask_array *a, const char *path);
 
 double arr_now(void);
 

@@ -479,6 +479,8 @@ cask_status cask_array_to_npy(cask_array *a, const char *path)
     if (!a || !path) return CASK_ERR_INVALID;
     cask_array_ctx *ctx = a->ctx;
     ctx->err[0] = 0;
+    if (ctx->dist && cask_dist_size(ctx->dist) > 1)
+        return npy_dist_write(a, path);
     int64_t off;
     cask_status st = npy_write_header(path, a->dtype, a->ndim, a->shape, &off, ctx->err,
                                       sizeof ctx->err);

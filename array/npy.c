@@ -123,15 +123,12 @@ out:
     return st;
 }
 
-cask_status npy_write_header(const char *path, cask_dtype dt, int ndim, const int64_t *shape,
-                             int64_t *data_offset, char *err, size_t errlen)
+size_t npy_header(char *buf, cask_dtype dt, int ndim, const int64_t *shape)
 {
     char dict[256], sh[128] = "(";
-    int64_t size = 1;
     for (int k = 0; k < ndim; k++) {
         size_t l = strlen(sh);
         snprintf(sh + l, sizeof sh - l, "%s%lld", k ? ", " : "", (long long)shape[k]);
-        size *= shape[k];
     }
     strcat(sh, ndim == 1 ? ",)" : ")");
     int dl = snprintf(dict, sizeof dict, "{'descr': '<%s', 'fortran_order': False, 'shape': %s, }",
@@ -139,26 +136,30 @@ cask_status npy_write_header(const char *path, cask_dtype dt, int ndim, const in
     size_t total = 10 + (size_t)dl + 1;
     size_t pad = (64 - total % 64) % 64;
     size_t hlen = (size_t)dl + pad + 1;
-    char *buf = malloc(10 + hlen);
-    if (!buf) {
-        snprintf(err, errlen, "out of memory");
-        return CASK_ERR_NOMEM;
-    }
     memcpy(buf, "\x93NUMPY\x01\x00", 8);
     buf[8] = (char)(hlen & 0xff);
     buf[9] = (char)(hlen >> 8);
     memcpy(buf + 10, dict, (size_t)dl);
     memset(buf + 10 + dl, ' ', pad);
     buf[10 + hlen - 1] = '\n';
+    return 10 + hlen;
+}
+
+cask_status npy_write_header(const char *path, cask_dtype dt, int ndim, const int64_t *shape,
+                             int64_t *data_offset, char *err, size_t errlen)
+{
+    char buf[NPY_HEADER_MAX];
+    size_t len = npy_header(buf, dt, ndim, shape);
+    int64_t size = 1;
+    for (int k = 0; k < ndim; k++) size *= shape[k];
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     cask_status st = CASK_OK;
-    off_t end = (off_t)(10 + hlen) + (off_t)size * (off_t)cask_dtype_size(dt);
-    if (fd < 0 || write(fd, buf, 10 + hlen) != (ssize_t)(10 + hlen) || ftruncate(fd, end)) {
+    off_t end = (off_t)len + (off_t)size * (off_t)cask_dtype_size(dt);
+    if (fd < 0 || write(fd, buf, len) != (ssize_t)len || ftruncate(fd, end)) {
         snprintf(err, errlen, "cannot write %s: %s", path, strerror(errno));
         st = CASK_ERR_IO;
     }
     if (fd >= 0) close(fd);
-    free(buf);
-    *data_offset = (int64_t)(10 + hlen);
+    *data_offset = (int64_t)len;
     return st;
 }

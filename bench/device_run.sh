@@ -76,6 +76,11 @@ two GPUs of one host:
   gpux          the gpu suite and test_dist_gpux (a chunk by the GPU route and the host route)
   recover-gpu   recover_app.sh knngpu: ranks killed, GPU-made chunks recovered
   knn-k         tests/dist/device_knn_k.sh: K nearest, the same bytes on 1, 2 GPUs, 2 processes
+  write         --out written in place by each rank against gathered to rank 0
+                (--write-mode), 3 rounds alternated, outputs compared with 1 process:
+                cask-knn 2^22 x 2^12 --cpu-only 2 ranks x 8 threads (.npy and CSV); with
+                2 GPUs, cask-knn 2^24 x 2^14 and cask-jacobi 16384^2 x 400 sweeps, one
+                process per GPU
 setup:
   ucx-wheel     the libucx-cu13 wheel's UCX from .devdeps (implied by the steps that need it)
 Settings: BCD_BASE=dir or BCD_BASE_REF=ref (bcd before/after), BCD_ROUNDS, KNN_REPS,
@@ -132,7 +137,7 @@ ucx_wheel() {
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
 STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma seg"
 STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm replay ucx-wheel"
-STEPS="$STEPS mm-diag knn-ranks startup "
+STEPS="$STEPS mm-diag knn-ranks startup write "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
     *" $step "*) ;;
@@ -144,7 +149,7 @@ for step in "$@"; do
   case $step in
     bcd|inflight) ;;
     ucx-wheel) need_wheel=1 ;;
-    multigpu|cma|seg|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps|startup)
+    multigpu|cma|seg|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps|startup|write)
       need_wheel=1 need_main=1 ;;
     *) need_main=1 ;;
   esac
@@ -599,6 +604,46 @@ step_startup() {   # a job's start-up plus shutdown (bench/startup.py), then cas
   rm -f $T/st_one.npy $T/st_two.npy
 }
 
+# t_run LABEL LOG CMD...: CMD's end to end time and the app's time line
+t_run() {
+  label=$1 log=$2
+  shift 2
+  t1=$(date +%s.%N)
+  "$@" > "$log" 2>&1
+  echo "$label: rc $?, end to end $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s; $(grep -E 'time:|^sweeps' "$log" | head -1)"
+}
+
+step_write() {   # --out in place against gathered, alternated; the same bytes as 1 process
+  T=${TMPDIR:-/tmp}
+  K="$B/apps/cask-knn --generate 2^22 2^12 --seed 1 --cpu-only"
+  for ext in npy csv; do
+    t_run "1 x 16, $ext" "$OUT/write_one_$ext.txt" $K --threads 16 --out $T/write_one.$ext
+    for r in 1 2 3; do
+      for m in gather inplace; do
+        t_run "round $r, 2 x 8, $ext, $m" "$OUT/write_${ext}_${m}_$r.txt" \
+          $L 2 $K --threads 8 --write-mode $m --out $T/write_two.$ext
+        cmp -s $T/write_one.$ext $T/write_two.$ext && echo "  outputs identical" || echo "  OUTPUTS DIFFER"
+      done
+    done
+  done
+  two_gpus write || { rm -f $T/write_one.* $T/write_two.*; return; }
+  K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1"
+  t_run "1 process, 2 GPUs, knn" "$OUT/write_gpu_one.txt" $K --out $T/write_one.npy
+  J="$B/apps/cask-jacobi --n 16384 --iters 400"
+  t_run "1 process, 2 GPUs, jacobi" "$OUT/write_jac_one.txt" $J --out $T/write_one.raw
+  for r in 1 2 3; do
+    for m in gather inplace; do
+      t_run "round $r, 1 process a GPU, knn, $m" "$OUT/write_gpu_${m}_$r.txt" \
+        env CASK_GPU_PER_RANK=1 $L 2 $K --write-mode $m --out $T/write_two.npy
+      cmp -s $T/write_one.npy $T/write_two.npy && echo "  outputs identical" || echo "  OUTPUTS DIFFER"
+      t_run "round $r, 1 process a GPU, jacobi, $m" "$OUT/write_jac_${m}_$r.txt" \
+        env CASK_GPU_PER_RANK=1 $L 2 $J --write-mode $m --out $T/write_two.raw
+      cmp -s $T/write_one.raw $T/write_two.raw && echo "  outputs identical" || echo "  OUTPUTS DIFFER"
+    done
+  done
+  rm -f $T/write_one.* $T/write_two.*
+}
+
 step_gather() {   # GPU route against host route, alternated; then a transfer timeline
   two_gpus gather || return
   K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1 --repeat 5 --k 8"
@@ -908,6 +953,7 @@ for step in "$@"; do
     seg) export CASK_LAUNCHER=local; step_seg; unset CASK_LAUNCHER ;;
     gather) step_gather ;;
     startup) export CASK_LAUNCHER=local; step_startup; unset CASK_LAUNCHER ;;
+    write) step_write ;;
     gpux) step_gpux ;;
     recover-gpu) step_recover_gpu ;;
     replay) step_replay ;;

@@ -111,6 +111,7 @@ struct cask_dist {
     struct dist_testkill *testkill;   /* CASK_DIST_TEST_KILL / _FREEZE, or NULL */
     dist_early *early;        /* control messages for graphs not computing yet */
     cask_kernel *k_send, *k_recv, *k_deliver, *k_copy, *k_mark;   /* dist_xfer.c's tasks */
+    cask_kernel *k_reduce, *k_reduce_load;   /* dist_reduce.c's (made at its first call) */
     /* NCCL (dist_nccl.c): GPU-made chunks travel GPU to GPU when every rank can */
     int nccl_all;             /* every rank has a GPU and NCCL (agreed at init) */
     int nccl_device;          /* this rank's GPU for NCCL */

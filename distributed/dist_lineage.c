@@ -35,7 +35,7 @@
 cask_status cask_dist_data_set_loader(cask_dist *dist, cask_data *d, cask_kernel *kernel,
                                       const void *args, size_t args_size)
 {
-    if (!dist || !d || !kernel || (args_size && !args))
+    if (!dist || !d || (args_size && (!args || !kernel)))
         return CASK_ERR_INVALID;
     uint32_t gid;
     if (dist_gid(dist, d, &gid))
@@ -64,6 +64,7 @@ cask_status dist_lineage_prepare(cask_dist_graph *g)
     rec->touched = calloc(n, 1);
     rec->first_reads = calloc(n, 1);
     rec->snap = calloc(n, sizeof *rec->snap);
+    rec->nd = n;
     if (!seen || !rec->touched || !rec->first_reads || !rec->snap) {
         free(seen);
         return CASK_ERR_NOMEM;

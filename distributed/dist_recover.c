@@ -50,7 +50,7 @@ void dist_recover_free(cask_dist_graph *g)
     if (!rec)
         return;
     dist_lineage_free_plan(rec);
-    for (size_t i = 0; rec->snap && i < g->dist->ndata; i++)
+    for (size_t i = 0; rec->snap && i < rec->nd; i++)
         free(rec->snap[i]);
     free(rec->snap);
     free(rec->touched);
@@ -173,6 +173,37 @@ static cask_status replan(cask_dist_graph *g, int recovery)
     return st;
 }
 
+/* Grows a per-gid array of n entries of size sz to m, the new ones zero. */
+static int grow(void *pp, size_t n, size_t m, size_t sz)
+{
+    char *p = realloc(*(void **)pp, m * sz);
+    if (!p)
+        return -1;
+    memset(p + n * sz, 0, (m - n) * sz);
+    *(void **)pp = p;
+    return 0;
+}
+
+/* Data declared since the graph's first compute: its per-gid arrays made as long (the
+ * graph uses none of them: nothing touched, nothing to snapshot, nothing home). */
+static cask_status rec_fit(cask_dist_graph *g)
+{
+    dist_recovery *rec = g->rec;
+    size_t n = rec->nd, m = g->dist->ndata;
+    if (m <= n)
+        return CASK_OK;
+    pthread_mutex_lock(&g->dist->mu);   /* handlers write done */
+    int bad = grow(&rec->touched, n, m, 1) || grow(&rec->first_reads, n, m, 1) ||
+              grow(&rec->snap, n, m, sizeof *rec->snap) || grow(&rec->orphan, n, m, 1) ||
+              grow(&rec->done, rec->ndone, g->ngathers + m, 1);
+    if (!bad) {
+        rec->nd = m;
+        rec->ndone = g->ngathers + m;
+    }
+    pthread_mutex_unlock(&g->dist->mu);
+    return bad ? CASK_ERR_NOMEM : CASK_OK;
+}
+
 cask_status dist_recover_begin(cask_dist_graph *g)
 {
     cask_status st = CASK_OK;
@@ -183,7 +214,7 @@ cask_status dist_recover_begin(cask_dist_graph *g)
         dist_recover_free(g);
         pthread_mutex_unlock(&g->dist->mu);
     }
-    if (!g->rec && (st = rec_create(g))) {
+    if ((!g->rec && (st = rec_create(g))) || (st = rec_fit(g))) {
         dist_graph_error(g, "rank %d: %s", g->dist->rank, cask_status_string(st));
         return st;
     }

@@ -29,6 +29,8 @@ typedef struct dist_recovery {
     uint8_t *touched;          /* per gid: written by the graph */
     uint8_t *first_reads;      /* per gid: the graph's first access to it reads it */
     void **snap;               /* per gid: this rank's snapshot at the first compute */
+    size_t nd;                 /* gids the per-gid arrays hold (data declared later are
+                                  added by dist_recover_begin: this graph never uses them) */
     uint8_t *done;             /* ngathers + ndata: delivered / home in this compute */
     uint32_t done_run;         /* the run (compute) that done describes: a STATE of
                                   another run neither adds to it nor is lost by its

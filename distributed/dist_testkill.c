@@ -38,6 +38,9 @@
  *                                      R:STEP:late, the others begin STEP only once they
  *                                      have seen R lost (its collective after the death)
  *
+ *   (CASK_DIST_TEST_KILL_WRITE, a rank killed as it writes its parts of an output in
+ *   place, is dist_file.c's)
+ *
  * With a hook set, a probe task precedes each task of the local graph, using the same
  * handles (so it starts when the task could), and counts. */
 #include "distributed/dist_impl.h"

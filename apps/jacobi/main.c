@@ -30,61 +30,21 @@
 #include <time.h>
 #include "cask/distributed.h"
 #include "jacobi.h"
-
-/* --out on rank 0, collective: whether rank 0 can write it, found before any sweep (a
- * node-local path that rank 0's node lacks would otherwise fail after the whole run,
- * and rank 0 alone). Rank 0 tries the path (a file it makes is removed again) and says
- * why not; the others learn its verdict by a gather of one flag. */
-static int out_writable(cask_dist *dist, int me, int P, const char *path)
-{
-    static int32_t ok;   /* rank 0's handle keeps pointing here until finalize */
-    int32_t got = 1;
-    ok = 1;
-    if (me == 0) {
-        FILE *f = fopen(path, "rb");
-        int existed = f != NULL;
-        if (f)
-            fclose(f);
-        f = fopen(path, "ab");
-        if (!f) {
-            fprintf(stderr, "cask-jacobi: cannot write %s: %s\n", path, strerror(errno));
-            ok = 0;
-        } else {
-            fclose(f);
-            if (!existed)
-                remove(path);
-        }
-    }
-    if (P == 1)
-        return ok;
-    cask_data *d = NULL;
-    cask_dist_graph *g = NULL;
-    cask_status st = cask_dist_data_create(dist, sizeof ok, 0, me == 0 ? &ok : NULL, &d);
-    if (!st)
-        st = cask_dist_graph_create(dist, &g);
-    for (int r = 1; r < P && !st; r++)
-        st = cask_dist_graph_gather(g, d, r, me == r ? &got : NULL);
-    if (!st)
-        st = cask_dist_graph_compute(g);
-    if (st)
-        fprintf(stderr, "cask-jacobi: rank %d: checking --out with rank 0: %s\n", me,
-                cask_status_string(st));
-    cask_dist_graph_destroy(g);
-    return !st && (me == 0 ? ok : got);
-}
+#include "jacobi_out.h"
 
 typedef struct opts {
     int64_t n, iters, check;
     double tol;
     int gpus, cpu_only, blocks, verify;
     const char *out;
+    cask_dist_write_mode write_mode;
 } opts;
 
 static void usage(const char *p)
 {
     fprintf(stderr,
             "usage: %s [--n N] [--iters MAX] [--tol T] [--gpus G] [--cpu-only] [--blocks B]\n"
-            "          [--check K] [--verify] [--out FILE]\n"
+            "          [--check K] [--verify] [--out FILE] [--write-mode M]\n"
             "  --n N        grid size N x N including the boundary (default 4096)\n"
             "  --iters MAX  at most this many sweeps (default 1000)\n"
             "  --tol T      stop once the residual of a sweep is below T (default 1e-6)\n"
@@ -94,16 +54,21 @@ static void usage(const char *p)
             "  --check K    sweeps per graph, residual checked after each (default 50)\n"
             "  --verify     compare with a serial solver at the end (small N)\n"
             "  --out FILE   write the final interior rows, (N-2) x N float32 (raw, row-major)\n"
+            "  --write-mode auto|inplace|gather  across ranks: each rank writes its own\n"
+            "               blocks' rows of --out (inplace: FILE on a file system every rank\n"
+            "               sees), or rank 0 gathers the grid and writes it; auto: in place\n"
+            "               when every rank sees FILE (checked), else gather (default)\n"
             "  --version    cask's version and the UCX it runs with\n", p);
 }
 
 static int parse(int argc, char **argv, opts *o)
 {
-    *o = (opts){4096, 1000, 50, 1e-6, -1, 0, 0, 0, NULL};
+    *o = (opts){4096, 1000, 50, 1e-6, -1, 0, 0, 0, NULL, CASK_DIST_WRITE_AUTO};
     static const struct option lo[] = {
         {"n", 1, 0, 'n'}, {"iters", 1, 0, 'i'}, {"tol", 1, 0, 't'}, {"gpus", 1, 0, 'g'},
         {"cpu-only", 0, 0, 'c'}, {"blocks", 1, 0, 'b'}, {"check", 1, 0, 'k'},
         {"verify", 0, 0, 'v'}, {"out", 1, 0, 'o'}, {"help", 0, 0, 'h'}, {"version", 0, 0, 'V'},
+        {"write-mode", 1, 0, 'w'},
         {0, 0, 0, 0}};
     int c;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -117,6 +82,13 @@ static int parse(int argc, char **argv, opts *o)
         case 'k': o->check = atoll(optarg); break;
         case 'v': o->verify = 1; break;
         case 'o': o->out = optarg; break;
+        case 'w':
+            if (cask_dist_write_mode_parse(optarg, &o->write_mode)) {
+                fprintf(stderr, "%s: --write-mode: '%s' is not auto, inplace or gather\n",
+                        argv[0], optarg);
+                return -1;
+            }
+            break;
         case 'V': {
             char ucx[256];
             cask_dist_transport_describe(ucx, sizeof ucx);
@@ -250,6 +222,7 @@ int main(int argc, char **argv)
     sgraph g = {0};
     block *bl = NULL;
     cask_data *edge_top = NULL, *edge_bot = NULL;
+    cask_dist_file *of = NULL;   /* --out */
     float *ones = NULL, *zeros = NULL, *grid = NULL;
     int nb = 0, rc = 1;
 
@@ -272,8 +245,17 @@ int main(int argc, char **argv)
         goto fail;
     }
     int me = cask_dist_rank(dist), P = cask_dist_size(dist);
-    if (o.out && !out_writable(dist, me, P, o.out))
+    /* --out: made now (collective), so that a path rank 0 cannot write fails before any
+     * sweep; in place when every rank sees it (jacobi_out.h) */
+    if (o.out && cask_dist_file_open(dist, o.out, o.write_mode, &of)) {
+        if (me == 0)
+            fprintf(stderr, "cask-jacobi: --out: %s\n", cask_dist_error(dist));
         goto fail;
+    }
+    if (of && me == 0 && cask_dist_file_note(of)[0])
+        fprintf(stderr, "cask-jacobi: %s: written by rank 0, the grid gathered to it: %s\n",
+                o.out, cask_dist_file_note(of));
+    int in_place = of && P > 1 && cask_dist_file_in_place(of);
     int ngpu = info.ngpus;
     int workers = ngpu ? ngpu : info.ncpu_workers;
     nb = o.blocks ? o.blocks : 2 * workers * P;
@@ -388,13 +370,13 @@ int main(int argc, char **argv)
     if (P > 1) {
         /* Every rank needs every residual to decide alike: each block's is gathered
          * to every other rank (one datum, several roots; its owner reads its own
-         * handle). --verify, --out: the grid gathered on rank 0. */
+         * handle). --verify, and --out unless in place: the grid gathered on rank 0. */
         for (int b = 0; b < nb; b++)
             for (int r = 0; r < P; r++)
                 if (r != bl[b].owner)
                     TRY(cask_dist_graph_gather(g.dg, bl[b].res, r,
                                                r == me ? bl[b].res_copy : NULL));
-        if (o.verify || o.out) {
+        if (o.verify || (o.out && !in_place)) {
             if (me == 0 && !(grid = malloc(row * (size_t)o.n))) {
                 fprintf(stderr, "cask-jacobi: out of memory\n");
                 goto fail;
@@ -435,14 +417,15 @@ int main(int argc, char **argv)
         if (resid < o.tol) break;
     }
     double el = now() - t0;
+    sg_destroy(&g);   /* the sweeps are over: u[0] holds the latest values */
     double cells = (double)(o.n - 2) * (double)(o.n - 2);
     if (me == 0)
         printf("sweeps %lld  residual %.3e (%s)  time %.3f s  %.1f sweeps/s  %.1f GB/s  %.2f Gcell/s\n",
            (long long)done, resid, resid < o.tol ? "converged" : "max sweeps", el,
            (double)done / el, (double)done * cells * 8.0 / el / 1e9, (double)done * cells / el / 1e9);
 
-    /* Rank 0 gathers the grid and writes --out: lost, the job has no output. */
-    if ((o.verify || o.out) && me != 0 && cask_dist_rank_lost(dist, 0)) {
+    /* Rank 0 gathers the grid (--verify, --out gathered): lost, the job has no output. */
+    if ((o.verify || (o.out && !in_place)) && me != 0 && cask_dist_rank_lost(dist, 0)) {
         int first = 1;
         while (first < me && cask_dist_rank_lost(dist, first))
             first++;
@@ -451,6 +434,7 @@ int main(int argc, char **argv)
                     "writes it, so this job has no output; run it again\n", me);
         goto fail;
     }
+    int verified = 1;
     if (o.verify && me == 0) {
         float *ref = serial(o.n, done);
         double maxd = 0;
@@ -471,30 +455,37 @@ int main(int argc, char **argv)
         }
         printf("verify: max |cask - serial| = %.3g %s\n", maxd, maxd == 0 ? "(identical)" : "");
         free(ref);
-        if (maxd > 1e-5) goto fail;
+        verified = maxd <= 1e-5;
     }
-    if (o.out && me == 0) {   /* the interior rows, block after block */
-        FILE *f = fopen(o.out, "wb");
-        int ok = f != NULL;
-        for (int b = 0; ok && b < nb; b++) {
-            int mine = !grid || bl[b].owner == 0;   /* else gathered into grid */
-            void *ptr = grid ? grid + bl[b].row0 * o.n : NULL;
-            if (mine && cask_data_acquire(bl[b].u[0], CASK_READ, &ptr) != CASK_OK) {
-                ok = 0;
-                break;
+    if (o.out) {   /* the interior rows, block after block; `check` is even: u[0] */
+        jacobi_out_block *ob = calloc((size_t)nb, sizeof *ob);
+        const float **rows = calloc((size_t)nb, sizeof *rows);
+        int bad = !ob || !rows;
+        for (int b = 0; b < nb && !bad; b++)
+            ob[b] = (jacobi_out_block){bl[b].u[0], bl[b].row0, bl[b].rows};
+        if (bad) {
+            fprintf(stderr, "cask-jacobi: out of memory\n");
+        } else if (in_place) {   /* collective */
+            bad = jacobi_out_in_place(rt, dist, of, ob, nb, o.n, verified);
+        } else if (me == 0 && verified) {   /* the grid gathered here (or one process) */
+            for (int b = 0; b < nb && !bad; b++) {
+                void *ptr = grid ? grid + bl[b].row0 * o.n : NULL;
+                if (!grid || bl[b].owner == 0)
+                    bad = cask_data_acquire(bl[b].u[0], CASK_READ, &ptr) != CASK_OK;
+                rows[b] = ptr;
             }
-            size_t cnt = (size_t)(bl[b].rows * o.n);
-            ok = fwrite(ptr, sizeof(float), cnt, f) == cnt;
-            if (mine)
-                cask_data_release(bl[b].u[0]);
+            bad = bad || jacobi_out_write_all(of, ob, rows, nb, o.n);
+            for (int b = 0; b < nb; b++)
+                if (rows[b] && (!grid || bl[b].owner == 0))
+                    cask_data_release(bl[b].u[0]);
         }
-        if (f && fclose(f))
-            ok = 0;
-        if (!ok) {
-            fprintf(stderr, "cask-jacobi: cannot write %s\n", o.out);
+        free(ob);
+        free(rows);
+        if (bad)
             goto fail;
-        }
     }
+    if (!verified)
+        goto fail;
     rc = 0;
 fail:
     /* Every rank leaves with the same verdict: the distributed computes fail everywhere
@@ -512,6 +503,7 @@ fail:
         cask_data_destroy(edge_top);
         cask_data_destroy(edge_bot);
     }
+    cask_dist_file_close(of);   /* uncommitted: removed */
     if (cask_dist_finalize(dist) && rc == 0)
         rc = 1;
     for (int b = 0; bl && b < nb; b++)

@@ -5,6 +5,9 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "knn_chunks.h"
 
 #define DEG (M_PI / 180.0)
 
@@ -92,4 +95,28 @@ cask_status knn_check_k(const knn_points *obs, const knn_points *ref, const int3
     free(rr);
     free(best);
     return CASK_OK;
+}
+
+cask_status knn_check_samples(const knn_points *obs, const knn_points *ref, const int32_t *index,
+                              const float *dist, int k, double scale, int64_t samples,
+                              knn_check_report *out)
+{
+    knn_points s;
+    if (samples > obs->n)
+        samples = obs->n;
+    if (knn_points_alloc(samples, obs->f64, obs->degrees, NULL, &s))
+        return CASK_ERR_NOMEM;
+    size_t row = 2 * knn_elem_bytes(obs);
+    for (int64_t i = 0; i < samples; i++)
+        memcpy((char *)s.data + (size_t)i * row,
+               (const char *)obs->data + (size_t)knn_check_row(obs->n, samples, i) * row, row);
+    /* the sampled rows alone: sample i is row i of s, and the check's sample i too */
+    cask_status st = k > 1 ? knn_check_k(&s, ref, index, dist, k, scale, samples, out)
+                           : knn_check(&s, ref, index, dist, scale, samples, out);
+    int64_t *rows[] = {&out->first_bad_index, &out->worst_chosen, &out->worst_reported};
+    for (int r = 0; r < 3 && !st; r++)
+        if (*rows[r] >= 0)
+            *rows[r] = knn_check_row(obs->n, samples, *rows[r]);
+    knn_points_free(&s);
+    return st;
 }

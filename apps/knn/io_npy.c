@@ -309,21 +309,42 @@ done:
     return st;
 }
 
+size_t knn_npy_result_header(char *buf, int64_t n, int k)
+{
+    int hl = k > 1 ? snprintf(buf + 10, KNN_NPY_HEADER_MAX - 10,
+                              "{'descr': '<f8', 'fortran_order': False, 'shape': (%lld, %d, 2), }",
+                              (long long)n, k)
+                   : snprintf(buf + 10, KNN_NPY_HEADER_MAX - 10,
+                              "{'descr': '<f8', 'fortran_order': False, 'shape': (%lld, 2), }",
+                              (long long)n);
+    size_t total = 10 + (size_t)hl + 1;        /* + the closing newline */
+    size_t padded = (total + 63) / 64 * 64;    /* data start aligned to 64 bytes */
+    memset(buf + 10 + hl, ' ', padded - total);
+    buf[padded - 1] = '\n';
+    memcpy(buf, "\x93NUMPY\x01\x00", 8);
+    buf[8] = (char)((padded - 10) & 0xff);
+    buf[9] = (char)((padded - 10) >> 8);
+    return padded;
+}
+
+void knn_npy_pack(double *buf, const int32_t *index, const float *dist, int64_t nvals)
+{
+    for (int64_t j = 0; j < nvals; j++) {
+        double v[2] = {(double)index[j], (double)dist[j]};
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        bswap_n(v, 2, 8);
+#endif
+        buf[2 * j] = v[0];
+        buf[2 * j + 1] = v[1];
+    }
+}
+
 cask_status knn_npy_write_header(FILE *f, const char *name, int64_t n, char *err,
                                  size_t errlen)
 {
-    char hdr[128];
-    int hl = snprintf(hdr + 10, sizeof hdr - 10,
-                      "{'descr': '<f8', 'fortran_order': False, 'shape': (%lld, 2), }",
-                      (long long)n);
-    size_t total = 10 + (size_t)hl + 1;        /* + the closing newline */
-    size_t padded = (total + 63) / 64 * 64;    /* data start aligned to 64 bytes */
-    memset(hdr + 10 + hl, ' ', padded - total);
-    hdr[padded - 1] = '\n';
-    memcpy(hdr, "\x93NUMPY\x01\x00", 8);
-    hdr[8] = (char)((padded - 10) & 0xff);
-    hdr[9] = (char)((padded - 10) >> 8);
-    if (fwrite(hdr, 1, padded, f) != padded)
+    char hdr[KNN_NPY_HEADER_MAX];
+    size_t len = knn_npy_result_header(hdr, n, 1);
+    if (fwrite(hdr, 1, len, f) != len)
         return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
                           strerror(errno));
     return CASK_OK;
@@ -336,14 +357,7 @@ cask_status knn_npy_write_rows(FILE *f, const char *name, const int32_t *index,
     double buf[2 * ROWS];
     for (int64_t i = 0; i < n; i += ROWS) {
         int64_t k = n - i < ROWS ? n - i : ROWS;
-        for (int64_t j = 0; j < k; j++) {
-            double v[2] = {(double)index[i + j], (double)dist[i + j]};
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-            bswap_n(v, 2, 8);
-#endif
-            buf[2 * j] = v[0];
-            buf[2 * j + 1] = v[1];
-        }
+        knn_npy_pack(buf, index + i, dist + i, k);
         if (fwrite(buf, sizeof(double), (size_t)(2 * k), f) != (size_t)(2 * k))
             return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
                               strerror(errno));

@@ -6,8 +6,9 @@
  * a replica of the references (ref[r,j], refs[r]: the rank's own copy of the input) and
  * prepares it (prep[r,j]; sorted by prep_sorted for the k kernels), so every search
  * reads only data its rank holds and nothing travels but the results, gathered into rank
- * 0's arrays (the tasks are knn_tasks.c's, as in one process). Chunks owned by rank 0
- * write rank 0's arrays in place.
+ * 0's arrays (the tasks are knn_tasks.c's, as in one process; chunks owned by rank 0
+ * write rank 0's arrays in place). With --out written in place (knn_dist_out.h) even the
+ * results stay: each rank's write tasks write its chunks' rows into the output file.
  * The same kernels, chunk boundaries and tie rule as one process make the output the
  * same bytes whatever P.
  *
@@ -18,6 +19,7 @@
  * others' would be work repeated on every rank), and their loader generates them again
  * from the seed. */
 #include "knn_dist.h"
+#include "knn_dist_out.h"
 #include "knn_chunks.h"
 #include "knn_tasks.h"
 #include "generate.h"
@@ -48,18 +50,6 @@ static cask_status load_copy_cpu(cask_task_ctx *ctx)
     return CASK_OK;
 }
 
-/* the chunk's bytes are the arguments themselves */
-static cask_status load_value_cpu(cask_task_ctx *ctx)
-{
-    size_t n = 0;
-    const void *v = cask_task_args(ctx, &n);
-    size_t bytes = cask_task_buffer_size(ctx, 0);
-    if (n != bytes)
-        return cask_task_fail(ctx, "loader: %zu bytes of value for a chunk of %zu", n, bytes);
-    memcpy(cask_task_buffer(ctx, 0), v, bytes);
-    return CASK_OK;
-}
-
 /* Declares an input chunk that every rank holds at src: owned by owner, made again from
  * src anywhere. */
 static cask_status declare_input(knn_cluster *c, size_t bytes, int owner, void *src,
@@ -85,34 +75,6 @@ static cask_status dist_fail(knn_cluster *c, cask_status st, const char *what, c
                       msg[0] && !named ? ": " : "", msg);
 }
 
-/* ---- agreement: a tree of combines, then a copy of the result to every rank ---- */
-
-typedef struct agree_val {
-    int64_t first_failed;   /* INT64_MAX: none */
-    int64_t value;
-} agree_val;
-
-typedef struct agree_args {
-    int32_t copy;           /* 0: [0] = min([0], [1]); 1: [0] = [1] */
-    int32_t pad;
-} agree_args;
-
-static cask_status agree_cpu(cask_task_ctx *ctx)
-{
-    const agree_args *a = cask_task_args(ctx, NULL);
-    agree_val *dst = cask_task_buffer(ctx, 0);
-    const agree_val *src = cask_task_buffer(ctx, 1);
-    if (a->copy) {
-        *dst = *src;
-    } else {
-        if (src->first_failed < dst->first_failed)
-            dst->first_failed = src->first_failed;
-        if (src->value < dst->value)
-            dst->value = src->value;
-    }
-    return CASK_OK;
-}
-
 cask_status knn_cluster_open(cask_runtime *rt, knn_cluster *c, char *err, size_t errlen)
 {
     memset(c, 0, sizeof *c);
@@ -125,21 +87,14 @@ cask_status knn_cluster_open(cask_runtime *rt, knn_cluster *c, char *err, size_t
     c->local_rank = cask_dist_local_rank(c->dist);
     c->local_size = cask_dist_local_size(c->dist);
     cask_kernel_desc kd = {0};
-    kd.name = "knn_agree";
-    kd.cpu = agree_cpu;
-    if ((st = cask_kernel_register(rt, &kd, &c->agree)))
-        return dist_fail(c, st, "registering kernels", err, errlen);
     kd.name = "knn_load_copy";
     kd.cpu = load_copy_cpu;
     if ((st = cask_kernel_register(rt, &kd, &c->load_copy)))
         return dist_fail(c, st, "registering kernels", err, errlen);
     kd.name = "knn_load_generate";
     kd.cpu = knn_generate_cpu;
-    if ((st = cask_kernel_register(rt, &kd, &c->load_gen)))
-        return dist_fail(c, st, "registering kernels", err, errlen);
-    kd.name = "knn_load_value";
-    kd.cpu = load_value_cpu;
-    if ((st = cask_kernel_register(rt, &kd, &c->load_value)))
+    if ((st = cask_kernel_register(rt, &kd, &c->load_gen)) ||
+        (st = knn_out_kernels_register(c)))
         return dist_fail(c, st, "registering kernels", err, errlen);
     return CASK_OK;
 }
@@ -171,71 +126,15 @@ int knn_ranks_agree(knn_cluster *c, const char *prog, int failed, int64_t *value
 cask_status knn_cluster_agree(knn_cluster *c, int failed, int64_t value, int *first_failed,
                               int64_t *min_value, char *err, size_t errlen)
 {
-    int P = c->size;
-    if (P == 1) {
-        *first_failed = failed ? 0 : -1;
-        *min_value = value;
-        return CASK_OK;
-    }
-    cask_data **t = calloc((size_t)P, sizeof *t), **res = calloc((size_t)P, sizeof *res);
-    cask_dist_graph *g = NULL;
-    cask_status st = CASK_ERR_NOMEM;
-    const char *what = "agreeing with the other ranks";
-    if (!t || !res)
-        goto fail;
-    for (int r = 0; r < P; r++) {
-        /* every rank read the same input: a lost rank's contribution is this rank's */
-        agree_val mine = {failed ? r : INT64_MAX, value};
-        if ((st = declare(c, sizeof(agree_val), r, NULL, &t[r])) ||
-            (st = declare(c, sizeof(agree_val), r, NULL, &res[r])) ||
-            (st = cask_dist_data_set_loader(c->dist, t[r], c->load_value, &mine, sizeof mine)))
-            goto fail;
-    }
-    void *p;
-    if ((st = cask_data_acquire(t[c->rank], CASK_WRITE, &p)))
-        goto fail;
-    *(agree_val *)p = (agree_val){failed ? c->rank : INT64_MAX, value};
-    if ((st = cask_data_release(t[c->rank])) || (st = cask_dist_graph_create(c->dist, &g)))
-        goto fail;
-    for (int s = 1; s < P; s *= 2)
-        for (int r = 0; r + s < P; r += 2 * s) {
-            agree_args a = {0, 0};
-            cask_access acc[2] = {{t[r], CASK_RW}, {t[r + s], CASK_READ}};
-            cask_task_desc d = {.field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE,
-                                .kernel = c->agree, .access = acc, .naccess = 2,
-                                .args = &a, .args_size = sizeof a, .where = CASK_WHERE_CPU};
-            if ((st = cask_dist_graph_add_task(g, &d, NULL)))
-                goto fail;
-        }
-    for (int r = 0; r < P; r++) {
-        agree_args a = {1, 0};
-        cask_access acc[2] = {{res[r], CASK_WRITE}, {t[0], CASK_READ}};
-        cask_task_desc d = {.field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE,
-                            .kernel = c->agree, .access = acc, .naccess = 2, .args = &a,
-                            .args_size = sizeof a, .where = CASK_WHERE_CPU};
-        if ((st = cask_dist_graph_add_task(g, &d, NULL)))
-            goto fail;
-    }
-    if ((st = cask_dist_graph_compute(g))) {
-        knn_errorf(st, err, errlen, "%s: %s: %s", what, cask_status_string(st),
-                   cask_dist_graph_error(g));
-        goto out;
-    }
-    if ((st = cask_data_acquire(res[c->rank], CASK_READ, &p)))
-        goto fail;
-    agree_val v = *(agree_val *)p;
-    if ((st = cask_data_release(res[c->rank])))
-        goto fail;
-    *first_failed = v.first_failed == INT64_MAX ? -1 : (int)v.first_failed;
-    *min_value = v.value;
-    goto out;
-fail:
-    dist_fail(c, st, what, err, errlen);
-out:
-    cask_dist_graph_destroy(g);
-    free(t);
-    free(res);
-    return st;
+    /* the lowest rank that failed, and the smallest value of those that did not */
+    int64_t v[2] = {failed ? c->rank : INT64_MAX, failed ? INT64_MAX : value};
+    cask_status st = cask_dist_allreduce(c->dist, v, 2, CASK_DIST_MIN);
+    if (st)
+        return knn_errorf(st, err, errlen, "agreeing with the other ranks: %s: %s",
+                          cask_status_string(st), cask_dist_error(c->dist));
+    *first_failed = v[0] == INT64_MAX ? -1 : (int)v[0];
+    *min_value = v[1];
+    return CASK_OK;
 }
 
 /* ---- the search graph ---- */
@@ -252,6 +151,8 @@ struct knn_dist_job {
     cask_data **rscratch;              /* P x nref, ksearch only: prep_sorted's */
     int k, ksearch;                    /* neighbours; 1 when the k kernels are used */
     size_t ntasks;
+    knn_out_job *out;                  /* --out written in place (NULL: gathered) */
+    cask_dist_file *out_file;
 };
 
 /* One task into the graph of job ctx (knn_add_fn). */
@@ -266,10 +167,12 @@ static cask_status add(void *ctx, cask_kernel *kern, const cask_access *acc, int
     return cask_dist_graph_add_task(j->g, &d, NULL);
 }
 
-/* Observation chunk i's results, owned by its rank o, go to rank 0's arrays (rank 0's own
- * are its arrays already). */
-static cask_status gather(knn_dist_job *j, int64_t i, int32_t *index, float *dist)
+/* Observation chunk i's results, owned by its rank o: written there (in place), or sent
+ * to rank 0's arrays (rank 0's own are its arrays already). */
+static cask_status place_results(knn_dist_job *j, int64_t i, int32_t *index, float *dist)
 {
+    if (j->out)
+        return knn_out_job_add_chunk(j->out, j->g, i, j->index[i], j->dist[i]);
     if (i % j->c->size == 0)
         return CASK_OK;
     int64_t r0 = i * j->chunk * j->k;
@@ -281,7 +184,8 @@ static cask_status gather(knn_dist_job *j, int64_t i, int32_t *index, float *dis
 cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
                                 const knn_points *obs, const knn_points *ref, int32_t *index,
                                 float *dist, const knn_plan *plan, const int *devices,
-                                int ndevices, knn_dist_job **out, char *err, size_t errlen)
+                                int ndevices, const knn_out *in_place, int64_t samples,
+                                knn_dist_job **out, char *err, size_t errlen)
 {
     cask_status st;
     int P = c->size, me = c->rank;
@@ -372,6 +276,10 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
                     goto fail;
     }
 
+    if (in_place && (st = knn_out_job_create(c, in_place, j->nobs, j->chunk, samples, &j->out)))
+        goto fail;
+    j->out_file = in_place ? in_place->file : NULL;
+
     what = "building the graph";
     if ((st = cask_dist_graph_create(c->dist, &j->g)))
         goto fail;
@@ -396,9 +304,11 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
         knn_chunk_data d = {j->obs[i], j->ksearch ? j->scratch[i] : NULL, j->ref_all[o],
                             j->index[i], j->dist[i], j->prep + o * j->nref,
                             partial ? j->best + i * j->nref : NULL};
-        if ((st = knn_add_chunk(&b, i, &d, dev)) || (st = gather(j, i, index, dist)))
+        if ((st = knn_add_chunk(&b, i, &d, dev)) || (st = place_results(j, i, index, dist)))
             goto fail;
     }
+    if (j->out && (st = knn_out_job_finish(j->out, j->g)))
+        goto fail;
     *out = j;
     return CASK_OK;
 
@@ -415,9 +325,11 @@ cask_status knn_dist_job_run(knn_dist_job *j, char *err, size_t errlen)
     if (st)
         return knn_errorf(st, err, errlen, "computing: %s: %s", cask_status_string(st),
                           cask_dist_graph_error(j->g));
+    if (j->out && (st = cask_dist_file_receipts(j->out_file)))
+        return dist_fail(c, st, "noting the rows written", err, errlen);
     /* Gathered chunks are in rank 0's arrays; rank 0's own chunks are its handles, which
-     * acquiring brings home. */
-    for (int64_t i = 0; c->rank == 0 && i < j->nobs; i += c->size) {
+     * acquiring brings home. (In place, each rank wrote its own.) */
+    for (int64_t i = 0; c->rank == 0 && !j->out && i < j->nobs; i += c->size) {
         void *p;
         if ((st = cask_data_acquire(j->index[i], CASK_READ, &p)) ||
             (st = cask_data_release(j->index[i])) ||
@@ -450,6 +362,13 @@ cask_status knn_dist_job_make_cold(knn_dist_job *j, char *err, size_t errlen)
     return CASK_OK;
 }
 
+cask_status knn_dist_job_samples(knn_dist_job *j, const int32_t **index, const float **dist,
+                                 char *err, size_t errlen)
+{
+    cask_status st = j->out ? knn_out_job_samples(j->out, index, dist) : CASK_ERR_INVALID;
+    return st ? dist_fail(j->c, st, "reading the sampled rows back", err, errlen) : CASK_OK;
+}
+
 void knn_dist_job_shape(const knn_dist_job *j, int64_t *obs_chunks, int64_t *ref_chunks,
                         size_t *ntasks)
 {
@@ -463,6 +382,7 @@ void knn_dist_job_destroy(knn_dist_job *j)
     if (!j)
         return;
     cask_dist_graph_destroy(j->g);
+    knn_out_job_destroy(j->out);
     free(j->obs);
     free(j->index);
     free(j->dist);

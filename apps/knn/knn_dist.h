@@ -2,7 +2,8 @@
  * whole input (it read or generated it); observation chunk i is owned, searched and
  * finished by rank i % P, against a replica of the references that each rank prepares
  * (or, with k > 1 or pruning, sorts: knn_tasks.h) for itself, and its results are
- * gathered into the index/dist arrays of rank 0. Only
+ * gathered into the index/dist arrays of rank 0, or written into the output file by
+ * that rank (in place: knn_dist_out.h). Only
  * the public API. Started without a launcher, the job has one process and cask-knn
  * does not use this file's graph at all (knn_graph.h, unchanged). */
 #ifndef KNN_DIST_H
@@ -11,6 +12,7 @@
 #include <stdint.h>
 #include "cask/cask.h"
 #include "knn_graph.h"
+#include "knn_out.h"
 #include "points.h"
 
 /* This process's membership of the job. The data handles the job declares (through
@@ -20,9 +22,9 @@ typedef struct knn_cluster {
     cask_runtime *rt;
     cask_dist *dist;
     int rank, size, local_rank, local_size;
-    cask_kernel *agree;
-    cask_kernel *load_copy, *load_value;   /* loaders: a lost rank's inputs made again */
+    cask_kernel *load_copy;    /* loaders: a lost rank's inputs made again */
     cask_kernel *load_gen;
+    cask_kernel *out_npy, *out_format, *out_sum, *out_csv, *out_head;   /* knn_dist_out.c */
     /* --generate across ranks: each rank generated only the observations of its own
      * chunks (knn_generate_part), so another rank's are made again from the seed, not
      * copied (set before knn_dist_job_create) */
@@ -54,17 +56,27 @@ int knn_ranks_agree(knn_cluster *c, const char *prog, int failed, int64_t *value
 typedef struct knn_dist_job knn_dist_job;
 
 /* Builds the distributed graph for obs x ref (both whole on every rank); index and dist
- * (n x plan->k entries) on rank 0, NULL elsewhere. devices/ndevices: the GPUs this rank's tasks
- * prefer, chunk k of the rank on devices[k % ndevices] (ndevices 0: the scheduler's
- * choice). Same rules as knn_job_create otherwise; every rank must pass the same plan. */
+ * (n x plan->k entries) on rank 0, NULL elsewhere, receive the results; or, in_place not
+ * NULL (an output written in place, knn_out_rows done), every rank writes its chunks'
+ * rows into it, index and dist are unused, and rank 0 receives the results of the
+ * `samples` rows --check samples (knn_dist_job_samples). devices/ndevices: the GPUs
+ * this rank's tasks prefer, chunk k of the rank on devices[k % ndevices] (ndevices 0:
+ * the scheduler's choice). Same rules as knn_job_create otherwise; every rank must pass
+ * the same plan. */
 cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
                                 const knn_points *obs, const knn_points *ref, int32_t *index,
                                 float *dist, const knn_plan *plan, const int *devices,
-                                int ndevices, knn_dist_job **out, char *err, size_t errlen);
+                                int ndevices, const knn_out *in_place, int64_t samples,
+                                knn_dist_job **out, char *err, size_t errlen);
 
-/* Runs the graph on all ranks (collective); on return rank 0's index/dist are complete.
- * The verdict is the same on every rank. */
+/* Runs the graph on all ranks (collective); on return rank 0's index/dist are complete
+ * (in place: every chunk's rows are written). The verdict is the same on every rank. */
 cask_status knn_dist_job_run(knn_dist_job *j, char *err, size_t errlen);
+
+/* Rank 0, in place, after a run: the results of the sampled rows, samples x k each
+ * (the job's memory), in the order knn_check samples them. */
+cask_status knn_dist_job_samples(knn_dist_job *j, const int32_t **index, const float **dist,
+                                 char *err, size_t errlen);
 
 /* Drops this rank's device copies of its inputs (as knn_job_make_cold). */
 cask_status knn_dist_job_make_cold(knn_dist_job *j, char *err, size_t errlen);

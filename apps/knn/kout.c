@@ -6,19 +6,36 @@
 #include <stdlib.h>
 #include <string.h>
 
+size_t knn_kcsv_format(char *buf, int64_t first, const int32_t *index, const float *dist,
+                       int64_t n, int k)
+{
+    char *p = buf;
+    for (int64_t i = 0; i < n; i++)
+        for (int r = 0; r < k; r++)
+            /* 9 significant digits: the float reads back exactly */
+            p += snprintf(p, KNN_CSV_ROW_MAX, "%lld,%d,%d,%.9g\n", (long long)(first + i), r + 1,
+                          (int)index[i * k + r], (double)dist[i * k + r]);
+    return (size_t)(p - buf);
+}
+
 cask_status knn_kcsv_write_rows(FILE *f, const char *name, const int32_t *index,
                                 const float *dist, int64_t first, int64_t n, int k, char *err,
                                 size_t errlen)
 {
+    enum { ROWS = 1 << 12 };
+    char *buf = malloc((size_t)ROWS * (size_t)k * KNN_CSV_ROW_MAX);
+    if (!buf)
+        return knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", name);
     int bad = 0;
-    for (int64_t i = 0; i < n && !bad; i++)
-        for (int r = 0; r < k && !bad; r++)
-            /* 9 significant digits: the float reads back exactly */
-            bad = fprintf(f, "%lld,%d,%d,%.9g\n", (long long)(first + i), r + 1,
-                          (int)index[i * k + r], (double)dist[i * k + r]) < 0;
+    for (int64_t i = 0; i < n && !bad; i += ROWS) {
+        int64_t c = n - i < ROWS ? n - i : ROWS;
+        size_t len = knn_kcsv_format(buf, first + i, index + i * k, dist + i * k, c, k);
+        bad = fwrite(buf, 1, len, f) != len;
+    }
+    int e = errno;
+    free(buf);
     if (bad)
-        return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
-                          strerror(errno));
+        return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name, strerror(e));
     return CASK_OK;
 }
 
@@ -34,18 +51,9 @@ cask_status knn_kcsv_write(FILE *f, const char *name, const int32_t *index, cons
 cask_status knn_knpy_write_header(FILE *f, const char *name, int64_t n, int k, char *err,
                                   size_t errlen)
 {
-    char hdr[160];
-    int hl = snprintf(hdr + 10, sizeof hdr - 10,
-                      "{'descr': '<f8', 'fortran_order': False, 'shape': (%lld, %d, 2), }",
-                      (long long)n, k);
-    size_t total = 10 + (size_t)hl + 1;
-    size_t padded = (total + 63) / 64 * 64;
-    memset(hdr + 10 + hl, ' ', padded - total);
-    hdr[padded - 1] = '\n';
-    memcpy(hdr, "\x93NUMPY\x01\x00", 8);
-    hdr[8] = (char)((padded - 10) & 0xff);
-    hdr[9] = (char)((padded - 10) >> 8);
-    if (fwrite(hdr, 1, padded, f) != padded)
+    char hdr[KNN_NPY_HEADER_MAX];
+    size_t len = knn_npy_result_header(hdr, n, k);
+    if (fwrite(hdr, 1, len, f) != len)
         return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
                           strerror(errno));
     return CASK_OK;
@@ -59,14 +67,7 @@ cask_status knn_knpy_write_rows(FILE *f, const char *name, const int32_t *index,
     int64_t total_vals = n * k;
     for (int64_t i = 0; i < total_vals; i += VALS) {
         int64_t c = total_vals - i < VALS ? total_vals - i : VALS;
-        for (int64_t j = 0; j < c; j++) {
-            buf[2 * j] = (double)index[i + j];
-            buf[2 * j + 1] = (double)dist[i + j];
-        }
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        for (int64_t j = 0; j < 2 * c; j++)
-            buf[j] = __builtin_bswap64(buf[j]);
-#endif
+        knn_npy_pack(buf, index + i, dist + i, c);
         if (fwrite(buf, sizeof(double), (size_t)(2 * c), f) != (size_t)(2 * c))
             return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name,
                               strerror(errno));

@@ -24,6 +24,10 @@ cask_status knn_knpy_write(FILE *f, const char *name, const int32_t *index, cons
 cask_status knn_kcsv_write_rows(FILE *f, const char *name, const int32_t *index,
                                 const float *dist, int64_t first, int64_t n, int k, char *err,
                                 size_t errlen);
+/* The CSV rows of observations first .. first+n-1 (k results each) into buf, which holds
+ * n * k * KNN_CSV_ROW_MAX bytes; returns the bytes written (no NUL). */
+size_t knn_kcsv_format(char *buf, int64_t first, const int32_t *index, const float *dist,
+                       int64_t n, int k);
 cask_status knn_knpy_write_header(FILE *f, const char *name, int64_t n, int k, char *err,
                                   size_t errlen);
 cask_status knn_knpy_write_rows(FILE *f, const char *name, const int32_t *index,
@@ -36,5 +40,12 @@ cask_status knn_knpy_write_rows(FILE *f, const char *name, const int32_t *index,
 cask_status knn_check_k(const knn_points *obs, const knn_points *ref, const int32_t *index,
                         const float *dist, int k, double scale, int64_t samples,
                         knn_check_report *out);
+
+/* knn_check (k = 1) or knn_check_k of the `samples` rows knn_check_row samples in obs,
+ * from their results alone: index and dist hold sample s's k results at s * k. The
+ * report names rows of obs, as the check of the whole result would. */
+cask_status knn_check_samples(const knn_points *obs, const knn_points *ref, const int32_t *index,
+                              const float *dist, int k, double scale, int64_t samples,
+                              knn_check_report *out);
 
 #endif

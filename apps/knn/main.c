@@ -32,6 +32,7 @@
 #include "knn_chunks.h"
 #include "knn_dist.h"
 #include "knn_graph.h"
+#include "knn_out.h"
 #include "kout.h"
 #include "main_stream.h"
 #include "options.h"
@@ -79,11 +80,12 @@ static void on_signal(int sig)
     raise(sig);
 }
 
-/* Armed before the temporary file is made (its name is known: knn_outfile_open's
- * PATH.tmp.PID), so that a signal arriving while it is made still removes it. */
-static void arm_cleanup(const char *out_path)
+/* Armed with the temporary file's name: one process, before it is made (knn_outfile_open's
+ * PATH.tmp.PID), so that a signal arriving while it is made still removes it; several,
+ * on rank 0 once the job made it (knn_out_open). */
+static void arm_cleanup(const char *tmp_path)
 {
-    snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s.tmp.%ld", out_path, (long)getpid());
+    snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s", tmp_path);
     tmp_armed = 1;
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
@@ -106,6 +108,15 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+/* The lowest rank this one holds alive: it speaks for the job when rank 0 cannot. */
+static int lowest_alive(knn_cluster *cl)
+{
+    int r = 0;
+    while (r < cl->rank && cask_dist_rank_lost(cl->dist, r))
+        r++;
+    return r;
+}
+
 static int ranks_agree(knn_cluster *cl, int failed, int64_t *value, char *err, size_t errlen)
 {
     return knn_ranks_agree(cl, prog, failed, value, err, errlen);
@@ -119,7 +130,8 @@ int main(int argc, char **argv)
     cask_runtime_info info = {0};
     cask_knn_kernels kernels;
     knn_points obs = {0}, ref = {0};
-    knn_outfile out = {0};
+    knn_outfile out = {0};     /* --out of one process */
+    knn_out dout = {0};        /* --out of a job of several */
     knn_job *job = NULL;
     knn_dist_job *djob = NULL;
     knn_cluster cl = {0};
@@ -171,13 +183,21 @@ int main(int argc, char **argv)
      * noted (failed, message in err): a rank that left alone would leave the others
      * waiting. With one process the message is printed as soon as it is known. */
     int failed = 0;
-    /* Fail on an unwritable output before spending any time. */
-    if (o.out_path && rank == 0) {
-        arm_cleanup(o.out_path);
+    /* Fail on an unwritable output before spending any time. Across ranks, the job's
+     * file (every rank learns whether it writes its own rows there: knn_out.h). */
+    if (o.out_path && nranks == 1) {
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o.out_path, (long)getpid());
+        arm_cleanup(tmp);
         if (knn_outfile_open(&out, o.out_path, err, sizeof err))
             failed = 1;
         else if (strcmp(out.tmp_path, tmp_path_copy))   /* the names must agree */
             snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s", out.tmp_path);
+    } else if (o.out_path) {
+        if (knn_out_open(cl.dist, prog, o.out_path, o.write_mode, &dout, err, sizeof err))
+            failed = 1;
+        else if (rank == 0)
+            arm_cleanup(cask_dist_file_temp_path(dout.file));
     }
 
     /* ---- streamed: observations with more rows than a window (a CSV file is streamed
@@ -210,7 +230,7 @@ int main(int argc, char **argv)
     }
     if (streamed) {
         knn_stream_main_args sa = {
-            prog, rt, &info, &kernels, &alloc, &src, o.ref_path, ro, &ref, &out, o.out_path,
+            prog, rt, &info, &kernels, &alloc, &src, o.ref_path, ro, &ref, &out, &dout, o.out_path,
             o.window, o.chunk, o.ref_chunk, o.k, o.method, scale, o.quiet, o.check, &cl};
         rc = knn_stream_main(&sa);
         knn_obs_source_close(&src);
@@ -258,7 +278,9 @@ int main(int argc, char **argv)
                  o.generate ? "--generate" : o.ref_path, (long long)ref.n, INT32_MAX);
         failed = 1;
     }
-    if (!failed && (rank == 0 || nranks == 1)) {   /* the results live on rank 0 */
+    if (!failed && dout.in_place)   /* the rows' writers need where rows start */
+        knn_out_rows(&dout, obs.n, o.k);
+    if (!failed && rank == 0 && !dout.in_place) {   /* the results live on rank 0 */
         index = host_alloc(rt, (size_t)obs.n * (size_t)o.k * sizeof *index);
         dist = host_alloc(rt, (size_t)obs.n * (size_t)o.k * sizeof *dist);
         if (!index || !dist) {
@@ -354,7 +376,8 @@ int main(int argc, char **argv)
         }
         /* A failure here is the same on every rank (same input, same plan). */
         if (knn_dist_job_create(&cl, &kernels, &obs, &ref, index, dist, &plan, devices,
-                                ndevices, &djob, err, sizeof err)) {
+                                ndevices, dout.in_place ? &dout : NULL, o.check, &djob, err,
+                                sizeof err)) {
             fprintf(stderr, "%s: rank %d: %s\n", prog, rank, err);
             goto done;
         }
@@ -391,17 +414,58 @@ int main(int argc, char **argv)
         knn_job_shape(job, &nobsc, &nrc, &ntasks);
     else
         knn_dist_job_shape(djob, &nobsc, &nrc, &ntasks);
+    int check_failed = 0, lost0 = nranks > 1 && rank != 0 && cask_dist_rank_lost(cl.dist, 0);
+    knn_check_report cr;
+    double t_write = 0;
+    if (dout.in_place) {
+        /* Every rank wrote its rows during the compute. Rank 0 checks the sampled rows
+         * gathered to it (a failed check vetoes); then the file is committed once every
+         * chunk was reported written (knn_out.h): rank 0 or, lost, the lowest survivor
+         * speaks for the job. */
+        int ok = 1;
+        if (rank == 0 && o.check) {
+            const int32_t *si;
+            const float *sd;
+            if (knn_dist_job_samples(djob, &si, &sd, err, sizeof err) ||
+                (knn_check_samples(&obs, &ref, si, sd, o.k, scale, o.check, &cr) &&
+                 snprintf(err, sizeof err, "--check: out of memory") > 0)) {
+                fprintf(stderr, "%s: %s\n", prog, err);
+                ok = 0;
+            } else {
+                check_failed = cr.bad_index > 0 || cr.max_err_chosen > KNN_CHECK_TOL_CHOSEN ||
+                               cr.max_err_reported > KNN_CHECK_TOL_REPORTED;
+                ok = !check_failed;
+            }
+        }
+        if (lost0 && o.check)
+            ok = 0;   /* rank 0 checked the samples: no check, no output */
+        knn_dist_job_destroy(djob);
+        djob = NULL;
+        int64_t K = o.k > 1 ? o.k : 1;
+        t0 = now_s();
+        st = knn_out_commit(&dout, ok, nobsc + 1, plan.chunk,
+                            dout.npy ? dout.data_off + obs.n * K * 16 : -1, err, sizeof err);
+        t_write = now_s() - t0;
+        tmp_armed = 0;
+        lost0 = rank != 0 && cask_dist_rank_lost(cl.dist, 0);
+        int speaker = lowest_alive(&cl);
+        if (st && rank == speaker && (!check_failed || rank != 0))
+            fprintf(stderr, "%s: rank %d: %s%s\n", prog, rank, err,
+                    lost0 && o.check ? " (rank 0, which checks the sampled rows, was lost)" : "");
+        if (st && !check_failed)
+            goto done;
+        if (lost0 && rank == speaker)
+            fprintf(stderr, "%s: rank %d: rank 0 was lost; the survivors wrote every row of %s\n",
+                    prog, rank, o.out_path);
+    }
     knn_job_destroy(job); /* results are in index/dist from here on */
     job = NULL;
     knn_dist_job_destroy(djob);
     djob = NULL;
-    /* Rank 0 held the gathered results and writes them: lost, the survivors' recovered
+    /* Gathered, rank 0 held the results and writes them: lost, the survivors' recovered
      * compute has no output. The lowest survivor says so; all exit non-zero. */
-    if (nranks > 1 && rank != 0 && cask_dist_rank_lost(cl.dist, 0)) {
-        int first = 1;
-        while (first < rank && cask_dist_rank_lost(cl.dist, first))
-            first++;
-        if (first == rank)
+    if (lost0 && !dout.in_place) {
+        if (lowest_alive(&cl) == rank)
             fprintf(stderr, "%s: rank %d: rank 0 was lost: it held the results gathered to "
                     "it and writes the output, so this job has none; run it again\n", prog,
                     rank);
@@ -422,10 +486,8 @@ int main(int argc, char **argv)
     double t_compute = o.repeat % 2 ? times[o.repeat / 2]
                                     : 0.5 * (times[o.repeat / 2 - 1] + times[o.repeat / 2]);
 
-    /* ---- check ---- */
-    int check_failed = 0;
-    knn_check_report cr;
-    if (o.check) {
+    /* ---- check (the whole result, in rank 0's arrays) ---- */
+    if (o.check && !dout.in_place) {
         if (o.k > 1 ? knn_check_k(&obs, &ref, index, dist, o.k, scale, o.check, &cr)
                     : knn_check(&obs, &ref, index, dist, scale, o.check, &cr)) {
             fprintf(stderr, "%s: --check: out of memory\n", prog);
@@ -435,20 +497,23 @@ int main(int argc, char **argv)
                        cr.max_err_reported > KNN_CHECK_TOL_REPORTED;
     }
 
-    /* ---- write ---- */
-    double t_write = 0;
-    if (o.out_path && !check_failed) {
+    /* ---- write (one process, or gathered to rank 0) ---- */
+    if (o.out_path && !check_failed && !dout.in_place) {
         t0 = now_s();
         int npy = knn_path_is_npy(o.out_path);
-        if (o.k > 1)
-            st = npy ? knn_knpy_write(out.f, o.out_path, index, dist, obs.n, o.k, err, sizeof err)
-                     : knn_kcsv_write(out.f, o.out_path, index, dist, obs.n, o.k, err, sizeof err);
+        FILE *f = nranks > 1 ? knn_out_stream(&dout, err, sizeof err) : out.f;
+        if (!f)
+            st = CASK_ERR_IO;
+        else if (o.k > 1)
+            st = npy ? knn_knpy_write(f, o.out_path, index, dist, obs.n, o.k, err, sizeof err)
+                     : knn_kcsv_write(f, o.out_path, index, dist, obs.n, o.k, err, sizeof err);
         else
-            st = npy ? knn_npy_write(out.f, o.out_path, index, dist, obs.n, err, sizeof err)
-                     : knn_csv_write_tasks(rt, out.f, o.out_path, index, dist, obs.n,
+            st = npy ? knn_npy_write(f, o.out_path, index, dist, obs.n, err, sizeof err)
+                     : knn_csv_write_tasks(rt, f, o.out_path, index, dist, obs.n,
                                            info.ncpu_workers, err, sizeof err);
         if (!st)
-            st = knn_outfile_commit(&out, err, sizeof err);
+            st = nranks > 1 ? knn_out_commit(&dout, 1, 0, 0, -1, err, sizeof err)
+                            : knn_outfile_commit(&out, err, sizeof err);
         tmp_armed = 0;
         if (st) {
             fprintf(stderr, "%s: %s\n", prog, err);
@@ -484,6 +549,11 @@ int main(int argc, char **argv)
                     times[o.repeat - 1]);
         if (o.out_path)
             fprintf(stderr, ", write %.3f s", t_write);
+        if (o.out_path && dout.in_place)
+            fprintf(stderr, " (each rank wrote its rows during the compute; the write is the "
+                    "commit)");
+        else if (o.out_path && nranks > 1)
+            fprintf(stderr, " (gathered to rank 0, which wrote every row)");
         fprintf(stderr, "\n%s: %.4g pairs/s\n", prog, t_compute > 0 ? pairs / t_compute : 0);
     }
     if (o.check && (!o.quiet || check_failed))
@@ -498,6 +568,8 @@ done:
         tmp_armed = 0;
         knn_outfile_abort(&out);
     }
+    tmp_armed = 0;
+    knn_out_close(&dout);   /* uncommitted: rank 0 removes it */
     knn_job_destroy(job);
     knn_dist_job_destroy(djob);
     /* The handles declared to the job go with it; then the memory they described. */

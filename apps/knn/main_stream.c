@@ -31,28 +31,13 @@ static int stream_agree(void *ctx, int failed, int64_t *value)
     return knn_ranks_agree(a->cl, a->prog, failed, value, err, sizeof err);
 }
 
-/* Ranks but 0: rank 0's temporary output (PATH.tmp.PID, PID agreed), opened for writing
- * rows in place. NULL with the message in err if this rank cannot see it. */
-static FILE *open_share(const char *out_path, int64_t pid, int rank, char *err, size_t errlen)
-{
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%lld", out_path, (long long)pid);
-    FILE *f = fopen(tmp, "r+b");
-    if (!f)
-        knn_errorf(CASK_ERR_IO, err, errlen, "%s: rank %d cannot open rank 0's output %s: %s "
-                   "(streamed across ranks, each rank writes its rows into it: give --out a "
-                   "path on a file system every rank sees)", out_path, rank, tmp,
-                   strerror(errno));
-    return f;
-}
-
 int knn_stream_main(const knn_stream_main_args *a)
 {
     char err[KNN_ERRLEN];
     const char *prog = a->prog;
     const char *out_path = a->out_path;
     const int P = a->cl ? a->cl->size : 1, me = a->cl ? a->cl->rank : 0;
-    FILE *share = NULL;                    /* ranks but 0: where their rows go */
+    FILE *share = NULL;                    /* several ranks: where this one's rows go */
     int failed = 0;
     double t0 = now_s();
     if (knn_points_read(a->ref_path, &a->ro, a->alloc, a->ref, err, sizeof err)) {
@@ -75,22 +60,21 @@ int knn_stream_main(const knn_stream_main_args *a)
         failed = 1;
         snprintf(err, sizeof err, "%s: %lld rows for %d ranks: fewer than one a rank",
                  a->obs->name, (long long)a->obs->n, P);
+    } else if (P > 1 && out_path && !a->dout->in_place) {
+        failed = 1;
+        snprintf(err, sizeof err, "%s: --stream across ranks writes each rank's rows in "
+                 "place, into one file every rank sees%s%s (or run --no-stream, where rank 0 "
+                 "may gather them)", out_path, cask_dist_file_note(a->dout->file)[0] ? ": " : "",
+                 cask_dist_file_note(a->dout->file));
+    } else if (P > 1 && out_path && !(share = knn_out_stream(a->dout, err, sizeof err))) {
+        failed = 1;
     }
-    /* every rank learns whether one failed, and rank 0's process id, which names its
-     * temporary output */
-    int64_t pid = me == 0 ? (int64_t)getpid() : INT64_MAX;
-    if (knn_ranks_agree(a->cl, prog, failed, &pid, err, sizeof err))
+    /* every rank learns whether one failed */
+    int64_t none = 0;
+    if (knn_ranks_agree(a->cl, prog, failed, &none, err, sizeof err))
         return 1;
-    if (P > 1 && out_path) {
-        if (me != 0 && !(share = open_share(out_path, pid, me, err, sizeof err)))
-            failed = 1;
-        int64_t none = 0;
-        if (knn_ranks_agree(a->cl, prog, failed, &none, err, sizeof err)) {
-            if (share)
-                fclose(share);
-            return 1;
-        }
-    }
+    if (share)
+        a->dout->n = a->obs->n;   /* its rows, for the commit's messages */
     double t_ref = now_s() - t0;
     const int64_t lo = a->obs->n * me / P, hi = a->obs->n * (me + 1) / P;
 
@@ -121,7 +105,8 @@ int knn_stream_main(const knn_stream_main_args *a)
     }
     c.plan.scale = a->scale;
     c.plan.where = a->info->ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
-    c.out = me == 0 ? a->out->f : share;
+    c.out = P > 1 ? share : a->out->f;
+    c.out_file = P > 1 && out_path ? a->dout->file : NULL;
     c.out_name = out_path;
     c.out_npy = out_path && knn_path_is_npy(out_path);
     c.nworkers = a->info->ncpu_workers;
@@ -152,15 +137,10 @@ int knn_stream_main(const knn_stream_main_args *a)
                            cr.max_err_reported > KNN_CHECK_TOL_REPORTED;
         }
     }
-    /* this rank's rows are on the file system before rank 0 renames the file */
-    if (share) {
-        if ((fflush(share) != 0 || fsync(fileno(share)) != 0 || ferror(share)) && !failed) {
-            failed = 1;
-            snprintf(err, sizeof err, "%s: rank %d: write failed: %s", out_path, me,
-                     strerror(errno));
-        }
-        fclose(share);
-        share = NULL;
+    /* this rank's share of the rows is written: unit `me` of the file */
+    if (share && !failed && cask_dist_file_mark(a->dout->file, me)) {
+        failed = 1;
+        snprintf(err, sizeof err, "out of memory");
     }
     /* the job's verdict: a failure anywhere, or a check that failed anywhere */
     int64_t all_checked = !check_failed;
@@ -168,7 +148,15 @@ int knn_stream_main(const knn_stream_main_args *a)
         goto done;
     check_failed = check_failed || !all_checked;
     double t_commit = now_s();
-    if (a->out->f && !check_failed && knn_outfile_commit(a->out, err, sizeof err)) {
+    if (P > 1 && out_path && !check_failed) {
+        /* every rank's share reported written, then the file appears */
+        if (knn_out_commit(a->dout, 1, P, 0, -1, err, sizeof err)) {
+            if (me == 0)
+                fprintf(stderr, "%s: %s\n", prog, err);
+            goto done;
+        }
+    } else if (P == 1 && a->out->f && !check_failed &&
+               knn_outfile_commit(a->out, err, sizeof err)) {
         fprintf(stderr, "%s: %s\n", prog, err);
         goto done;
     }

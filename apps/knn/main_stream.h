@@ -1,13 +1,15 @@
 /* main_stream.h: the streamed path of cask-knn's main (observations larger than a
  * window): load the references, run knn_stream_run, check the sampled rows, commit the
  * output, print the summary. Across the ranks of a job each rank streams its share of
- * the rows of a .npy file and writes its results in place into rank 0's output (.npy,
- * on a file system every rank sees), which rank 0 commits once every rank succeeded. */
+ * the rows of a .npy file and writes its results in place into the job's output (.npy,
+ * on a file system every rank sees: knn_out.h), committed once every rank's share was
+ * reported written. */
 #ifndef KNN_MAIN_STREAM_H
 #define KNN_MAIN_STREAM_H
 
 #include "cask/cask.h"
 #include "knn_dist.h"
+#include "knn_out.h"
 #include "stream.h"
 
 typedef struct knn_stream_main_args {
@@ -20,8 +22,10 @@ typedef struct knn_stream_main_args {
     const char *ref_path;
     knn_read_opts ro;
     knn_points *ref;           /* filled here; the caller frees it */
-    knn_outfile *out;          /* out->f NULL: no output; committed here on success
-                                * (across ranks, rank 0's only) */
+    knn_outfile *out;          /* one process: out->f NULL, no output; committed here on
+                                * success */
+    knn_out *dout;             /* several ranks: the output of the job (knn_out_open),
+                                * committed here on success */
     const char *out_path;      /* --out (NULL: none), on every rank */
     int64_t window, chunk, ref_chunk;   /* chunk, ref_chunk: 0 = default */
     int k;                     /* neighbours (1 .. CASK_KNN_KMAX) */

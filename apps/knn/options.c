@@ -43,6 +43,10 @@ static void usage(FILE *f)
 "                          --k K > 1: CSV obs,rank,ref_index,distance (rank 1 nearest),\n"
 "                          one row per (obs, rank), or .npy of shape (N, K, 2)\n"
 "  --units km|rad          distance unit (default km, Earth radius %.4f km)\n"
+"  --write-mode auto|inplace|gather  across ranks: each rank writes its own rows of\n"
+"                          --out (inplace: FILE must be on a file system every rank\n"
+"                          sees), or rank 0 gathers and writes them all; auto: in place\n"
+"                          when every rank sees FILE (checked), else gather (default)\n"
 "  -q, --quiet             no summary on stderr\n"
 "Execution:\n"
 "  --gpus N|all            GPUs to use (default: all there are)\n"
@@ -121,7 +125,7 @@ void knn_parse_args(int argc, char **argv, options *o)
         O_OBS = 256, O_REF, O_OUT, O_LATCOL, O_LONCOL, O_RADIANS, O_WRAP, O_GENERATE,
         O_SEED, O_UNITS, O_GPUS, O_CPU_ONLY, O_THREADS, O_CHUNK, O_REF_CHUNK, O_REPEAT,
         O_CHECK, O_DOT, O_VERSION, O_STREAM, O_NO_STREAM, O_WINDOW, O_K, O_METHOD,
-        O_CLUSTERS
+        O_CLUSTERS, O_WRITE_MODE
     };
     static const struct option longs[] = {
         {"obs", required_argument, 0, O_OBS},
@@ -148,6 +152,7 @@ void knn_parse_args(int argc, char **argv, options *o)
         {"k", required_argument, 0, O_K},
         {"method", required_argument, 0, O_METHOD},
         {"clusters", required_argument, 0, O_CLUSTERS},
+        {"write-mode", required_argument, 0, O_WRITE_MODE},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
@@ -258,6 +263,13 @@ void knn_parse_args(int argc, char **argv, options *o)
             break;
         }
         case O_CLUSTERS: o->clusters = need_count("--clusters", optarg, 1); break;
+        case O_WRITE_MODE: {
+            cask_dist_write_mode m;
+            if (cask_dist_write_mode_parse(optarg, &m))
+                usage_error("--write-mode: '%s' is not auto, inplace or gather", optarg);
+            o->write_mode = (int)m;
+            break;
+        }
         case 'h':
             usage(stdout);
             exit(0);

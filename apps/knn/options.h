@@ -25,6 +25,7 @@ typedef struct options {
     int k;             /* neighbours per observation */
     int method;        /* KNN_METHOD_* */
     int64_t clusters;  /* --generate: blobs, 0 = uniform */
+    int write_mode;    /* cask_dist_write_mode: across ranks, who writes --out */
 } options;
 
 enum { KNN_METHOD_AUTO, KNN_METHOD_BRUTE, KNN_METHOD_PRUNED };

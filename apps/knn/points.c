@@ -167,22 +167,29 @@ cask_status knn_outfile_open(knn_outfile *o, const char *path, char *err, size_t
     return CASK_OK;
 }
 
-cask_status knn_outfile_commit(knn_outfile *o, char *err, size_t errlen)
+cask_status knn_fclose_checked(FILE *f, const char *name, char *err, size_t errlen)
 {
-    int bad = fflush(o->f) != 0 || ferror(o->f);
+    int bad = fflush(f) != 0 || ferror(f);
     int e = errno;
-    if (fclose(o->f) != 0 && !bad) {
+    if (fclose(f) != 0 && !bad) {
         bad = 1;
         e = errno;
     }
+    if (bad)
+        return knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", name, strerror(e));
+    return CASK_OK;
+}
+
+cask_status knn_outfile_commit(knn_outfile *o, char *err, size_t errlen)
+{
+    cask_status st = knn_fclose_checked(o->f, o->path, err, errlen);
     o->f = NULL;
-    if (bad) {
-        knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", o->path, strerror(e));
+    if (st) {
         knn_outfile_abort(o);
-        return CASK_ERR_IO;
+        return st;
     }
     if (rename(o->tmp_path, o->path) != 0) {
-        e = errno;
+        int e = errno;
         knn_errorf(CASK_ERR_IO, err, errlen, "%s: cannot rename %s to it: %s", o->path,
                    o->tmp_path, strerror(e));
         knn_outfile_abort(o);

@@ -143,6 +143,15 @@ cask_status knn_csv_write(FILE *f, const char *name, const int32_t *index,
 cask_status knn_npy_write(FILE *f, const char *name, const int32_t *index,
                           const float *dist, int64_t n, char *err, size_t errlen);
 
+/* The .npy header of a result, (n, 2) float64 (k <= 1) or (n, k, 2), into buf (room for
+ * KNN_NPY_HEADER_MAX bytes); returns its length, where the rows start (a multiple of
+ * 64). */
+#define KNN_NPY_HEADER_MAX 192
+size_t knn_npy_result_header(char *buf, int64_t n, int k);
+/* nvals (index, distance) pairs as the .npy result stores them: 2 * nvals float64,
+ * little-endian, into buf. */
+void knn_npy_pack(double *buf, const int32_t *index, const float *dist, int64_t nvals);
+
 /* knn_npy_write in two pieces, for writers that stream: the header of an (n, 2) array,
  * then rows (index[0], dist[0] first), appended; call rows until n rows are out. */
 cask_status knn_npy_write_header(FILE *f, const char *name, int64_t n, char *err,
@@ -170,6 +179,9 @@ typedef struct knn_outfile {
     char *tmp_path;  /* NAME.tmp.PID */
 } knn_outfile;
 cask_status knn_outfile_open(knn_outfile *o, const char *path, char *err, size_t errlen);
+/* Flushes and closes f (closed whatever happens): CASK_ERR_IO with "name: write failed:
+ * why" in err if a write failed, now or earlier. */
+cask_status knn_fclose_checked(FILE *f, const char *name, char *err, size_t errlen);
 cask_status knn_outfile_commit(knn_outfile *o, char *err, size_t errlen);
 void knn_outfile_abort(knn_outfile *o);
 

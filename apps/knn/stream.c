@@ -16,6 +16,7 @@
 
 #include "auto_method.h"
 #include "knn_chunks.h"
+#include "knn_out.h"
 #include "kout.h"
 #include "write_par.h"
 
@@ -29,7 +30,7 @@ typedef struct slot {
 
 /* A window's reading and .npy writing are cut in IO_PARTS row ranges done by as many
  * threads (pread/pwrite at offsets); CSV text is appended in order by one. */
-enum { IO_PARTS = 4, NPY_BLOCK = 1 << 13 };
+enum { IO_PARTS = 4 };
 
 typedef struct io_work {
     cask_runtime *rt;
@@ -72,44 +73,6 @@ static cask_status write_results(cask_runtime *rt, const knn_stream_cfg *c, cons
                                   0, c->nworkers, err, errlen);
 }
 
-/* Rows [r0, r0 + n) of the slot's results written at their place in the .npy output,
- * as knn_npy_write_rows (k = 1) or knn_knpy_write_rows write them (little-endian hosts
- * only: see io_main). */
-static cask_status npy_pwrite_rows(const io_work *w, int64_t r0, int64_t n, char *err,
-                                   size_t errlen)
-{
-    const int64_t K = k_of(w->cfg);
-    double *buf = malloc(2 * NPY_BLOCK * sizeof *buf);
-    if (!buf)
-        return knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", w->cfg->out_name);
-    int fd = fileno(w->cfg->out);
-    cask_status st = CASK_OK;
-    /* values (index, distance pairs) rather than rows: K of them a row */
-    for (int64_t i = r0 * K; i < (r0 + n) * K && !st; i += NPY_BLOCK) {
-        int64_t k = (r0 + n) * K - i < NPY_BLOCK ? (r0 + n) * K - i : NPY_BLOCK;
-        for (int64_t j = 0; j < k; j++) {
-            buf[2 * j] = (double)w->sl->index[i + j];
-            buf[2 * j + 1] = (double)w->sl->dist[i + j];
-        }
-        size_t len = (size_t)k * 2 * sizeof *buf, done = 0;
-        off_t off = (off_t)(w->npy_data_off +
-                            (w->write_first * K + i) * 2 * (int64_t)sizeof *buf);
-        while (done < len) {
-            ssize_t put = pwrite(fd, (char *)buf + done, len - done, off + (off_t)done);
-            if (put < 0 && errno == EINTR)
-                continue;
-            if (put <= 0) {
-                st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s",
-                                w->cfg->out_name, strerror(put < 0 ? errno : EIO));
-                break;
-            }
-            done += (size_t)put;
-        }
-    }
-    free(buf);
-    return st;
-}
-
 typedef struct io_part {
     io_work *w;
     int part;
@@ -132,8 +95,14 @@ static void *io_part_main(void *arg)
     int64_t r0, rn;
     pt->st = CASK_OK;
     part_range(w->write_rows, pt->part, &r0, &rn);
-    if (rn > 0)
-        pt->st = npy_pwrite_rows(w, r0, rn, pt->err, sizeof pt->err);
+    if (rn > 0) {   /* .npy rows at their place in the output, in parallel */
+        const knn_stream_cfg *c = w->cfg;
+        int64_t K = k_of(c);
+        knn_sink sink = {c->out_file, fileno(c->out), c->out_name};
+        pt->st = knn_npy_put_rows(&sink, w->sl->index + r0 * K, w->sl->dist + r0 * K,
+                                  w->write_first + r0, rn, (int)K, w->npy_data_off, pt->err,
+                                  sizeof pt->err);
+    }
     part_range(w->read_rows, pt->part, &r0, &rn);
     if (!w->cfg->obs->by_range) {   /* CSV: the whole window, by part 0 */
         r0 = 0;
@@ -290,27 +259,16 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
         goto agree;
     }
     if (c->out && c->out_npy) {
-        /* the header's length, where rows start: written by one run, measured by all */
-        FILE *hf = c->header_elsewhere ? tmpfile() : c->out;
-        if (!hf) {
-            st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: cannot size the .npy header: %s",
-                            c->out_name, strerror(errno));
-            goto agree;
-        }
-        st = K > 1 ? knn_knpy_write_header(hf, c->out_name, out_rows, K, err, errlen)
-                   : knn_npy_write_header(hf, c->out_name, out_rows, err, errlen);
-        long pos = ftell(hf);
-        if (hf != c->out)
-            fclose(hf);
-        if (st)
-            goto agree;
-        if (fflush(c->out) != 0 || pos < 0) {
+        /* the header, where rows start: written by one run, measured by all */
+        char hdr[KNN_NPY_HEADER_MAX];
+        size_t hl = knn_out_header(hdr, 1, out_rows, K);
+        if ((!c->header_elsewhere && fwrite(hdr, 1, hl, c->out) != hl) || fflush(c->out) != 0) {
             st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed: %s", c->out_name,
                             strerror(errno));
             goto agree;
         }
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-        npy_off = pos;   /* rows go to their offsets, in parallel */
+        npy_off = (int64_t)hl;   /* rows go to their offsets, in parallel */
 #endif
         if (npy_off < 0 && (base || c->header_elsewhere)) {
             st = knn_errorf(CASK_ERR_INVALID, err, errlen, "%s: rows by offset need a "

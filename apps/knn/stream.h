@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include "cask/cask.h"
+#include "cask/distributed.h"
 #include "knn_graph.h"
 #include "points.h"
 
@@ -85,6 +86,8 @@ typedef struct knn_stream_cfg {
     int64_t brute_ref_chunk;   /* auto, k = 1: the reference chunk if it takes the brute
                                 * force (the 1-NN kernels take any number) */
     FILE *out;                 /* NULL: no output */
+    cask_dist_file *out_file;  /* across ranks: the file of the job out is a stream of,
+                                * .npy rows written through it (NULL: by fileno(out)) */
     const char *out_name;
     int out_npy;               /* 1: .npy rows, 0: CSV */
     int nworkers;              /* CPU workers, sizes the CSV formatting waves */

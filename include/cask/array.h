@@ -40,6 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include "cask/distributed.h"
 #include "cask/graph.h"
 
 #ifdef __cplusplus
@@ -297,8 +298,30 @@ cask_status cask_array_compute_many(cask_array_ctx *ctx, int n, cask_array *cons
                                     void *const *outs, const size_t *bytes);
 
 /* Computes a and writes it to a .npy file (version 1 header; chunks written in
- * parallel). Errors: CASK_ERR_IO and those of compute. */
+ * parallel). Errors: CASK_ERR_IO and those of compute.
+ *
+ * Across the ranks of a job (cask_array_ctx_set_dist): collective, every rank calls it
+ * with the same array (built alike) and path. The array's slabs along its first axis
+ * (one per chunk there) are shared out, contiguous runs of them to each rank, and each
+ * rank computes its own. In place (the path on a file system every rank sees, checked;
+ * cask_dist_file_open), each writes them at their offsets, rank 0 the header, and the
+ * file appears under its name only when every slab was reported written: a rank lost
+ * meanwhile has its slabs computed and written again by the survivors (the array is a
+ * pure expression every rank holds), and only if that fails too does the call fail,
+ * naming them (CASK_ERR_IO). Gathered, the slabs travel to rank 0, which writes them
+ * all; a rank lost then fails the call on every rank (CASK_ERR_PEER). The returned
+ * status is the same on every rank. The
+ * message (cask_array_ctx_error) says, after a success, how the file was written when
+ * it could not be in place as asked ("auto"). */
 cask_status cask_array_to_npy(cask_array *a, const char *path);
+
+/* Makes cask_array_to_npy of ctx's arrays write across the ranks of dist, in mode
+ * (cask_dist_write_mode: in place when every rank sees the file, gathered to rank 0, or
+ * the first that works); dist NULL, or a job of one rank: one process (the default).
+ * dist must outlive the context's writes. Only cask_array_to_npy is distributed: the
+ * other calls compute on this rank alone. Errors: CASK_ERR_INVALID (bad mode). */
+cask_status cask_array_ctx_set_dist(cask_array_ctx *ctx, cask_dist *dist,
+                                    cask_dist_write_mode mode);
 
 /* Computes the arrays and keeps their chunks as runtime data handles (where they were
  * made: on GPU if computed there). The arrays then stand for their values: later

@@ -128,8 +128,12 @@ cask_status cask_dist_data_create(cask_dist *dist, size_t bytes, int owner, void
  * every rank: read a file region, generate from a seed, copy from an input every rank
  * holds. Every rank should declare the same loaders (a rank without one cannot make
  * d). Data without a loader whose owner is lost can be recomputed only if a task
- * writes it; otherwise the compute fails naming it. Replaces an earlier loader.
- * Errors: CASK_ERR_INVALID (NULL dist, d or kernel; args_size without args),
+ * writes it; otherwise the compute fails naming it. Replaces an earlier loader; kernel
+ * NULL (no args) removes it: once the graphs go on from content its loader does not
+ * make (a later graph reading the results of earlier ones), a lost d then fails the
+ * compute that needs it, naming it, instead of being made as it first was.
+ * Errors: CASK_ERR_INVALID (NULL dist or d; args without a kernel, args_size without
+ * args),
  * CASK_ERR_NOT_FOUND (d not declared), CASK_ERR_NOMEM. Not thread safe (declare from
  * one thread, as cask_dist_set_owner). */
 cask_status cask_dist_data_set_loader(cask_dist *dist, cask_data *d, cask_kernel *kernel,
@@ -216,6 +220,136 @@ void cask_dist_transport_describe(char *buf, size_t len);
 
 /* Frees the graph and the copies it made. Not while it computes. g may be NULL. */
 cask_status cask_dist_graph_destroy(cask_dist_graph *g);
+
+/* ---- collectives ---- */
+
+typedef enum cask_dist_op {
+    CASK_DIST_MIN = 0,   /* identity INT64_MAX */
+    CASK_DIST_MAX,       /* identity INT64_MIN */
+    CASK_DIST_SUM,       /* identity 0 (wrapping) */
+    CASK_DIST_BOR        /* bitwise or; identity 0 */
+} cask_dist_op;
+
+/* Combines the n values at v of every rank element by element with op; on return v
+ * holds the result, the same on every rank. Collective: every rank calls it with the
+ * same n and op (a small distributed graph: a tree of combines to rank 0, then a copy
+ * to each rank). It survives a rank lost meanwhile as a compute does; that rank's
+ * values then count or not (the op's identity in their place): every survivor gets
+ * the same result. With one rank, v is left as it is. Errors: CASK_ERR_INVALID (NULL
+ * dist or v, n 0, bad op), CASK_ERR_NOMEM, or those of cask_dist_graph_compute, the
+ * message in cask_dist_error. Call it from one thread. */
+cask_status cask_dist_allreduce(cask_dist *dist, int64_t *v, size_t n, cask_dist_op op);
+
+/* ---- one output file written by the ranks ----
+ *
+ * Results are written where they are computed: every rank writes its own parts of the
+ * file at their offsets (pwrite into the one file all of them hold open), as MPI-IO
+ * does, when the file is on a file system every rank sees; otherwise the caller gathers
+ * the parts to one rank (the root, rank 0), which writes them all. The file appears
+ * under its name only when complete: the ranks write a temporary file beside it,
+ * PATH.tmp.PID.TOKEN (PID the root's process id, TOKEN 16 random hex digits), and a
+ * commit renames it once every
+ * part (a "unit": a chunk of the caller's) was reported written by some rank. A rank
+ * lost while writing leaves its units unreported: the caller writes them again (its
+ * recomputation does) or the commit fails naming them; never a file with a hole. */
+
+typedef enum cask_dist_write_mode {
+    CASK_DIST_WRITE_AUTO = 0,    /* in place if every rank sees the file, else gathered
+                                    (cask_dist_file_note says why) */
+    CASK_DIST_WRITE_IN_PLACE,    /* in place; an error if a rank does not see the file */
+    CASK_DIST_WRITE_GATHER       /* rank 0 writes everything */
+} cask_dist_write_mode;
+
+/* "auto", "inplace" (or "in-place"), "gather" into *mode; CASK_ERR_INVALID otherwise. */
+cask_status cask_dist_write_mode_parse(const char *s, cask_dist_write_mode *mode);
+
+typedef struct cask_dist_file cask_dist_file;
+
+/* Collective: the root (cask_dist_file_root: rank 0 unless it was lost) creates the
+ * temporary file beside path (mode 0666 less the umask; CASK_ERR_IO on every rank if it
+ * cannot, the message naming it), and with AUTO or IN_PLACE and several ranks every
+ * other rank opens it by its name, which no other file can have: a rank that can is on
+ * the same file system. In place when every rank could (and mode is not GATHER): then
+ * each holds it open for writing. With AUTO and a rank that could not, the file is
+ * gathered: only the root holds it, and
+ * cask_dist_file_note names the rank and why; IN_PLACE fails instead (CASK_ERR_IO on
+ * every rank). The verdict is the same on every rank; a job of one process is in
+ * place. Errors: CASK_ERR_IO, CASK_ERR_INVALID (NULL argument, bad mode),
+ * CASK_ERR_NOMEM, those of cask_dist_allreduce; the message in cask_dist_error. */
+cask_status cask_dist_file_open(cask_dist *dist, const char *path, cask_dist_write_mode mode,
+                                cask_dist_file **out);
+
+/* 1 when every rank writes its own parts (in place), 0 when the root writes them all. */
+int cask_dist_file_in_place(const cask_dist_file *f);
+/* The rank that made the file and, gathered, writes it all: rank 0, or once ranks were
+ * lost the lowest rank left. */
+int cask_dist_file_root(const cask_dist_file *f);
+/* The descriptor to write through (O_RDWR), -1 on a rank that does not write. The
+ * descriptor is f's (closed by cask_dist_file_commit and _close). */
+int cask_dist_file_fd(const cask_dist_file *f);
+/* The temporary file's name (the root's, and every rank's when in place; "" elsewhere):
+ * for a signal handler that removes it. */
+const char *cask_dist_file_temp_path(const cask_dist_file *f);
+/* Why an AUTO file is gathered ("rank 2 cannot open /x/out.npy.tmp...: No such file or
+ * directory"), "" when in place or asked to gather. The same on every rank. */
+const char *cask_dist_file_note(const cask_dist_file *f);
+
+/* Writes len bytes of buf at byte offset off (all of them: short writes and EINTR
+ * retried). Thread safe (several tasks may write at once). CASK_ERR_IO (message in
+ * err, errlen bytes, may be NULL) naming the file and the cause, CASK_ERR_INVALID on a
+ * rank that does not write. */
+cask_status cask_dist_file_pwrite(cask_dist_file *f, const void *buf, size_t len,
+                                  uint64_t off, char *err, size_t errlen);
+
+/* Reports that unit (0 <= unit) was written whole by this rank: call it after its
+ * bytes are written. Thread safe. CASK_ERR_INVALID (negative unit), CASK_ERR_NOMEM. */
+cask_status cask_dist_file_mark(cask_dist_file *f, int64_t unit);
+
+/* Receipts, for units written by tasks of a distributed graph g: d (8 bytes, declared
+ * to f's job) is written by the task that writes unit `unit`, once its bytes are
+ * written, with the value unit + 1. d is gathered in g to a witness (rank 0; rank 1 for
+ * data rank 0 owns); after each compute of g, cask_dist_file_receipts marks there the
+ * units whose receipts came. A rank lost once its writes were done then leaves no
+ * unit unaccounted for; and d, an output of g, is what a recovery makes again for a
+ * rank lost before, so that it writes the unit again. Call as cask_dist_graph_gather
+ * (every rank alike, before g is planned); f must stay open while g computes. Errors: as cask_dist_graph_gather,
+ * CASK_ERR_INVALID (not in place, one rank), CASK_ERR_NOMEM. */
+cask_status cask_dist_file_gather_receipt(cask_dist_file *f, cask_dist_graph *g, cask_data *d,
+                                          int64_t unit);
+/* After a compute of the graphs given receipts: marks the units whose receipts came to
+ * this rank. */
+cask_status cask_dist_file_receipts(cask_dist_file *f);
+
+/* In place, collective: the ranks exchange the units they marked (cask_dist_file_mark)
+ * and whether each is ok (0: this rank vetoes). Afterwards every rank knows the same
+ * missing units (cask_dist_file_missing): a caller that can still write them (compute
+ * them again) may do so and exchange again before the commit. CASK_OK when the exchange
+ * itself worked, whatever it found; its errors otherwise (then f is still usable only
+ * for cask_dist_file_close). Gathered, or one rank: no exchange, this rank's marks. */
+cask_status cask_dist_file_exchange(cask_dist_file *f, int ok, int64_t nunits);
+/* The first unit at or after from that the last exchange found no rank had written,
+ * or -1. */
+int64_t cask_dist_file_missing(const cask_dist_file *f, int64_t from);
+
+/* Ends the writing. In place, collective: each rank closes its descriptor first (a
+ * file system that reports write errors late, NFS, reports them there: a failure is a
+ * veto), then an exchange as above; if no rank vetoed, every unit in [0, nunits) was
+ * marked by some rank and (size >= 0) the file holds size bytes, one rank (the lowest
+ * that answered: rank 0 unless it was lost) renames the temporary file to its name and
+ * tells the others; otherwise it removes it. Gathered: the root alone (the others need
+ * not call it, and it may have left the job by then), with the units it marked.
+ * Returns CASK_OK when the file was renamed, the same on every rank; else CASK_ERR_IO
+ * with the message (cask_dist_file_error) naming the missing units and the ranks that
+ * gave no report, the ranks that vetoed, or the failed rename; or the exchange's error.
+ * Close f afterwards in any case. */
+cask_status cask_dist_file_commit(cask_dist_file *f, int ok, int64_t nunits, int64_t size);
+
+/* Message of the last failure of f ("" if none). */
+const char *cask_dist_file_error(const cask_dist_file *f);
+
+/* Closes the descriptor and frees f; an uncommitted temporary file is removed (by rank
+ * 0, and in place by every rank: rank 0 may be lost). f may be NULL. */
+void cask_dist_file_close(cask_dist_file *f);
 
 #ifdef __cplusplus
 }

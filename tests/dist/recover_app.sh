@@ -13,8 +13,21 @@
 #                                                        out, it must exit non-zero
 #   recover_app.sh NP APP knn|jacobi second V1 K1 V2 K2  V1 dies at its K1-th task, V2 at
 #                                                        its K2-th task of the recovery
+#   recover_app.sh NP APP KIND killwrite VICTIM W...     VICTIM is SIGKILLed as it writes
+#                                                        its rows of --out in place, once
+#                                                        per W (CASK_DIST_TEST_KILL_WRITE:
+#                                                        wN half way through its N-th
+#                                                        write, mN at its N-th part written,
+#                                                        commit): the output is still one
+#                                                        process's bytes
+#   recover_app.sh NP APP KIND writelost VICTIM W ROWS   the same, but the rows VICTIM wrote
+#                                                        cannot be made again (jacobi): the
+#                                                        survivors fail naming ROWS, and no
+#                                                        output, temporary or not, is left
+#   (knncsv: cask-knn with CSV output, its rows placed by a tree of byte counts)
 #
-# Hooks: CASK_DIST_TEST_KILL / CASK_DIST_TEST_FREEZE (dist/dist_testkill.c). Ranks are
+# Hooks: CASK_DIST_TEST_KILL / CASK_DIST_TEST_FREEZE (dist/dist_testkill.c),
+# CASK_DIST_TEST_KILL_WRITE (dist/dist_file.c). Ranks are
 # started by run.sh --survivors (mpirun --enable-recovery; exit 77, SKIP, without it);
 # each rank records its exit status. Small and on CPU, one worker per rank.
 set -u
@@ -31,12 +44,14 @@ export CASK_NCPU=1 CASK_TEST_TIMEOUT=${CASK_TEST_TIMEOUT:-60}
 export UCX_TLS=${CASK_RECOVER_UCX_TLS-tcp,self}
 [ -n "$UCX_TLS" ] || unset UCX_TLS
 usage() {
-  echo "usage: recover_app.sh NP APP knn|knnk|knngpu|knnsim|jacobi kill|freeze|second ..."
+  echo "usage: recover_app.sh NP APP knn|knncsv|knnk|knngpu|knnsim|jacobi kill|freeze|second|killwrite|writelost ..."
   exit 2
 }
 case "$kind" in
 knn)    args="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q --ref-chunk 128 --chunk 3000"
         ext=npy ;;
+knncsv) args="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q --chunk 1000"
+        ext=csv ;;
 knnk)   # the K-nearest kernels, pruned: korder, ksearch, kmerge, kfinish
         args="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q --ref-chunk 128 --chunk 3000 --k 4 --method pruned"
         ext=npy ;;
@@ -81,13 +96,20 @@ run() {
 }
 
 case "$mode" in
-kill)
+kill|killwrite)
   victim=$1; shift
   for k in "$@"; do
-    CASK_DIST_TEST_KILL="$victim:$k" run $((np - 1)) "rank $victim killed at task $k"
+    if [ "$mode" = kill ]; then
+      what="at task $k"; export CASK_DIST_TEST_KILL="$victim:$k"
+    else
+      what="writing ($k)"; export CASK_DIST_TEST_KILL_WRITE="$victim:$k"
+    fi
+    run $((np - 1)) "rank $victim killed $what"
     [ "$(cat "$tmp/rc/rc.$victim" 2>/dev/null)" = 137 ] ||
-      { echo "FAIL: rank $victim was not killed at task $k (no such task?)"; exit 1; }
-  done ;;
+      { echo "FAIL: rank $victim was not killed $what (no such point?)"; exit 1; }
+    ls "$tmp"/many.$ext.tmp.* > /dev/null 2>&1 && { echo "FAIL: a temporary file was left"; exit 1; }
+  done
+  unset CASK_DIST_TEST_KILL CASK_DIST_TEST_KILL_WRITE ;;
 freeze)
   victim=$1 k=$2 ms=$3
   CASK_PEER_TIMEOUT_MS=1500 CASK_UCX_HEARTBEAT_MS=250 CASK_DIST_TEST_FREEZE="$victim:$k:$ms" \
@@ -95,6 +117,26 @@ freeze)
   grep -q "fenced out" "$tmp/log" ||
     { grep -v "PMIX ERROR" "$tmp/log" | tail -n 40; echo "FAIL: rank $victim did not say it was fenced out"; exit 1; }
   echo "ok: rank $victim exited $(cat "$tmp/rc/rc.$victim"): $(grep -o 'rank [0-9]* was fenced out' "$tmp/log" | head -n 1)" ;;
+writelost)
+  victim=$1 w=$2 rows=$3
+  rm -rf "$tmp/rc" "$tmp/many.$ext"
+  mkdir "$tmp/rc"
+  # every survivor must fail: none reports ok, so run.sh's verdict (how many did) is not
+  # the test's; --survivors keeps mpirun from ending the job at the first death
+  RC_DIR="$tmp/rc" CASK_DIST_TEST_KILL_WRITE="$victim:$w" "$here/run.sh" "$np" \
+    --survivors $((np - 1)) sh -c \
+    '"$@"; echo $? > "$RC_DIR/rc.${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-${CASK_RANK:-$$}}}"; exit 0' \
+    sh "$app" $args --out "$tmp/many.$ext" > "$tmp/log" 2>&1
+  [ $? -eq 77 ] && { cat "$tmp/log"; exit 77; }
+  for r in $(seq 0 $((np - 1))); do
+    want=1; [ "$r" = "$victim" ] && want=137
+    [ "$(cat "$tmp/rc/rc.$r" 2>/dev/null)" = $want ] ||
+      { grep -v 'PMIX ERROR' "$tmp/log" | tail -n 20; echo "FAIL: rank $r ended $(cat "$tmp/rc/rc.$r" 2>/dev/null), not $want"; exit 1; }
+  done
+  grep -q "rows $rows of --out written by no rank" "$tmp/log" ||
+    { grep -v 'PMIX ERROR' "$tmp/log" | tail -n 20; echo "FAIL: no message naming rows $rows"; exit 1; }
+  ls "$tmp"/many.$ext* > /dev/null 2>&1 && { ls "$tmp"; echo "FAIL: an output was left"; exit 1; }
+  echo "ok: rank $victim killed writing ($w): the survivors failed naming rows $rows, nothing left" ;;
 second)
   CASK_DIST_TEST_KILL="$1:$2,$3:r$4" run $((np - 2)) "rank $1 killed at task $2, rank $3 at recovery task $4"
   grep -q 'attempt 2' "$tmp/log" ||
