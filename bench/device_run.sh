@@ -65,9 +65,10 @@ two GPUs of one host:
   seg           host data between 2 processes of the 16-core host: cask's shared-memory
                 segments with their rings (the default), the segments' blocks alone
                 (CASK_UCX_RING=0), CMA reads and TCP, each bench-xport run with
-                ucx_perftest (UCX's own shared memory) beside it, 3 rounds alternated;
-                then cask-knn 2^22 x 2^12 --cpu-only, 2 ranks x 8 threads against 1
-                process x 16, segments on and off (one GPU is enough)
+                ucx_perftest (UCX's own shared memory) beside it, 3 rounds alternated,
+                and the CPU time a message (bench-xport --cpu, rings and blocks); then
+                cask-knn 2^22 x 2^12 --cpu-only, 2 ranks x 8 threads against 1 process
+                x 16, segments on and off (one GPU is enough)
   startup       start-up plus shutdown of a job of 2..32 ranks against one process
                 (bench/startup.py: file bootstrap, 5 rounds; --cpu-only, then with the GPUs
                 opened; mpirun too where there is one); cask-knn 2^22 x 2^12 --cpu-only,
@@ -567,6 +568,12 @@ for c in ("ring", "blocks", "cma", "tcp"):
     for b, r in sorted(rows.items()):
         print("%s %9d bytes: cask s0/s50 over ucx_perftest, per round: %s" % (c, b, "  ".join(r)))
 PY
+  # what a message costs: CPU time of both processes a message, rings against blocks
+  for c in ring blocks; do
+    case $c in ring) e="CASK_UCX_SEG=256" ;; blocks) e="CASK_UCX_SEG=256 CASK_UCX_RING=0" ;; esac
+    env $e timeout 300 $L 2 "$B/bench/bench-xport" --cpu > "$OUT/seg_xport_cpu_$c.txt" 2>&1
+    echo "$c ($e) rc=$?"; grep -v '^{' "$OUT/seg_xport_cpu_$c.txt" | grep -A5 "^UCX host stream"
+  done
   T=${TMPDIR:-/tmp}
   K="$B/apps/cask-knn --generate 2^22 2^12 --seed 1 --cpu-only"
   for r in 1 2 3; do

@@ -2,7 +2,7 @@
  * the raw libraries, in the same run and on the same pair of ranks.
  *
  *   mpirun -n 2 [--oversubscribe] build/bench/bench-xport [--quick] [--no-perftest]
- *          [--json FILE] [--nccl] [--gpu]
+ *          [--json FILE] [--nccl] [--gpu] [--cpu]
  *
  * UCX, measured between rank 0 and rank 1:
  *   cask api   rank 0's thread sends a ping through xport_ucx_am_send and waits for
@@ -18,6 +18,9 @@
  * busy-polling 50 us after activity (spin 50).
  * NCCL (--nccl, one GPU per rank): xport_nccl send/recv of one chunk vs the same
  * ncclSend/ncclRecv issued raw on a stream, as nccl-tests' sendrecv_perf does.
+ * CPU (--cpu, bench/xport_cpu.c, instead of the tables above): the CPU time of both
+ * processes per message of a one-way host stream, 8 KiB to 1 MiB, progress threads
+ * asleep: what the transport spends, readable where other work shares the cores.
  * GPU (--gpu, bench/xport_gpu.c): GPU memory to GPU memory by UCX (CUDA memory), the
  * host-staged path and an in-process cudaMemcpy D2D, 8 KiB to 256 MiB; two ranks may
  * share one GPU (tests/dist/launch-local.sh 2 bench-xport --gpu --no-perftest).
@@ -37,6 +40,7 @@
 #include "cask/status.h"
 #include "transport/bootstrap.h"
 #include "transport/ucx.h"
+#include "bench/xport_cpu.h"
 #include "bench/xport_gpu.h"
 #if defined(CASK_HAVE_NCCL)
 #include <cuda_runtime_api.h>
@@ -76,6 +80,11 @@ static void emit(const char *metric, const char *path, int spin, size_t bytes, d
 static void emit_gpu(const char *metric, const char *path, size_t bytes, double v)
 {
     emit(metric, path, -1, bytes, v);
+}
+
+static void emit_cpu(const char *metric, const char *path, size_t bytes, double v)
+{
+    emit(metric, path, 0, bytes, v);
 }
 
 /* ---- UCX through cask ---- */
@@ -447,7 +456,7 @@ static void run_nccl(int quick)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    int quick = 0, use_perftest = 1, nccl = 0, gpu = 0, host = 1;
+    int quick = 0, use_perftest = 1, nccl = 0, gpu = 0, host = 1, cpu = 0;
     const char *json_path = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -455,10 +464,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--nccl")) nccl = 1;
         else if (!strcmp(argv[i], "--gpu")) gpu = 1;
         else if (!strcmp(argv[i], "--gpu-only")) gpu = 1, host = 0;
+        else if (!strcmp(argv[i], "--cpu")) cpu = 1, host = 0;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
         else {
             fprintf(stderr, "usage: bench-xport [--quick] [--no-perftest] [--nccl] [--gpu | "
-                    "--gpu-only] [--json FILE]\n");
+                    "--gpu-only] [--cpu] [--json FILE]\n");
             return 2;
         }
     }
@@ -547,6 +557,8 @@ int main(int argc, char **argv)
             emit("bw_mibs", "ucx_perftest", -1, bw_sizes[i], pbw[i]);
         }
     }
+    if (cpu)
+        xport_cpu_bench(boot, quick, emit_cpu);
     if (gpu)
         xport_gpu_bench(boot, quick, emit_gpu);
 #if defined(CASK_HAVE_NCCL)
