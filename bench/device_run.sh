@@ -71,7 +71,8 @@ two GPUs of one host:
                 x 16, segments on and off (one GPU is enough)
   startup       start-up plus shutdown of a job of 2..32 ranks against one process
                 (bench/startup.py: file bootstrap, 5 rounds; --cpu-only, then with the GPUs
-                opened; mpirun too where there is one); cask-knn 2^22 x 2^12 --cpu-only,
+                opened, UCX's CUDA hooks by bistro or relocation or no memory events;
+                mpirun too where there is one); cask-knn 2^22 x 2^12 --cpu-only,
                 1 x 16 against 2 x 8, end to end with every rank's phases (CASK_STATS=1)
   gather        gathers of GPU-made results: GPU route against host route, then a timeline
   gpux          the gpu suite and test_dist_gpux (a chunk by the GPU route and the host route)
@@ -592,7 +593,11 @@ PY
 step_startup() {   # a job's start-up plus shutdown (bench/startup.py), then cask-knn's
   S="python3 bench/startup.py --build $B --np 2,4,8,16,32 --rounds 5 --json $OUT/startup.json"
   $S --cpu-only > "$OUT/startup_cpu.txt" 2>&1; echo "--cpu-only rc=$?"; grep -v '^{' "$OUT/startup_cpu.txt"
-  $S --np 2,8 --rounds 3 > "$OUT/startup_gpu.txt" 2>&1; echo "GPUs opened rc=$?"; grep -v '^{' "$OUT/startup_gpu.txt"
+  # ranks with GPUs load UCX as UCX chooses (memory hooks: 50 ms a patch); the same with
+  # its CUDA hooks by relocation, and with no memory events, for comparison
+  $S --np 2,8 --rounds 3 --variant gpu: --variant cudareloc:UCX_MEM_CUDA_HOOK_MODE=reloc \
+    --variant noevents:UCX_MEM_EVENTS=no > "$OUT/startup_gpu.txt" 2>&1
+  echo "GPUs opened rc=$?"; grep -v '^{' "$OUT/startup_gpu.txt"
   if command -v mpirun > /dev/null; then
     $S --cpu-only --launcher mpirun > "$OUT/startup_mpirun.txt" 2>&1
     echo "mpirun --cpu-only rc=$?"; grep -v '^{' "$OUT/startup_mpirun.txt"
