@@ -65,8 +65,9 @@ two GPUs of one host:
   seg           host data between 2 processes of the 16-core host: cask's shared-memory
                 segments with their rings (the default), the segments' blocks alone
                 (CASK_UCX_RING=0), CMA reads and TCP, each bench-xport run with
-                ucx_perftest (UCX's own shared memory) beside it, 3 rounds alternated,
-                and the CPU time a message (bench-xport --cpu, rings and blocks); then
+                ucx_perftest (UCX's own shared memory) beside it, SEG_ROUNDS (3) rounds
+                alternated (TCP in the first only), and the CPU time a message
+                (bench-xport --cpu, rings and blocks); then
                 cask-knn 2^22 x 2^12 --cpu-only, 2 ranks x 8 threads against 1 process
                 x 16, segments on and off (one GPU is enough)
   startup       start-up plus shutdown of a job of 2..32 ranks against one process
@@ -86,10 +87,10 @@ two GPUs of one host:
 setup:
   ucx-wheel     the libucx-cu13 wheel's UCX from .devdeps (implied by the steps that need it)
 Settings: BCD_BASE=dir or BCD_BASE_REF=ref (bcd before/after), BCD_ROUNDS, KNN_REPS,
-KNN_CHECK, REPS (multigpu's jacobi rounds, 3), INFLIGHT_VARIANTS ("def= m2=-DMIN_INFLIGHT=2"),
-INFLIGHT_ROUNDS (1), GPU_ARCH (sm_90), BUILDTYPE (meson's, for a new $BUILD; default
-debugoptimized: the multigpu, hog, cma, gather and one-GPU-sharing figures in
-bench/RESULTS.md were taken with BUILDTYPE=release).
+KNN_CHECK, REPS (multigpu's jacobi rounds, 3), SEG_ROUNDS (seg's bench-xport rounds, 3),
+INFLIGHT_VARIANTS ("def= m2=-DMIN_INFLIGHT=2"), INFLIGHT_ROUNDS (1), GPU_ARCH (sm_90),
+BUILDTYPE (meson's, for a new $BUILD; default debugoptimized: the multigpu, hog, cma,
+gather and one-GPU-sharing figures in bench/RESULTS.md were taken with BUILDTYPE=release).
 EOF
 }
 case "${1:-}" in -h|--help|"") usage; exit 0 ;; esac
@@ -537,8 +538,18 @@ step_seg() {   # segments against CMA and TCP, host memory, ucx_perftest in ever
   P=$(mktemp -d)   # ucx_perftest as bench-xport calls it: the wheel's, with its libraries
   [ -n "$W" ] && printf '#!/bin/sh\nexec env LD_LIBRARY_PATH=%s/lib %s/bin/ucx_perftest "$@"\n' \
     "$W" "$W" > "$P/ucx_perftest" && chmod +x "$P/ucx_perftest"
-  for r in 1 2 3; do
-    for c in ring blocks cma tcp; do
+  # what a message costs first (short): CPU time of both processes a message, rings
+  # against blocks
+  for c in ring blocks; do
+    case $c in ring) e="CASK_UCX_SEG=256" ;; blocks) e="CASK_UCX_SEG=256 CASK_UCX_RING=0" ;; esac
+    env $e timeout 300 $L 2 "$B/bench/bench-xport" --cpu > "$OUT/seg_xport_cpu_$c.txt" 2>&1
+    echo "$c ($e) rc=$?"; grep -v '^{' "$OUT/seg_xport_cpu_$c.txt" | grep -A5 "^UCX host stream"
+  done
+  # SEG_ROUNDS rounds (3) of bench-xport beside ucx_perftest; TCP, the slowest and known,
+  # in the first only (three rounds of everything passed a 600 s call)
+  for r in $(seq 1 "${SEG_ROUNDS:-3}"); do
+    cs="ring blocks cma"; [ "$r" = 1 ] && cs="$cs tcp"
+    for c in $cs; do
       case $c in
         ring) e="CASK_UCX_SEG=256" ;; blocks) e="CASK_UCX_SEG=256 CASK_UCX_RING=0" ;;
         cma) e="CASK_UCX_SEG=0" ;; tcp) e="CASK_UCX_SEG=0 CASK_UCX_CMA=0" ;;
@@ -569,12 +580,6 @@ for c in ("ring", "blocks", "cma", "tcp"):
     for b, r in sorted(rows.items()):
         print("%s %9d bytes: cask s0/s50 over ucx_perftest, per round: %s" % (c, b, "  ".join(r)))
 PY
-  # what a message costs: CPU time of both processes a message, rings against blocks
-  for c in ring blocks; do
-    case $c in ring) e="CASK_UCX_SEG=256" ;; blocks) e="CASK_UCX_SEG=256 CASK_UCX_RING=0" ;; esac
-    env $e timeout 300 $L 2 "$B/bench/bench-xport" --cpu > "$OUT/seg_xport_cpu_$c.txt" 2>&1
-    echo "$c ($e) rc=$?"; grep -v '^{' "$OUT/seg_xport_cpu_$c.txt" | grep -A5 "^UCX host stream"
-  done
   T=${TMPDIR:-/tmp}
   K="$B/apps/cask-knn --generate 2^22 2^12 --seed 1 --cpu-only"
   for r in 1 2 3; do

@@ -105,11 +105,13 @@ void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw)
         fprintf(f, "cask ucx: rank %d host messages up to %zu bytes through rings in the "
                 "segments (%zu KiB a ring; %d of %d same-host peers read them)\n", x->rank,
                 x->ring_max, x->ring_bytes >> 10, rings, local);
-    if (x->seg)
+    if (x->seg) {
+        const ucx_seg_geom *g = ucx_seg_geometry(x->seg);
         fprintf(f, "cask ucx: rank %d bulk host data from %zu bytes through cask's shared-"
-                "memory segments (%zu MiB; %d of %d same-host peers' segments mapped)%s%s\n",
-                x->rank, x->seg_thresh, ucx_seg_bytes(x->seg) >> 20, mapped, local,
-                x->seg_err[0] ? ": " : "", x->seg_err);
+                "memory segments (%zu MiB of blocks; %d of %d same-host peers' segments "
+                "mapped)%s%s\n", x->rank, x->seg_thresh, (size_t)((g->bytes - g->blocks_off) >> 20),
+                mapped, local, x->seg_err[0] ? ": " : "", x->seg_err);
+    }
     else
         fprintf(f, "cask ucx: rank %d no shared-memory segment (%s)\n", x->rank,
                 x->seg_err[0] ? x->seg_err : x->seg_bytes ? "a job of one rank" : "CASK_UCX_SEG=0");
