@@ -21,7 +21,6 @@ void lib_caller_init(lib_caller *c)
     c->started = c->stop = 0;
     c->fn = NULL;
     c->arg = NULL;
-    c->posted = c->done = 0;
 }
 
 static void *lib_caller_main(void *arg)
@@ -38,8 +37,7 @@ static void *lib_caller_main(void *arg)
         pthread_mutex_unlock(&c->mu);
         fn(a);
         pthread_mutex_lock(&c->mu);
-        c->fn = NULL;
-        c->done++;
+        c->fn = NULL;   /* done: the waiter sees it */
         pthread_cond_broadcast(&c->cv);
     }
     pthread_mutex_unlock(&c->mu);
@@ -60,9 +58,8 @@ void lib_caller_run(lib_caller *c, void (*fn)(void *), void *arg)
     }
     c->fn = fn;
     c->arg = arg;
-    unsigned long mine = ++c->posted;
     pthread_cond_broadcast(&c->cv);
-    while (c->done < mine)
+    while (c->fn)   /* one call at a time (serial): NULL again when it has returned */
         pthread_cond_wait(&c->cv, &c->mu);
     pthread_mutex_unlock(&c->mu);
     pthread_mutex_unlock(&c->serial);

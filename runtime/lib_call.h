@@ -11,9 +11,8 @@ typedef struct lib_caller {
     pthread_cond_t cv;
     pthread_t thread;
     int started, stop;
-    void (*fn)(void *);       /* the call handed over; NULL: none */
+    void (*fn)(void *);       /* the call handed over; NULL: none, or it has returned */
     void *arg;
-    unsigned long posted, done;
 } lib_caller;
 
 void lib_caller_init(lib_caller *c);
