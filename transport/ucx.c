@@ -347,6 +347,10 @@ cask_status xport_ucx_connect(xport_ucx *x)
     if (st)
         return st;
     ucx_heartbeat_scale(x);
+    if (x->late_hello_rank == x->rank && x->late_hello_ms > 0) {
+        struct timespec ts = { x->late_hello_ms / 1000, (x->late_hello_ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
     x->next_tick_ns = ucx_now_ns();
     /* Peers may send as soon as they are connected, before our handshake ends: from
      * now on sends are taken (handlers may answer at once). */
@@ -361,7 +365,7 @@ cask_status xport_ucx_connect(xport_ucx *x)
     ucx_wake(x);
 
     struct timespec dl;
-    deadline_in(&dl, handshake_ms(x));
+    deadline_in(&dl, ucx_join_ms(x));
     int rc = 0;
     pthread_mutex_lock(&x->mu);
     while (x->hellos < x->size && !x->dead && rc == 0)
@@ -375,7 +379,7 @@ cask_status xport_ucx_connect(xport_ucx *x)
             if (!x->peers[r].hello)
                 n += (size_t)snprintf(missing + n, sizeof missing - n, " %d", r);
         ucx_record_error(x, "rank %d: no answer from rank(s)%s within %d ms of connecting",
-                         x->rank, missing, handshake_ms(x));
+                         x->rank, missing, ucx_join_ms(x));
         return CASK_ERR_PEER;
     }
     x->connect_ns[3] = ucx_now_ns();

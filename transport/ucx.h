@@ -159,7 +159,10 @@ cask_status xport_ucx_set_handler(xport_ucx *x, unsigned id, xport_ucx_am_fn fn,
 /* Collective (every rank): exchanges worker addresses through the bootstrap, makes an
  * endpoint to every rank, starts the progress thread and waits until every peer has
  * answered (so that all handlers are registered everywhere). Errors: CASK_ERR_PEER
- * (the bootstrap failed or a peer did not answer within peer_timeout_ms),
+ * (the bootstrap failed, a peer's endpoint failed or its process exited, or it did not
+ * answer within the join's deadline: the larger of peer_timeout_ms and 30 s, or 120 s
+ * where peer_timeout_ms is 0; until its hello a peer's silence counts against that
+ * deadline, not against peer_timeout_ms),
  * CASK_ERR_UCX, CASK_ERR_STATE (already connected). */
 cask_status xport_ucx_connect(xport_ucx *x);
 

@@ -80,6 +80,12 @@ void ucx_read_config(xport_ucx *x, const xport_ucx_config *c)
         if (kill[0] == 's') x->seg_kill_send = n;
         else x->seg_kill_recv = n;
     }
+    /* R:MS: rank R waits MS ms between the address exchange and its hello (a rank slow
+     * to join: loading, or descheduled on a loaded host) */
+    const char *late = getenv("CASK_UCX_TEST_LATE_HELLO");
+    x->late_hello_rank = -1;
+    if (late && sscanf(late, "%d:%d", &x->late_hello_rank, &x->late_hello_ms) != 2)
+        x->late_hello_rank = -1;
     if (m & XPORT_UCX_THREAD_INIT) {
         x->thread_init = c->thread_init;
         x->thread_init_arg = c->thread_init_arg;

@@ -157,6 +157,7 @@ struct xport_ucx {
     int bell[2];                    /* the pipe peers ring (ucx_segring.h); -1: none */
     char seg_err[200];              /* why there is none, or a peer's was not mapped */
     int seg_kill_send, seg_kill_recv;   /* test hook CASK_UCX_TEST_SEG_KILL */
+    int late_hello_rank, late_hello_ms; /* test hook CASK_UCX_TEST_LATE_HELLO */
     _Atomic long seg_kill_count;
     ucp_worker_h worker;
     ucp_address_t *addr;
@@ -411,5 +412,14 @@ void ucx_note_cma_lanes(xport_ucx *x);
  * of the endpoint if raw; then one line with the phases of xport_ucx_connect (address
  * exchange, endpoint creation, handshakes). Takes x->lock. */
 void ucx_print_ep_info(xport_ucx *x, FILE *f, int raw);
+
+/* How long a peer may take from the address exchange to its hello: the join's deadline
+ * (xport_ucx_connect), and the silence a peer not yet through its hello is allowed
+ * (ucx_tick). A rank still loading or choosing UCX protocols on a loaded host says
+ * nothing for seconds; the peer timeout counts from its hello. */
+static inline int ucx_join_ms(const struct xport_ucx *x)
+{
+    return x->timeout_ms > 0 ? (x->timeout_ms > 30000 ? x->timeout_ms : 30000) : 120000;
+}
 
 #endif

@@ -135,17 +135,22 @@ void ucx_tick(xport_ucx *x, uint64_t now)
             ucx_mark_dead(x, p, CASK_ERR_PEER, why);
             continue;
         }
-        if (to && now - p->last_recv_ns > (x->on_silent ? 2 * to : to)) {
+        /* not through its hello yet: still joining, the join's deadline holds (a local
+         * one that exited is seen below at once) */
+        uint64_t lim = p->hello ? to : (uint64_t)ucx_join_ms(x) * 1000000ull;
+        if (to && now - p->last_recv_ns > (x->on_silent && p->hello ? 2 * to : lim)) {
             char why[200];
             snprintf(why, sizeof why, "rank %d: nothing heard from rank %d for %d ms "
-                     "(peer timeout, CASK_PEER_TIMEOUT_MS%s)", x->rank, r,
-                     (int)((now - p->last_recv_ns) / 1000000ull),
-                     x->on_silent ? ", twice" : "");
+                     "(%s)", x->rank, r, (int)((now - p->last_recv_ns) / 1000000ull),
+                     !p->hello ? "no hello: the join's deadline, the larger of the peer "
+                                 "timeout and 30 s"
+                     : x->on_silent ? "peer timeout, CASK_PEER_TIMEOUT_MS, twice"
+                     : "peer timeout, CASK_PEER_TIMEOUT_MS");
             p->silent = 0;
             ucx_mark_dead(x, p, CASK_ERR_PEER, why);
             continue;
         }
-        if (to && x->on_silent && !p->silent && now - p->last_recv_ns > to) {
+        if (to && x->on_silent && p->hello && !p->silent && now - p->last_recv_ns > to) {
             /* suspected only: the layer above decides (it may hear from it again) */
             char why[200];
             snprintf(why, sizeof why, "rank %d: nothing heard from rank %d for %d ms "

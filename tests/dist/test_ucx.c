@@ -13,6 +13,10 @@
  *                       among themselves and shut down without hanging
  *   test_ucx freeze     rank 1 stops (SIGSTOP) without closing anything; the others
  *                       declare it dead after the peer timeout
+ *   test_ucx latehello  the last rank waits 1.5 s between the address exchange and its
+ *                       hello (CASK_UCX_TEST_LATE_HELLO; a rank slow to join on a loaded
+ *                       host) under a peer timeout of 300 ms: every rank joins (the
+ *                       join's deadline, not the peer timeout, holds until a hello)
  *   test_ucx callbacks  a thread sends right after posting (xport_ucx_am_post_mem),
  *                       holding a lock as the balancer does: the posted sends' done
  *                       callbacks never run on that thread (they would deadlock on
@@ -513,6 +517,33 @@ static void test_failure(int sig)
     _exit(0);   /* PMIx_Finalize could wait on the launcher for the lost rank */
 }
 
+/* ---- a rank slow to join ---- */
+
+static void test_late_hello(void)
+{
+    xport_ucx_config cfg = { .field_mask = XPORT_UCX_HEARTBEAT_MS | XPORT_UCX_TIMEOUT_MS,
+                             .heartbeat_ms = 100, .peer_timeout_ms = 300 };
+    env e;
+    char err[512];
+    CHECK_OK(xport_boot_init(NULL, &e.b, err, sizeof err), "xport_boot_init: %s", err);
+    e.rank = dt_rank_ = xport_boot_rank(e.b);
+    e.size = xport_boot_size(e.b);
+    char late[32];
+    snprintf(late, sizeof late, "%d:1500", e.size - 1);
+    setenv("CASK_UCX_TEST_LATE_HELLO", late, 1);
+    CHECK_OK(xport_ucx_create(e.b, &cfg, &e.x, err, sizeof err), "xport_ucx_create: %s", err);
+    double t0 = dt_now();
+    connect_or_die(&e);
+    double took = dt_now() - t0;
+    /* not vacuous: the others did wait for the late rank, five peer timeouts */
+    if (e.rank != e.size - 1)
+        CHECK(took > 1.4, "connect took %.2f s: the late hello did not happen", took);
+    for (int r = 0; r < e.size; r++)
+        CHECK_OK(xport_ucx_peer_status(e.x, r), "rank %d lost after a late hello", r);
+    printf("[rank %d] joined in %.2f s, every peer alive\n", e.rank, took);
+    teardown(&e);
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -529,8 +560,10 @@ int main(int argc, char **argv)
         test_failure(SIGSTOP);
     else if (!strcmp(what, "callbacks"))
         test_callbacks();
+    else if (!strcmp(what, "latehello"))
+        test_late_hello();
     else {
-        fprintf(stderr, "usage: test_ucx pingpong|rndv [MB]|flood|kill|freeze|callbacks\n");
+        fprintf(stderr, "usage: test_ucx pingpong|rndv [MB]|flood|kill|freeze|callbacks|latehello\n");
         return 2;
     }
     if (dt_rank_ == 0)
