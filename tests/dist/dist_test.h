@@ -81,4 +81,40 @@ static inline void dt_report_survivor(int rank)
             pause();
 }
 
+/* One case of a test program, `PROG NAME [OPT]`: run() or run_arg(arg). */
+typedef struct dt_case {
+    const char *name;
+    void (*run)(void);
+    void (*run_arg)(int arg);   /* instead of run */
+    int arg;
+    const char *opt;   /* if set, an integer argv[2] replaces arg; named so in the usage */
+} dt_case;
+
+/* main() of a program of several cases: runs the one argv[1] names (without argv[1], the
+ * first), then rank 0 prints "PROG NAME: ok" (a failed CHECK exits 1 before). Returns
+ * main's status: 0, or 2 after the usage for a name no case has. */
+static inline int dt_main(int argc, char **argv, const char *prog, const dt_case *cases,
+                          int ncases)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    const char *what = argc > 1 ? argv[1] : cases[0].name;
+    for (int i = 0; i < ncases; i++) {
+        if (strcmp(what, cases[i].name))
+            continue;
+        if (cases[i].run_arg)
+            cases[i].run_arg(cases[i].opt && argc > 2 ? atoi(argv[2]) : cases[i].arg);
+        else
+            cases[i].run();
+        if (dt_rank_ == 0)
+            printf("%s %s: ok\n", prog, what);
+        return 0;
+    }
+    fprintf(stderr, "usage: %s ", prog);
+    for (int i = 0; i < ncases; i++)
+        fprintf(stderr, "%s%s%s%s", i ? "|" : "", cases[i].name, cases[i].opt ? " " : "",
+                cases[i].opt ? cases[i].opt : "");
+    fputc('\n', stderr);
+    return 2;
+}
+
 #endif

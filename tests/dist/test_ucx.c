@@ -27,57 +27,16 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
-#include "cask/status.h"
-#include "transport/bootstrap.h"
-#include "transport/ucx.h"
-#include "dist_test.h"
+#include "ucx_test.h"
 
-enum { AM_PING = 1, AM_PONG = 2, AM_BLOB = 3, AM_ACK = 4, AM_FLOOD = 5, AM_STREAM = 6,
-       AM_DONE = 7, AM_CB = 8 };
+/* acks, dones and probes: UCXT_AM_ACK, UCXT_AM_DONE and UCXT_AM_PROBE */
+enum { AM_PING = 1, AM_PONG = 2, AM_BLOB = 3, AM_FLOOD = 5, AM_STREAM = 6, AM_CB = 8 };
 
-typedef struct env {
-    xport_boot *b;
-    xport_ucx *x;
-    int rank, size;
-} env;
-
-static void setup(env *e, const xport_ucx_config *cfg)
-{
-    char err[512];
-    CHECK_OK(xport_boot_init(NULL, &e->b, err, sizeof err), "xport_boot_init: %s", err);
-    e->rank = dt_rank_ = xport_boot_rank(e->b);
-    e->size = xport_boot_size(e->b);
-    CHECK_OK(xport_ucx_create(e->b, cfg, &e->x, err, sizeof err), "xport_ucx_create: %s",
-             err);
-}
-
-static void connect_or_die(env *e)
-{
-    cask_status st = xport_ucx_connect(e->x);
-    char err[512];
-    xport_ucx_error(e->x, err, sizeof err);
-    CHECK_OK(st, "xport_ucx_connect: %s", err);
-}
-
-static void teardown(env *e)
-{
-    CHECK_OK(xport_boot_barrier(e->b), "%s", xport_boot_error(e->b));
-    char err[512];
-    cask_status st = xport_ucx_destroy(e->x, err, sizeof err);
-    CHECK_OK(st, "xport_ucx_destroy: %s: %s", cask_status_string(st), err);
-    xport_boot_finalize(e->b);
-}
-
-/* Waits until *v >= target; fails the test after timeout_s. */
+/* Waits until *v >= target; fails the test after timeout_s. Looks every 20 us, not
+ * every ms: pingpong times its round trips through it. */
 static void wait_for(_Atomic long *v, long target, double timeout_s, const char *what)
 {
-    double t0 = dt_now();
-    while (atomic_load(v) < target) {
-        CHECK(dt_now() - t0 < timeout_s, "%s: %ld of %ld after %.0f s", what,
-              atomic_load(v), target, timeout_s);
-        struct timespec ts = { 0, 20000 };
-        nanosleep(&ts, NULL);
-    }
+    ucxt_wait_for_us(v, target, timeout_s, 20, what);
 }
 
 static void done_free(void *arg, cask_status st, const char *why)
@@ -93,7 +52,7 @@ static _Atomic long pongs;
 
 static void on_ping(void *arg, xport_ucx_msg *m)
 {
-    env *e = arg;
+    ucxt_env *e = arg;
     CHECK(m->header_len == sizeof(pp_hdr) && m->data, "ping: header %zu data %p",
           m->header_len, m->data);
     void *copy = malloc(m->len ? m->len : 1);
@@ -104,7 +63,7 @@ static void on_ping(void *arg, xport_ucx_msg *m)
 
 static void on_pong(void *arg, xport_ucx_msg *m)
 {
-    env *e = arg;
+    ucxt_env *e = arg;
     pp_hdr h;
     memcpy(&h, m->header, sizeof h);
     CHECK(h.src == e->rank, "pong for rank %d", h.src);
@@ -117,11 +76,11 @@ static void on_pong(void *arg, xport_ucx_msg *m)
 
 static void test_pingpong(void)
 {
-    env e;
-    setup(&e, NULL);
+    ucxt_env e;
+    ucxt_setup(&e, NULL);
     CHECK_OK(xport_ucx_set_handler(e.x, AM_PING, on_ping, &e), "set_handler");
     CHECK_OK(xport_ucx_set_handler(e.x, AM_PONG, on_pong, &e), "set_handler");
-    connect_or_die(&e);
+    ucxt_connect(&e);
     unsigned char buf[64];
     long n = 0;
     for (int k = 0; k < e.size; k++) {
@@ -139,14 +98,14 @@ static void test_pingpong(void)
         printf("[rank %d] %d <-> %d: 200 round trips, %.1f us each\n", e.rank, e.rank,
                peer, (dt_now() - t0) / 200 * 1e6);
     }
-    teardown(&e);
+    ucxt_teardown(&e);
 }
 
 /* ---- rendezvous and eager blobs around the ring ---- */
 
 typedef struct blob_hdr { int32_t src; int32_t k; uint64_t len; } blob_hdr;
-typedef struct blob_rx { env *e; blob_hdr h; unsigned char *buf; } blob_rx;
-static _Atomic long blobs_ok, acks;
+typedef struct blob_rx { ucxt_env *e; blob_hdr h; unsigned char *buf; } blob_rx;
+static _Atomic long blobs_ok;
 
 static void blob_received(void *arg, cask_status st, const char *why)
 {
@@ -159,8 +118,8 @@ static void blob_received(void *arg, cask_status st, const char *why)
     if (rx->h.len)
         CHECK(rx->buf[rx->h.len - 1] == dt_pattern(rx->h.src, (uint64_t)rx->h.k, rx->h.len - 1),
               "last byte of blob %d", rx->h.k);
-    CHECK_OK(xport_ucx_am_send(rx->e->x, rx->h.src, AM_ACK, &rx->h, sizeof rx->h, NULL, 0,
-                               NULL, NULL), "ack");
+    CHECK_OK(xport_ucx_am_send(rx->e->x, rx->h.src, UCXT_AM_ACK, &rx->h, sizeof rx->h, NULL,
+                               0, NULL, NULL), "ack");
     atomic_fetch_add(&blobs_ok, 1);
     free(rx->buf);
     free(rx);
@@ -182,20 +141,14 @@ static void on_blob(void *arg, xport_ucx_msg *m)
           "a second recv_into of one message must be refused");
 }
 
-static void on_ack(void *arg, xport_ucx_msg *m)
-{
-    (void)arg; (void)m;
-    atomic_fetch_add(&acks, 1);
-}
-
 static void test_rndv(int mb)
 {
-    env e;
+    ucxt_env e;
     xport_ucx_config cfg = { .field_mask = XPORT_UCX_RNDV_THRESH, .rndv_thresh = 16384 };
-    setup(&e, &cfg);
+    ucxt_setup(&e, &cfg);
     CHECK_OK(xport_ucx_set_handler(e.x, AM_BLOB, on_blob, &e), "set_handler");
-    CHECK_OK(xport_ucx_set_handler(e.x, AM_ACK, on_ack, &e), "set_handler");
-    connect_or_die(&e);
+    ucxt_set_handlers(&e);
+    ucxt_connect(&e);
     const uint64_t sizes[] = { 0, 1, 100, 16383, 16384, 16385, 1 << 20,
                                (uint64_t)mb << 20, 3 * ((uint64_t)mb << 20) / 7 + 13 };
     int nsizes = (int)(sizeof sizes / sizeof sizes[0]);
@@ -213,14 +166,14 @@ static void test_rndv(int mb)
         total += sizes[k];
     }
     wait_for(&blobs_ok, nsizes, 120, "blobs received");
-    wait_for(&acks, nsizes, 120, "blobs acknowledged");
+    wait_for(&e.acks, nsizes, 120, "blobs acknowledged");
     double dt = dt_now() - t0;
     printf("[rank %d] %d blobs, %.1f MiB to rank %d in %.3f s (%.0f MiB/s)\n", e.rank,
            nsizes, (double)total / 1048576.0, to, dt, (double)total / 1048576.0 / dt);
     for (int k = 0; k < nsizes; k++)
         free(bufs[k]);
     free(bufs);
-    teardown(&e);
+    ucxt_teardown(&e);
 }
 
 /* ---- flow control under a flood ---- */
@@ -246,7 +199,11 @@ static void on_flood(void *arg, xport_ucx_msg *m)
     atomic_fetch_add(&flood_got, 1);
 }
 
-typedef struct flood_thr { env *e; int first, step; unsigned char *payload; } flood_thr;
+typedef struct flood_thr {
+    ucxt_env *e;
+    int first, step;
+    unsigned char *payload;
+} flood_thr;
 static _Atomic long flood_sent;
 
 static void flood_done(void *arg, cask_status st, const char *why)
@@ -269,13 +226,13 @@ static void *flood_main(void *arg)
 
 static void test_flood(void)
 {
-    env e;
+    ucxt_env e;
     xport_ucx_config cfg = { .field_mask = XPORT_UCX_CREDITS, .credits = FLOOD_CREDITS };
-    setup(&e, &cfg);
+    ucxt_setup(&e, &cfg);
     CHECK_OK(xport_ucx_set_handler(e.x, AM_FLOOD, on_flood, &e), "set_handler");
     if (e.rank == 0)
         flood_seen = calloc((size_t)e.size * FLOOD_MSGS, 1);
-    connect_or_die(&e);
+    ucxt_connect(&e);
     unsigned char payload[FLOOD_BYTES];
     for (int i = 0; i < FLOOD_BYTES; i++)
         payload[i] = dt_pattern(e.rank, 0, (uint64_t)i);
@@ -287,8 +244,7 @@ static void test_flood(void)
         for (int i = 0; i < 2; i++)
             pthread_join(th[i], NULL);
         wait_for(&flood_sent, FLOOD_MSGS, 120, "flood sends completed");
-        xport_ucx_stats s;
-        CHECK_OK(xport_ucx_peer_stats(e.x, 0, &s), "stats");
+        xport_ucx_stats s = ucxt_stats(&e, 0);
         printf("[rank %d] sent %d messages to rank 0: %llu waited for credits, longest "
                "queue %llu\n", e.rank, FLOOD_MSGS, (unsigned long long)s.credit_stalls,
                (unsigned long long)s.max_queued);
@@ -297,8 +253,7 @@ static void test_flood(void)
     } else {
         wait_for(&flood_got, (long)(e.size - 1) * FLOOD_MSGS, 120, "flood messages");
         for (int r = 1; r < e.size; r++) {
-            xport_ucx_stats s;
-            CHECK_OK(xport_ucx_peer_stats(e.x, r, &s), "stats");
+            xport_ucx_stats s = ucxt_stats(&e, r);
             CHECK(s.msgs_recv == FLOOD_MSGS, "%llu messages from rank %d",
                   (unsigned long long)s.msgs_recv, r);
             CHECK(s.max_window <= FLOOD_CREDITS, "rank %d had %llu messages beyond its "
@@ -310,7 +265,7 @@ static void test_flood(void)
         }
         free(flood_seen);
     }
-    teardown(&e);
+    ucxt_teardown(&e);
 }
 
 /* ---- whose thread runs a send's done callback ---- */
@@ -340,10 +295,10 @@ static void on_cb(void *arg, xport_ucx_msg *m)
 
 static void test_callbacks(void)
 {
-    env e;
-    setup(&e, NULL);
+    ucxt_env e;
+    ucxt_setup(&e, NULL);
     CHECK_OK(xport_ucx_set_handler(e.x, AM_CB, on_cb, &e), "set_handler");
-    connect_or_die(&e);
+    ucxt_connect(&e);
     cb_sender = pthread_self();
     static const char payload[8] = "payload";
     long sent = 0;
@@ -371,24 +326,19 @@ static void test_callbacks(void)
           "thread of a later xport_ucx_am_send (ucx.h: on the progress thread)",
           atomic_load(&cb_foreign), CB_ROUNDS);
     wait_for(&cb_got, sent, 120, "messages arrived");   /* every rank sends as many */
-    teardown(&e);
+    ucxt_teardown(&e);
 }
 
 /* ---- a rank dies (kill) or hangs (freeze) in the middle of a stream ---- */
 
-static _Atomic long lost_rank = -1, stream_got, stream_failed;
-static char lost_why[512];
-static double lost_at;
+static _Atomic long stream_got, stream_failed;
 
+/* ucxt_on_lost, checking that one rank is lost, once, with CASK_ERR_PEER. */
 static void on_lost(void *arg, int peer, cask_status st, const char *why)
 {
-    (void)arg;
     CHECK(st == CASK_ERR_PEER, "lost rank %d with status %s", peer, cask_status_string(st));
-    snprintf(lost_why, sizeof lost_why, "%s", why);
-    lost_at = dt_now();
-    long none = -1;
-    CHECK(atomic_compare_exchange_strong(&lost_rank, &none, peer),
-          "rank %d reported lost after rank %ld", peer, none);
+    long before = ucxt_record_lost(arg, peer, why);
+    CHECK(before < 0, "rank %d reported lost after rank %ld", peer, before);
 }
 
 static void on_stream(void *arg, xport_ucx_msg *m)
@@ -409,32 +359,14 @@ static void stream_done(void *arg, cask_status st, const char *why)
     }
 }
 
-static _Atomic long dones;
-static void on_done(void *arg, xport_ucx_msg *m)
-{
-    (void)arg; (void)m;
-    atomic_fetch_add(&dones, 1);
-}
-
-static void on_probe(void *arg, xport_ucx_msg *m)
-{
-    env *e = arg;
-    CHECK_OK(xport_ucx_am_send(e->x, m->peer, AM_ACK, NULL, 0, NULL, 0, NULL, NULL), "ack");
-}
-
 static void test_failure(int sig)
 {
-    env e;
-    xport_ucx_config cfg = { .field_mask = XPORT_UCX_HEARTBEAT_MS | XPORT_UCX_TIMEOUT_MS |
-                                           XPORT_UCX_ON_PEER,
-                             .heartbeat_ms = 200, .peer_timeout_ms = 3000,
-                             .on_peer_failure = on_lost };
-    setup(&e, &cfg);
+    ucxt_env e;
+    xport_ucx_config cfg = ucxt_failure_config(&e, on_lost);
+    ucxt_setup(&e, &cfg);
     CHECK(e.size >= 2, "needs 2 ranks or more");
     CHECK_OK(xport_ucx_set_handler(e.x, AM_STREAM, on_stream, &e), "set_handler");
-    CHECK_OK(xport_ucx_set_handler(e.x, AM_PING, on_probe, &e), "set_handler");
-    CHECK_OK(xport_ucx_set_handler(e.x, AM_ACK, on_ack, &e), "set_handler");
-    CHECK_OK(xport_ucx_set_handler(e.x, AM_DONE, on_done, &e), "set_handler");
+    ucxt_set_handlers(&e);
     pid_t me = getpid();
     void **pids;
     size_t *lens;
@@ -447,11 +379,11 @@ static void test_failure(int sig)
         snprintf(s, sizeof s, "%d", sig);
         setenv("CASK_TEST_VICTIM", s, 1);
     }
-    connect_or_die(&e);
+    ucxt_connect(&e);
     /* Every rank connected before the victim can die: a rank still connecting would
      * fail its xport_ucx_connect naming rank 1 (right, but not what is tested here;
      * seen at 4 ranks over TCP on loopback with other load on 2 cores). */
-    CHECK_OK(xport_boot_barrier(e.b), "%s", xport_boot_error(e.b));
+    ucxt_barrier(&e);
     if (e.rank == 1) {
         /* Receives the stream and dies (or freezes) at its 100th message. */
         for (;;)
@@ -460,7 +392,7 @@ static void test_failure(int sig)
     static unsigned char payload[4096];
     double t0 = dt_now();
     int sent = 0;
-    while (atomic_load(&lost_rank) < 0) {
+    while (atomic_load(&e.lost) < 0) {
         CHECK(dt_now() - t0 < 30, "rank 1 not detected as lost after 30 s");
         cask_status st = xport_ucx_am_send(e.x, 1, AM_STREAM, NULL, 0, payload,
                                            sizeof payload, stream_done, NULL);
@@ -471,50 +403,23 @@ static void test_failure(int sig)
         if (sent % 64 == 0)
             dt_sleep_ms(5);
     }
-    while (atomic_load(&lost_rank) < 0) {
-        CHECK(dt_now() - t0 < 30, "send refused but no loss reported");
-        dt_sleep_ms(1);
-    }
-    CHECK(atomic_load(&lost_rank) == 1, "lost rank %ld", atomic_load(&lost_rank));
-    CHECK(strstr(lost_why, "rank 1"), "the message does not name rank 1: %s", lost_why);
+    ucxt_wait_lost(&e, 1, t0, "send refused but no loss reported");
+    CHECK(strstr(e.lost_why, "rank 1"), "the message does not name rank 1: %s", e.lost_why);
     printf("[rank %d] rank 1 lost after %d stream messages, %.2f s from the start: %s\n",
-           e.rank, sent, lost_at - t0, lost_why);
+           e.rank, sent, e.lost_at - t0, e.lost_why);
     CHECK(xport_ucx_peer_status(e.x, 1) == CASK_ERR_PEER, "rank 1 still reachable");
     CHECK(xport_ucx_am_send(e.x, 1, AM_STREAM, NULL, 0, payload, 8, stream_done, NULL) ==
           CASK_ERR_PEER, "a send to the lost rank must fail at once");
     if (sig == SIGSTOP)
-        CHECK(strstr(lost_why, "timeout"), "a frozen rank is found by the timeout: %s",
-              lost_why);
-    /* The survivors still talk to each other. */
-    long want = 0;
-    for (int r = 0; r < e.size; r++) {
-        if (r == 1)
-            continue;
-        cask_status pst = xport_ucx_am_send(e.x, r, AM_PING, NULL, 0, NULL, 0, NULL, NULL);
-        char err[512];
-        xport_ucx_error(e.x, err, sizeof err);
-        CHECK_OK(pst, "probe of rank %d: %s (first error: %s)", r, cask_status_string(pst), err);
-        want++;
-    }
-    wait_for(&acks, want, 30, "acks from the survivors");
-    /* A barrier among the survivors (the launcher's would wait for the dead rank). */
-    for (int r = 0; r < e.size; r++)
-        if (r != 1)
-            CHECK_OK(xport_ucx_am_send(e.x, r, AM_DONE, NULL, 0, NULL, 0, NULL, NULL), "done");
-    wait_for(&dones, want, 30, "the other survivors");
+        CHECK(strstr(e.lost_why, "timeout"), "a frozen rank is found by the timeout: %s",
+              e.lost_why);
+    ucxt_probe_survivors(&e, 1, 1);
+    ucxt_meet_survivors(&e, 1, 1);
     /* Every survivor found the frozen rank by its timeout: it may die now (earlier, a
      * survivor not there yet would see its endpoint reset instead). */
     if (sig == SIGSTOP && e.rank == 0)
         kill(victim_pid, SIGKILL);    /* let mpirun finish */
-    double t1 = dt_now();
-    cask_status st = xport_ucx_destroy(e.x, NULL, 0);
-    CHECK(st == CASK_ERR_PEER, "destroy after a lost peer gave %s", cask_status_string(st));
-    CHECK(dt_now() - t1 < 20, "destroy took %.1f s", dt_now() - t1);
-    /* No bootstrap barrier: the launcher's fence would wait for the dead rank. */
-    dt_report_survivor(e.rank);
-    printf("[rank %d] survived: detected and shut down cleanly\n", e.rank);
-    fflush(stdout);
-    _exit(0);   /* PMIx_Finalize could wait on the launcher for the lost rank */
+    ucxt_survive(&e, 0, "detected and shut down cleanly");
 }
 
 /* ---- a rank slow to join ---- */
@@ -523,17 +428,14 @@ static void test_late_hello(void)
 {
     xport_ucx_config cfg = { .field_mask = XPORT_UCX_HEARTBEAT_MS | XPORT_UCX_TIMEOUT_MS,
                              .heartbeat_ms = 100, .peer_timeout_ms = 300 };
-    env e;
-    char err[512];
-    CHECK_OK(xport_boot_init(NULL, &e.b, err, sizeof err), "xport_boot_init: %s", err);
-    e.rank = dt_rank_ = xport_boot_rank(e.b);
-    e.size = xport_boot_size(e.b);
+    ucxt_env e;
+    ucxt_boot(&e);
     char late[32];
     snprintf(late, sizeof late, "%d:1500", e.size - 1);
     setenv("CASK_UCX_TEST_LATE_HELLO", late, 1);
-    CHECK_OK(xport_ucx_create(e.b, &cfg, &e.x, err, sizeof err), "xport_ucx_create: %s", err);
+    ucxt_create(&e, &cfg);
     double t0 = dt_now();
-    connect_or_die(&e);
+    ucxt_connect(&e);
     double took = dt_now() - t0;
     /* not vacuous: the others did wait for the late rank, five peer timeouts */
     if (e.rank != e.size - 1)
@@ -541,32 +443,19 @@ static void test_late_hello(void)
     for (int r = 0; r < e.size; r++)
         CHECK_OK(xport_ucx_peer_status(e.x, r), "rank %d lost after a late hello", r);
     printf("[rank %d] joined in %.2f s, every peer alive\n", e.rank, took);
-    teardown(&e);
+    ucxt_teardown(&e);
 }
 
 int main(int argc, char **argv)
 {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *what = argc > 1 ? argv[1] : "pingpong";
-    if (!strcmp(what, "pingpong"))
-        test_pingpong();
-    else if (!strcmp(what, "rndv"))
-        test_rndv(argc > 2 ? atoi(argv[2]) : 64);
-    else if (!strcmp(what, "flood"))
-        test_flood();
-    else if (!strcmp(what, "kill"))
-        test_failure(SIGKILL);
-    else if (!strcmp(what, "freeze"))
-        test_failure(SIGSTOP);
-    else if (!strcmp(what, "callbacks"))
-        test_callbacks();
-    else if (!strcmp(what, "latehello"))
-        test_late_hello();
-    else {
-        fprintf(stderr, "usage: test_ucx pingpong|rndv [MB]|flood|kill|freeze|callbacks|latehello\n");
-        return 2;
-    }
-    if (dt_rank_ == 0)
-        printf("test_ucx %s: ok\n", what);
-    return 0;
+    static const dt_case cases[] = {
+        { "pingpong", .run = test_pingpong },
+        { "rndv", .run_arg = test_rndv, .arg = 64, .opt = "[MB]" },
+        { "flood", .run = test_flood },
+        { "kill", .run_arg = test_failure, .arg = SIGKILL },
+        { "freeze", .run_arg = test_failure, .arg = SIGSTOP },
+        { "callbacks", .run = test_callbacks },
+        { "latehello", .run = test_late_hello },
+    };
+    return dt_main(argc, argv, "test_ucx", cases, (int)(sizeof cases / sizeof *cases));
 }

@@ -26,86 +26,35 @@
  * The kill tests also check that no cask file is left in /dev/shm. Progress threads
  * sleep between messages here (CASK_UCX_SPIN_US=0): the bells wake them. Run under
  * tests/dist/run.sh (the kill tests with --survivors NP-1). */
-#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "cask/status.h"
-#include "transport/bootstrap.h"
-#include "transport/ucx.h"
-#include "dist_test.h"
+#include "ucx_test.h"
 
-enum { AM_MSG = 1, AM_PING = 2, AM_ACK = 3, AM_DONE = 4 };
+enum { AM_MSG = 1 };
 enum { FLOW_MSGS = 2000, BYE_MSGS = 1000, BURST = 300, BURST_BYTES = 4096 };
-
-typedef struct env {
-    xport_boot *b;
-    xport_ucx *x;
-    int rank, size;
-} env;
 
 /* Leads every message's header; the rest of the header is a pattern. */
 typedef struct msg_hdr { int32_t src, thread; int64_t k; uint64_t len; } msg_hdr;
 
-static _Atomic long got, bad, acks, dones, sent_ok, sent_failed, lost = -1;
+static _Atomic long got, bad, sent_ok, sent_failed;
 static long last_k[64][2];         /* per sender and thread: the last k handled */
 static int stall_k = -1;           /* the message whose handler holds the receiver up */
 static int take_every = 3;         /* every third message is copied out (recv_into) */
 static int slow_us;                /* each handler takes this long */
-static char lost_why[512];
 
-static void on_lost(void *arg, int peer, cask_status st, const char *why)
-{
-    (void)arg; (void)st;
-    snprintf(lost_why, sizeof lost_why, "%s", why);
-    atomic_store(&lost, peer);
-}
-
-static void setup(env *e, int failures)
+static void setup(ucxt_env *e, int failures)
 {
     setenv("CASK_UCX_SPIN_US", "0", 1);
     if (!getenv("CASK_UCX_SEG"))
         setenv("CASK_UCX_SEG", "16", 1);
-    char err[512];
-    CHECK_OK(xport_boot_init(NULL, &e->b, err, sizeof err), "xport_boot_init: %s", err);
-    e->rank = dt_rank_ = xport_boot_rank(e->b);
-    e->size = xport_boot_size(e->b);
+    ucxt_boot(e);
     CHECK(e->size <= 64, "at most 64 ranks");
     for (int r = 0; r < 64; r++)
         last_k[r][0] = last_k[r][1] = -1;
-    xport_ucx_config cfg = { .field_mask = XPORT_UCX_HEARTBEAT_MS | XPORT_UCX_TIMEOUT_MS |
-                                           XPORT_UCX_ON_PEER,
-                             .heartbeat_ms = 200, .peer_timeout_ms = 3000,
-                             .on_peer_failure = on_lost };
-    CHECK_OK(xport_ucx_create(e->b, failures ? &cfg : NULL, &e->x, err, sizeof err),
-             "xport_ucx_create: %s", err);
-}
-
-static void connect_or_die(env *e)
-{
-    cask_status st = xport_ucx_connect(e->x);
-    char err[512];
-    xport_ucx_error(e->x, err, sizeof err);
-    CHECK_OK(st, "xport_ucx_connect: %s", err);
-    CHECK_OK(xport_boot_barrier(e->b), "%s", xport_boot_error(e->b));
-}
-
-static void wait_for(_Atomic long *v, long target, double timeout_s, const char *what)
-{
-    double t0 = dt_now();
-    while (atomic_load(v) < target) {
-        CHECK(dt_now() - t0 < timeout_s, "%s: %ld of %ld after %.0f s", what,
-              atomic_load(v), target, timeout_s);
-        dt_sleep_ms(1);
-    }
-}
-
-static xport_ucx_stats stats(env *e, int peer)
-{
-    xport_ucx_stats s;
-    CHECK_OK(xport_ucx_peer_stats(e->x, peer, &s), "peer_stats");
-    return s;
+    xport_ucx_config cfg = ucxt_failure_config(e, ucxt_on_lost);
+    ucxt_create(e, failures ? &cfg : NULL);
 }
 
 /* Message k's size and header length. */
@@ -190,20 +139,10 @@ static void on_msg(void *arg, xport_ucx_msg *m)
     atomic_fetch_add(&got, 1);
 }
 
-static void on_ack(void *arg, xport_ucx_msg *m) { (void)arg; (void)m; atomic_fetch_add(&acks, 1); }
-static void on_done(void *arg, xport_ucx_msg *m) { (void)arg; (void)m; atomic_fetch_add(&dones, 1); }
-static void on_ping(void *arg, xport_ucx_msg *m)
-{
-    env *e = arg;
-    CHECK_OK(xport_ucx_am_send(e->x, m->peer, AM_ACK, NULL, 0, NULL, 0, NULL, NULL), "ack");
-}
-
-static void handlers(env *e)
+static void handlers(ucxt_env *e)
 {
     CHECK_OK(xport_ucx_set_handler(e->x, AM_MSG, on_msg, e), "set_handler");
-    CHECK_OK(xport_ucx_set_handler(e->x, AM_ACK, on_ack, e), "set_handler");
-    CHECK_OK(xport_ucx_set_handler(e->x, AM_PING, on_ping, e), "set_handler");
-    CHECK_OK(xport_ucx_set_handler(e->x, AM_DONE, on_done, e), "set_handler");
+    ucxt_set_handlers(e);
 }
 
 /* The end of a send: counted, its buffer freed. */
@@ -216,8 +155,8 @@ static void sent(void *arg, cask_status st, const char *why)
 
 /* Sends message k (len bytes, hlen of header) to peer; posted if asked. Returns the
  * status of the call (the send's own end is counted by sent()). */
-static cask_status send_msg(env *e, int to, int thread, long k, uint64_t len, size_t hlen,
-                            int posted)
+static cask_status send_msg(ucxt_env *e, int to, int thread, long k, uint64_t len,
+                            size_t hlen, int posted)
 {
     unsigned char h[XPORT_UCX_MAX_HEADER];
     make_hdr(h, hlen, e->rank, thread, k, len);
@@ -232,7 +171,7 @@ static cask_status send_msg(env *e, int to, int thread, long k, uint64_t len, si
     return st;
 }
 
-typedef struct flow_thr { env *e; int to, thread; } flow_thr;
+typedef struct flow_thr { ucxt_env *e; int to, thread; } flow_thr;
 
 static void *flow_main(void *arg)
 {
@@ -245,11 +184,12 @@ static void *flow_main(void *arg)
 
 static void test_flow(void)
 {
-    env e;
+    ucxt_env e;
     setup(&e, 0);
     handlers(&e);
     stall_k = 500;
-    connect_or_die(&e);
+    ucxt_connect(&e);
+    ucxt_barrier(&e);
     int to = (e.rank + 1) % e.size;
     pthread_t th[2];
     flow_thr t[2] = { { &e, to, 0 }, { &e, to, 1 } };
@@ -257,11 +197,11 @@ static void test_flow(void)
         pthread_create(&th[i], NULL, flow_main, &t[i]);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
-    wait_for(&got, FLOW_MSGS, 120, "messages received");
-    wait_for(&sent_ok, FLOW_MSGS, 120, "sends completed");
+    ucxt_wait_for(&got, FLOW_MSGS, 120, "messages received");
+    ucxt_wait_for(&sent_ok, FLOW_MSGS, 120, "sends completed");
     CHECK(atomic_load(&bad) == 0, "%ld messages differ", atomic_load(&bad));
     CHECK(atomic_load(&sent_failed) == 0, "%ld sends failed", atomic_load(&sent_failed));
-    xport_ucx_stats s = stats(&e, to);
+    xport_ucx_stats s = ucxt_stats(&e, to);
     printf("[rank %d] to rank %d: %llu messages, %llu through the ring, %llu waited for room "
            "(longest queue %llu)\n", e.rank, to, (unsigned long long)s.msgs_sent,
            (unsigned long long)s.ring_msgs_sent, (unsigned long long)s.credit_stalls,
@@ -271,30 +211,27 @@ static void test_flow(void)
           (unsigned long long)s.ring_msgs_sent, FLOW_MSGS, (unsigned long long)s.msgs_sent);
     CHECK(s.credit_stalls > 0, "the ring never filled while the receiver stalled");
     CHECK(s.ring_queued == 0, "%llu sends still queued", (unsigned long long)s.ring_queued);
-    xport_ucx_stats r = stats(&e, (e.rank + e.size - 1) % e.size);
+    xport_ucx_stats r = ucxt_stats(&e, (e.rank + e.size - 1) % e.size);
     CHECK(r.ring_msgs_recv == FLOW_MSGS, "%llu messages read from the previous rank's ring",
           (unsigned long long)r.ring_msgs_recv);
     CHECK(r.max_window <= 64, "%llu entries outstanding at once (window 64)",
           (unsigned long long)r.max_window);
-    CHECK_OK(xport_boot_barrier(e.b), "%s", xport_boot_error(e.b));
-    char err[512];
-    CHECK_OK(xport_ucx_destroy(e.x, err, sizeof err), "destroy: %s", err);
-    xport_boot_finalize(e.b);
+    ucxt_teardown(&e);
 }
 
 static void test_bye(void)
 {
-    env e;
+    ucxt_env e;
     setup(&e, 0);
     handlers(&e);
     take_every = 0;
     slow_us = 200;
-    connect_or_die(&e);
+    ucxt_connect(&e);
+    ucxt_barrier(&e);
     int to = (e.rank + 1) % e.size;
     for (long k = 0; k < BYE_MSGS; k++)
         CHECK_OK(send_msg(&e, to, 0, k, 1024, sizeof(msg_hdr), 0), "message %ld", k);
-    char err[512];
-    CHECK_OK(xport_ucx_destroy(e.x, err, sizeof err), "destroy: %s", err);
+    ucxt_destroy(&e);
     CHECK(atomic_load(&got) == BYE_MSGS, "%ld of %d messages before the goodbye",
           atomic_load(&got), BYE_MSGS);
     CHECK(atomic_load(&sent_ok) == BYE_MSGS, "%ld of %d sends completed",
@@ -303,23 +240,9 @@ static void test_bye(void)
     xport_boot_finalize(e.b);
 }
 
-static int dev_shm_cask_files(void)
-{
-    DIR *d = opendir("/dev/shm");
-    if (!d)
-        return 0;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strstr(de->d_name, "cask"))
-            n++;
-    closedir(d);
-    return n;
-}
-
 static void test_kill(int recv_side)
 {
-    env e;
+    ucxt_env e;
     int victim = 1, sender = recv_side ? 0 : 1;
     if (dt_launcher_rank() == victim)
         setenv("CASK_UCX_TEST_SEG_KILL", recv_side ? "recv:50" : "send:100", 1);
@@ -327,7 +250,8 @@ static void test_kill(int recv_side)
     CHECK(e.size >= 2, "needs 2 ranks or more");
     handlers(&e);
     take_every = recv_side ? 1 : 0;   /* the receive side dies copying out */
-    connect_or_die(&e);
+    ucxt_connect(&e);
+    ucxt_barrier(&e);
     double t0 = dt_now();
     long refused = 0;
     if (e.rank == sender) {
@@ -342,11 +266,7 @@ static void test_kill(int recv_side)
         for (;;)
             dt_sleep_ms(1000);   /* receives until it dies in its 50th copy */
     }
-    while (atomic_load(&lost) < 0) {
-        CHECK(dt_now() - t0 < 30, "rank 1 not found lost");
-        dt_sleep_ms(1);
-    }
-    CHECK(atomic_load(&lost) == 1, "lost rank %ld: %s", atomic_load(&lost), lost_why);
+    ucxt_wait_lost(&e, victim, t0, "rank 1 not found lost");
     if (e.rank == 0 && !recv_side) {
         /* the messages committed before the kill, whole and in order: 99 at most (the
          * last ones written may have waited for its progress thread to leave a callback,
@@ -355,8 +275,9 @@ static void test_kill(int recv_side)
         printf("[rank 0] %ld of the 99 messages rank 1 copied whole came\n", n);
         CHECK(n >= 1 && n <= 99 && last_k[1][0] == n - 1, "%ld messages from rank 1, the last "
               "%ld: not the first ones of its 99 whole", n, last_k[1][0]);
-        CHECK(stats(&e, 1).ring_msgs_recv == (uint64_t)n, "%llu messages read from rank 1's "
-              "ring, %ld handled", (unsigned long long)stats(&e, 1).ring_msgs_recv, n);
+        uint64_t nread = ucxt_stats(&e, 1).ring_msgs_recv;
+        CHECK(nread == (uint64_t)n, "%llu messages read from rank 1's ring, %ld handled",
+              (unsigned long long)nread, n);
     }
     if (e.rank == 0 && recv_side) {
         /* every send ends once: through the ring, or failed while it waited for room */
@@ -365,7 +286,7 @@ static void test_kill(int recv_side)
                   atomic_load(&sent_ok) + atomic_load(&sent_failed), refused, BURST);
             dt_sleep_ms(1);
         }
-        xport_ucx_stats s = stats(&e, 1);
+        xport_ucx_stats s = ucxt_stats(&e, 1);
         printf("[rank 0] to the lost rank 1: %ld sends through, %ld failed waiting, %ld "
                "refused; %llu through the ring\n", atomic_load(&sent_ok),
                atomic_load(&sent_failed), refused, (unsigned long long)s.ring_msgs_sent);
@@ -376,55 +297,30 @@ static void test_kill(int recv_side)
         CHECK(s.ring_queued == 0, "%llu sends left queued", (unsigned long long)s.ring_queued);
     }
     /* the lost rank's segment is unmapped */
-    while (stats(&e, 1).seg_mapped) {
+    while (ucxt_stats(&e, 1).seg_mapped) {
         CHECK(dt_now() - t0 < 30, "rank 1 lost, its segment still mapped");
         dt_sleep_ms(5);
     }
-    CHECK(xport_ucx_am_send(e.x, 1, AM_PING, NULL, 0, NULL, 0, NULL, NULL) == CASK_ERR_PEER,
-          "a send to the lost rank was taken");
+    CHECK(xport_ucx_am_send(e.x, 1, UCXT_AM_PROBE, NULL, 0, NULL, 0, NULL, NULL) ==
+          CASK_ERR_PEER, "a send to the lost rank was taken");
     /* the survivors still talk, through their rings */
-    long want = 0, acks0 = atomic_load(&acks);
+    ucxt_probe_survivors(&e, victim, 0);
     for (int r = 0; r < e.size; r++)
-        if (r != 1 && r != e.rank) {
-            CHECK_OK(xport_ucx_am_send(e.x, r, AM_PING, NULL, 0, NULL, 0, NULL, NULL), "ping");
-            want++;
-        }
-    wait_for(&acks, acks0 + want, 30, "acks from the survivors");
-    for (int r = 0; r < e.size; r++)
-        if (r != 1 && r != e.rank) {
-            CHECK(stats(&e, r).ring_msgs_sent > 0, "nothing through the ring to rank %d", r);
-            CHECK_OK(xport_ucx_am_send(e.x, r, AM_DONE, NULL, 0, NULL, 0, NULL, NULL), "done");
-        }
-    wait_for(&dones, want, 30, "the other survivors");
+        if (r != 1 && r != e.rank)
+            CHECK(ucxt_stats(&e, r).ring_msgs_sent > 0,
+                  "nothing through the ring to rank %d", r);
+    ucxt_meet_survivors(&e, victim, 0);
     CHECK(atomic_load(&bad) == 0, "a message differs");
-    double t1 = dt_now();
-    cask_status st = xport_ucx_destroy(e.x, NULL, 0);
-    CHECK(st == CASK_ERR_PEER, "destroy after a lost peer gave %s", cask_status_string(st));
-    CHECK(dt_now() - t1 < 20, "destroy took %.1f s", dt_now() - t1);
-    CHECK(dev_shm_cask_files() == 0, "cask files left in /dev/shm");
-    dt_report_survivor(e.rank);
-    printf("[rank %d] survived: %s\n", e.rank, lost_why);
-    fflush(stdout);
-    _exit(0);   /* PMIx_Finalize could wait on the launcher for the lost rank */
+    ucxt_survive(&e, 1, e.lost_why);
 }
 
 int main(int argc, char **argv)
 {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *what = argc > 1 ? argv[1] : "flow";
-    if (!strcmp(what, "flow"))
-        test_flow();
-    else if (!strcmp(what, "bye"))
-        test_bye();
-    else if (!strcmp(what, "killsend"))
-        test_kill(0);
-    else if (!strcmp(what, "killrecv"))
-        test_kill(1);
-    else {
-        fprintf(stderr, "usage: test_ucx_ring flow|bye|killsend|killrecv\n");
-        return 2;
-    }
-    if (dt_rank_ == 0)
-        printf("test_ucx_ring %s: ok\n", what);
-    return 0;
+    static const dt_case cases[] = {
+        { "flow", .run = test_flow },
+        { "bye", .run = test_bye },
+        { "killsend", .run_arg = test_kill, .arg = 0 },
+        { "killrecv", .run_arg = test_kill, .arg = 1 },
+    };
+    return dt_main(argc, argv, "test_ucx_ring", cases, (int)(sizeof cases / sizeof *cases));
 }

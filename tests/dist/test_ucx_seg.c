@@ -21,37 +21,18 @@
  * 64 KiB through its rings (CASK_UCX_RING=256: transport/ucx_segring.h, their own tests
  * in test_ucx_ring.c), the larger through blocks. Run under tests/dist/run.sh (the kill
  * tests with --survivors NP-1). */
-#include <dirent.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "cask/status.h"
-#include "transport/bootstrap.h"
-#include "transport/ucx.h"
-#include "dist_test.h"
+#include "ucx_test.h"
 
-enum { AM_BLOB = 1, AM_ACK = 2, AM_PING = 3, AM_DONE = 4 };
-
-typedef struct env {
-    xport_boot *b;
-    xport_ucx *x;
-    int rank, size;
-} env;
+enum { AM_BLOB = 1 };   /* acknowledged with UCXT_AM_ACK */
 
 typedef struct blob_hdr { int32_t src; int32_t k; uint64_t len; } blob_hdr;
 
-static _Atomic long got, bad, acks, dones, lost = -1;
-static char lost_why[512];
+static _Atomic long got, bad;
 
-static void on_lost(void *arg, int peer, cask_status st, const char *why)
-{
-    (void)arg; (void)st;
-    snprintf(lost_why, sizeof lost_why, "%s", why);
-    atomic_store(&lost, peer);
-}
-
-static void setup(env *e, int failures)
+static void setup(ucxt_env *e, int failures)
 {
     if (!getenv("CASK_UCX_SEG"))
         setenv("CASK_UCX_SEG", "16", 1);
@@ -60,35 +41,8 @@ static void setup(env *e, int failures)
      * test_ucx_ring.c), the blobs from 100000 bytes through blocks */
     if (!getenv("CASK_UCX_RING"))
         setenv("CASK_UCX_RING", "256", 1);
-    char err[512];
-    CHECK_OK(xport_boot_init(NULL, &e->b, err, sizeof err), "xport_boot_init: %s", err);
-    e->rank = dt_rank_ = xport_boot_rank(e->b);
-    e->size = xport_boot_size(e->b);
-    xport_ucx_config cfg = { .field_mask = XPORT_UCX_HEARTBEAT_MS | XPORT_UCX_TIMEOUT_MS |
-                                           XPORT_UCX_ON_PEER,
-                             .heartbeat_ms = 200, .peer_timeout_ms = 3000,
-                             .on_peer_failure = on_lost };
-    CHECK_OK(xport_ucx_create(e->b, failures ? &cfg : NULL, &e->x, err, sizeof err),
-             "xport_ucx_create: %s", err);
-}
-
-static void connect_or_die(env *e)
-{
-    cask_status st = xport_ucx_connect(e->x);
-    char err[512];
-    xport_ucx_error(e->x, err, sizeof err);
-    CHECK_OK(st, "xport_ucx_connect: %s", err);
-    CHECK_OK(xport_boot_barrier(e->b), "%s", xport_boot_error(e->b));
-}
-
-static void wait_for(_Atomic long *v, long target, double timeout_s, const char *what)
-{
-    double t0 = dt_now();
-    while (atomic_load(v) < target) {
-        CHECK(dt_now() - t0 < timeout_s, "%s: %ld of %ld after %.0f s", what,
-              atomic_load(v), target, timeout_s);
-        dt_sleep_ms(1);
-    }
+    xport_ucx_config cfg = ucxt_failure_config(e, ucxt_on_lost);
+    ucxt_setup(e, failures ? &cfg : NULL);
 }
 
 static void fill(unsigned char *p, int r, int k, uint64_t len)
@@ -97,7 +51,7 @@ static void fill(unsigned char *p, int r, int k, uint64_t len)
         p[i] = dt_pattern(r, (uint64_t)k, i);
 }
 
-typedef struct blob_rx { env *e; blob_hdr h; unsigned char *buf; } blob_rx;
+typedef struct blob_rx { ucxt_env *e; blob_hdr h; unsigned char *buf; } blob_rx;
 
 static void blob_received(void *arg, cask_status st, const char *why)
 {
@@ -111,7 +65,7 @@ static void blob_received(void *arg, cask_status st, const char *why)
         atomic_fetch_add(&bad, 1);
     }
     free(want);
-    (void)xport_ucx_am_send(rx->e->x, rx->h.src, AM_ACK, &rx->h, sizeof rx->h, NULL, 0,
+    (void)xport_ucx_am_send(rx->e->x, rx->h.src, UCXT_AM_ACK, &rx->h, sizeof rx->h, NULL, 0,
                             NULL, NULL);
     atomic_fetch_add(&got, 1);
     free(rx->buf);
@@ -133,27 +87,10 @@ static void on_blob(void *arg, xport_ucx_msg *m)
     CHECK_OK(xport_ucx_recv_into(m, rx->buf, blob_received, rx), "recv_into");
 }
 
-static void on_ack(void *arg, xport_ucx_msg *m) { (void)arg; (void)m; atomic_fetch_add(&acks, 1); }
-static void on_done(void *arg, xport_ucx_msg *m) { (void)arg; (void)m; atomic_fetch_add(&dones, 1); }
-static void on_ping(void *arg, xport_ucx_msg *m)
-{
-    env *e = arg;
-    CHECK_OK(xport_ucx_am_send(e->x, m->peer, AM_ACK, NULL, 0, NULL, 0, NULL, NULL), "ack");
-}
-
-static void handlers(env *e)
+static void handlers(ucxt_env *e)
 {
     CHECK_OK(xport_ucx_set_handler(e->x, AM_BLOB, on_blob, e), "set_handler");
-    CHECK_OK(xport_ucx_set_handler(e->x, AM_ACK, on_ack, e), "set_handler");
-    CHECK_OK(xport_ucx_set_handler(e->x, AM_PING, on_ping, e), "set_handler");
-    CHECK_OK(xport_ucx_set_handler(e->x, AM_DONE, on_done, e), "set_handler");
-}
-
-static xport_ucx_stats stats(env *e, int peer)
-{
-    xport_ucx_stats s;
-    CHECK_OK(xport_ucx_peer_stats(e->x, peer, &s), "peer_stats");
-    return s;
+    ucxt_set_handlers(e);
 }
 
 /* Sends blob k of len bytes to peer; the buffer is freed once sent. */
@@ -163,7 +100,7 @@ static void sent_free(void *arg, cask_status st, const char *why)
     free(arg);
 }
 
-static void send_blob(env *e, int to, int k, uint64_t len)
+static void send_blob(ucxt_env *e, int to, int k, uint64_t len)
 {
     unsigned char *buf = malloc(len ? len : 1);
     fill(buf, e->rank, k, len);
@@ -174,10 +111,11 @@ static void send_blob(env *e, int to, int k, uint64_t len)
 
 static void test_flow(void)
 {
-    env e;
+    ucxt_env e;
     setup(&e, 0);
     handlers(&e);
-    connect_or_die(&e);
+    ucxt_connect(&e);
+    ucxt_barrier(&e);
     int to = (e.rank + 1) % e.size;
     const uint64_t sizes[] = { 16384, 65536, 100000, 1 << 20, 3 * (1 << 20) + 13,
                                9u << 20 /* above a 16 MiB segment's largest message */ };
@@ -186,15 +124,15 @@ static void test_flow(void)
     for (int r = 0; r < rounds; r++) {
         for (int i = 0; i < ns; i++)
             send_blob(&e, to, k++, sizes[i]);
-        wait_for(&acks, k, 120, "blobs acknowledged");
+        ucxt_wait_for(&e.acks, k, 120, "blobs acknowledged");
         double t0 = dt_now();   /* the give-backs travel after the acks */
-        while (stats(&e, to).seg_held) {
+        while (ucxt_stats(&e, to).seg_held) {
             CHECK(dt_now() - t0 < 30, "rank %d still holds %llu bytes of the segment", to,
-                  (unsigned long long)stats(&e, to).seg_held);
+                  (unsigned long long)ucxt_stats(&e, to).seg_held);
             dt_sleep_ms(2);
         }
     }
-    xport_ucx_stats s = stats(&e, to);
+    xport_ucx_stats s = ucxt_stats(&e, to);
     CHECK(s.seg_msgs_sent == (uint64_t)(rounds * (ns - 1)),
           "%llu messages through the segment, %d expected (is CASK_UCX_SEG on?)",
           (unsigned long long)s.seg_msgs_sent, rounds * (ns - 1));
@@ -210,10 +148,10 @@ static void test_flow(void)
         CHECK_OK(xport_ucx_am_send(e.x, to, AM_BLOB, &bh[i], sizeof bh[i], bb[i], 1 << 20,
                                    sent_free, bb[i]), "burst blob %d", i);
     k += burst;
-    wait_for(&acks, k, 120, "burst acknowledged");
-    wait_for(&got, k, 120, "blobs received");
+    ucxt_wait_for(&e.acks, k, 120, "burst acknowledged");
+    ucxt_wait_for(&got, k, 120, "blobs received");
     CHECK(atomic_load(&bad) == 0, "%ld blobs differ", atomic_load(&bad));
-    xport_ucx_stats s2 = stats(&e, to);
+    xport_ucx_stats s2 = ucxt_stats(&e, to);
     uint64_t burst_seg = s2.seg_msgs_sent - s.seg_msgs_sent;
     printf("[rank %d] burst of %d x 1 MiB: %llu through the segment, the rest by UCX\n",
            e.rank, burst, (unsigned long long)burst_seg);
@@ -221,50 +159,35 @@ static void test_flow(void)
           "a burst larger than the segment: %llu of %d through it", 
           (unsigned long long)burst_seg, burst);
     double t0 = dt_now();   /* the give-backs travel after the acks */
-    while (stats(&e, to).seg_held) {
+    while (ucxt_stats(&e, to).seg_held) {
         CHECK(dt_now() - t0 < 30, "rank %d still holds %llu bytes of the segment", to,
-              (unsigned long long)stats(&e, to).seg_held);
+              (unsigned long long)ucxt_stats(&e, to).seg_held);
         dt_sleep_ms(2);
     }
-    CHECK(stats(&e, (e.rank + e.size - 1) % e.size).seg_msgs_recv > 0 || e.size == 1,
+    CHECK(ucxt_stats(&e, (e.rank + e.size - 1) % e.size).seg_msgs_recv > 0 || e.size == 1,
           "nothing read from the previous rank's segment");
-    CHECK_OK(xport_boot_barrier(e.b), "%s", xport_boot_error(e.b));
-    char err[512];
-    CHECK_OK(xport_ucx_destroy(e.x, err, sizeof err), "destroy: %s", err);
-    xport_boot_finalize(e.b);
-}
-
-static int dev_shm_cask_files(void)
-{
-    DIR *d = opendir("/dev/shm");
-    if (!d)
-        return 0;
-    int n = 0;
-    struct dirent *de;
-    while ((de = readdir(d)))
-        if (strstr(de->d_name, "cask"))
-            n++;
-    closedir(d);
-    return n;
+    ucxt_teardown(&e);
 }
 
 static void test_kill(int recv_side)
 {
-    env e;
+    ucxt_env e;
     int victim = 1, sender = recv_side ? 0 : 1, receiver = recv_side ? 1 : 0;
     if (dt_launcher_rank() == victim)
         setenv("CASK_UCX_TEST_SEG_KILL", recv_side ? "recv:5" : "send:5", 1);
     setup(&e, 1);
     CHECK(e.size >= 2, "needs 2 ranks or more");
     handlers(&e);
-    connect_or_die(&e);
-    CHECK(stats(&e, e.rank == 0 ? 1 : 0).seg_mapped, "the peer's segment is not mapped");
+    ucxt_connect(&e);
+    ucxt_barrier(&e);
+    CHECK(ucxt_stats(&e, e.rank == 0 ? 1 : 0).seg_mapped,
+          "the peer's segment is not mapped");
     double t0 = dt_now();
     if (e.rank == sender) {
-        for (int k = 0; atomic_load(&lost) < 0; k++) {
+        for (int k = 0; atomic_load(&e.lost) < 0; k++) {
             CHECK(k < 10, "rank 1 still alive after %d blobs", k);
             send_blob(&e, receiver, k, 1 << 20);
-            while (atomic_load(&acks) <= k && atomic_load(&lost) < 0) {
+            while (atomic_load(&e.acks) <= k && atomic_load(&e.lost) < 0) {
                 CHECK(dt_now() - t0 < 30, "blob %d not acknowledged", k);
                 dt_sleep_ms(1);
             }
@@ -275,69 +198,40 @@ static void test_kill(int recv_side)
         for (;;)
             dt_sleep_ms(1000);   /* receives until it dies in its 5th copy */
     }
-    while (atomic_load(&lost) < 0) {
-        CHECK(dt_now() - t0 < 30, "rank 1 not found lost");
-        dt_sleep_ms(1);
-    }
-    CHECK(atomic_load(&lost) == 1, "lost rank %ld: %s", atomic_load(&lost), lost_why);
+    ucxt_wait_lost(&e, victim, t0, "rank 1 not found lost");
     if (e.rank == 0 && !recv_side) {
         CHECK(atomic_load(&got) == 4, "%ld whole blobs from rank 1, 4 expected",
               atomic_load(&got));
         CHECK(atomic_load(&bad) == 0, "a blob from rank 1 differs");
     }
     if (e.rank == 0 && recv_side)
-        CHECK(stats(&e, 1).seg_msgs_sent >= 5, "only %llu blobs went through the segment",
-              (unsigned long long)stats(&e, 1).seg_msgs_sent);
+        CHECK(ucxt_stats(&e, 1).seg_msgs_sent >= 5,
+              "only %llu blobs went through the segment",
+              (unsigned long long)ucxt_stats(&e, 1).seg_msgs_sent);
     /* the lost rank's blocks come back to the sender, its segment is unmapped */
-    while (stats(&e, 1).seg_held || stats(&e, 1).seg_mapped) {
+    while (ucxt_stats(&e, 1).seg_held || ucxt_stats(&e, 1).seg_mapped) {
         CHECK(dt_now() - t0 < 30, "rank 1 lost, but %llu bytes still lent to it, its "
-              "segment %s", (unsigned long long)stats(&e, 1).seg_held,
-              stats(&e, 1).seg_mapped ? "mapped" : "unmapped");
+              "segment %s", (unsigned long long)ucxt_stats(&e, 1).seg_held,
+              ucxt_stats(&e, 1).seg_mapped ? "mapped" : "unmapped");
         dt_sleep_ms(5);
     }
     /* the survivors still talk, also through the segments */
-    long want = 0, acks0 = atomic_load(&acks);
-    for (int r = 0; r < e.size; r++)
-        if (r != 1) {
-            CHECK_OK(xport_ucx_am_send(e.x, r, AM_PING, NULL, 0, NULL, 0, NULL, NULL), "ping");
-            want++;
-        }
-    wait_for(&acks, acks0 + want, 30, "acks from the survivors");
+    long acked = ucxt_probe_survivors(&e, victim, 1);
     if (e.size > 2 && e.rank == 0) {
         send_blob(&e, 2, 100, 1 << 20);
-        wait_for(&acks, acks0 + want + 1, 30, "a blob to rank 2 after the loss");
+        ucxt_wait_for(&e.acks, acked + 1, 30, "a blob to rank 2 after the loss");
     }
-    for (int r = 0; r < e.size; r++)
-        if (r != 1)
-            CHECK_OK(xport_ucx_am_send(e.x, r, AM_DONE, NULL, 0, NULL, 0, NULL, NULL), "done");
-    wait_for(&dones, want, 30, "the other survivors");
+    ucxt_meet_survivors(&e, victim, 1);
     CHECK(atomic_load(&bad) == 0, "a blob differs");
-    double t1 = dt_now();
-    cask_status st = xport_ucx_destroy(e.x, NULL, 0);
-    CHECK(st == CASK_ERR_PEER, "destroy after a lost peer gave %s", cask_status_string(st));
-    CHECK(dt_now() - t1 < 20, "destroy took %.1f s", dt_now() - t1);
-    CHECK(dev_shm_cask_files() == 0, "cask files left in /dev/shm");
-    dt_report_survivor(e.rank);
-    printf("[rank %d] survived: %s\n", e.rank, lost_why);
-    fflush(stdout);
-    _exit(0);   /* PMIx_Finalize could wait on the launcher for the lost rank */
+    ucxt_survive(&e, 1, e.lost_why);
 }
 
 int main(int argc, char **argv)
 {
-    setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *what = argc > 1 ? argv[1] : "flow";
-    if (!strcmp(what, "flow"))
-        test_flow();
-    else if (!strcmp(what, "killsend"))
-        test_kill(0);
-    else if (!strcmp(what, "killrecv"))
-        test_kill(1);
-    else {
-        fprintf(stderr, "usage: test_ucx_seg flow|killsend|killrecv\n");
-        return 2;
-    }
-    if (dt_rank_ == 0)
-        printf("test_ucx_seg %s: ok\n", what);
-    return 0;
+    static const dt_case cases[] = {
+        { "flow", .run = test_flow },
+        { "killsend", .run_arg = test_kill, .arg = 0 },
+        { "killrecv", .run_arg = test_kill, .arg = 1 },
+    };
+    return dt_main(argc, argv, "test_ucx_seg", cases, (int)(sizeof cases / sizeof *cases));
 }
