@@ -13,8 +13,10 @@
 #   nodelost  every process of the job step on node n2 SIGKILLed during a 4-node
 #             cask-knn: the survivors recover (the bytes of one process) or end with
 #             cask's message naming the lost rank; srun returns; Slurm sees the job end.
-#             Then rank 0's node (rank 0 writes the output): the survivors exit non-zero,
-#             one of them saying rank 0 was lost, and nothing is written
+#             Then rank 0's node: with the results written in place (every node sees
+#             the output's folder) the survivors recover its rows too, the bytes of one
+#             process; with --write-mode gather (rank 0 writes the output) they exit
+#             non-zero, one of them saying rank 0 was lost, and nothing is written
 #   scancel   scancel of a running batch job (cask-jacobi on 4 nodes, CASK_DASHBOARD
 #             set: rank 0's dashboard answers the login node at n0's address): the job
 #             is CANCELLED and no process of it is left on any node
@@ -137,20 +139,21 @@ nodelost)
   # lose R: a 4-node cask-knn whose task R (alone on its node) is still searching (its
   # task bodies take 100 times as long: a test hook that sleeps) when every process of
   # the job on its node is SIGKILLed; then srun must return, and Slurm end the job
-  lose() {
+  lose() {   # R [more cask-knn options]
     rm -f "$tmp/many.npy"
-    CASK_DIST_SLOW_RANK=$1:100 CASK_PEER_TIMEOUT_MS=10000 timeout "$limit" \
-      srun --mpi=pmix -N 4 -n 4 -J "lost$1" "$knn" $kopts --out "$tmp/many.npy" \
+    r=$1; shift
+    CASK_DIST_SLOW_RANK=$r:100 CASK_PEER_TIMEOUT_MS=10000 timeout "$limit" \
+      srun --mpi=pmix -N 4 -n 4 -J "lost$r" "$knn" $kopts "$@" --out "$tmp/many.npy" \
       > "$tmp/lost.out" 2> "$tmp/lost.err" &
     spid=$!
     t0=$(date +%s)
     id=""
     victim=""
     while [ -z "$victim" ]; do
-      [ -n "$id" ] || id=$(squeue -h -n "lost$1" -o %i | head -n 1)
-      [ -n "$id" ] && victim=$(task_pid "$id" "$1")
-      [ $(($(date +%s) - t0)) -lt 60 ] || fail "task $1 of the job never ran"
-      kill -0 $spid 2> /dev/null || { cat "$tmp/lost.err"; fail "the job ended before task $1 was seen"; }
+      [ -n "$id" ] || id=$(squeue -h -n "lost$r" -o %i | head -n 1)
+      [ -n "$id" ] && victim=$(task_pid "$id" "$r")
+      [ $(($(date +%s) - t0)) -lt 60 ] || fail "task $r of the job never ran"
+      kill -0 $spid 2> /dev/null || { cat "$tmp/lost.err"; fail "the job ended before task $r was seen"; }
       sleep 0.1
     done
     sleep 2   # into the search (its part takes ~10 s slowed; joining, well under 1 s)
@@ -162,11 +165,11 @@ nodelost)
     done
     node=$(scontrol show job "$id" | sed -n 's/^ *NodeList=//p')
     kill -KILL $on 2> /dev/null
-    echo "job $id on $node: SIGKILLed the processes of task $1's node (pids$on)"
+    echo "job $id on $node: SIGKILLed the processes of task $r's node (pids$on)"
     wait $spid
     rc=$?
     [ $rc -ne 124 ] || { tail -n 30 "$tmp/lost.err"; fail "srun did not return in $limit s (a hang)"; }
-    grep -q "task $1: Killed" "$tmp/lost.err" || { tail -n 30 "$tmp/lost.err"; fail "srun did not report task $1 killed"; }
+    grep -q "task $r: Killed" "$tmp/lost.err" || { tail -n 30 "$tmp/lost.err"; fail "srun did not report task $r killed"; }
   }
   ended() {
     state=$(wait_job "$id") || fail "Slurm still holds job $id ($state)"
@@ -184,9 +187,18 @@ nodelost)
     tail -n 30 "$tmp/lost.err"; fail "neither the bytes of one process nor a message naming rank 2"
   fi
   ended
-  # rank 0 holds the gathered results and writes them: the survivors recover the
-  # compute, but have no output to write; one of them says so, all exit non-zero
+  # rank 0 lost where every rank writes its own rows ($tmp is seen by every node, so
+  # --write-mode auto writes in place): rank 0 is a rank like the others, the survivors
+  # recompute its rows and write them
   lose 0
+  cmp -s "$tmp/one.npy" "$tmp/many.npy" ||
+    { tail -n 30 "$tmp/lost.err"; fail "rank 0 lost, results written in place: not the bytes of one process"; }
+  echo "ok: rank 0 lost, results written in place: the 3 survivors recovered; srun exited $rc; the bytes of one process"
+  ended
+  # rank 0 holds the gathered results and writes them (--write-mode gather): the
+  # survivors recover the compute, but have no output to write; one of them says so,
+  # all exit non-zero
+  lose 0 --write-mode gather
   [ $rc -ne 0 ] || fail "rank 0 lost: srun exited 0"
   [ ! -e "$tmp/many.npy" ] || fail "rank 0 lost: an output was written"
   for t in 1 2 3; do
@@ -301,7 +313,7 @@ mistakes)
   timeout "$limit" srun --mpi=pmix -N 4 -n 4 "$jacobi" --n 66 --iters 1000000 --tol 0 --cpu-only \
     --out "$CLUSTER_SCRATCH/out/grid.raw" > "$tmp/wrj.out" 2> "$tmp/wrj.err" &&
     fail "unwritable output: cask-jacobi succeeded"
-  [ "$(grep -c '^cask-jacobi:' "$tmp/wrj.err")" = 1 ] && grep -q "cannot write $CLUSTER_SCRATCH/out/grid.raw" "$tmp/wrj.err" ||
+  [ "$(grep -c '^cask-jacobi:' "$tmp/wrj.err")" = 1 ] && grep -q "^cask-jacobi: .*$CLUSTER_SCRATCH/out/grid.raw" "$tmp/wrj.err" ||
     { cat "$tmp/wrj.err"; fail "cask-jacobi: output folder missing on rank 0's node: not one line naming the path"; }
   for t in 1 2 3; do
     grep -q "task $t: Exited with exit code [1-9]" "$tmp/wrj.err" || { cat "$tmp/wrj.err"; fail "cask-jacobi: task $t did not fail"; }
