@@ -6,7 +6,7 @@
 # process.
 others_running() {
   for _sp_st in /proc/[0-9]*/stat; do
-    read -r _sp_line < "$_sp_st" 2>/dev/null || continue
+    read -r _sp_line 2>/dev/null < "$_sp_st" || continue   # stderr first: a process gone since the glob
     _sp_pid=${_sp_st#/proc/}; _sp_pid=${_sp_pid%/stat}
     [ "$_sp_pid" = "$1" ] && continue
     # after the command name, which may hold spaces: state ppid pgrp session ...
