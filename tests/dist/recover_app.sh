@@ -58,13 +58,15 @@ knnk)   # the K-nearest kernels, pruned: korder, ksearch, kmerge, kfinish
         args="--generate 20000 500 --seed 7 --cpu-only --threads 1 -q --ref-chunk 128 --chunk 3000 --k 4 --method pruned"
         ext=npy ;;
 knngpu) # on GPUs (the device machine): results gathered by the GPU route
-        # (dist_plan_final.c) where the ranks' UCX moves CUDA memory
-        args="--generate 400000 4096 --seed 7 -q --chunk 25000 --k 4"
+        # (dist_plan_final.c) where the ranks' UCX moves CUDA memory (--write-mode
+        # gather: written in place, results cross no rank, and whether any chunk did
+        # depended on the moment of the kill)
+        args="--generate 400000 4096 --seed 7 -q --chunk 25000 --k 4 --write-mode gather"
         ext=npy ;;
 knnsim) # the same on simulated GPUs (host memory, the kernels' CPU code), the GPU route
         # between ranks as on one host with CUDA-aware UCX (dist_gpux.c)
         export CASK_SIM_GPUS=1 CASK_DIST_SIM_GPU_UCX=1 CASK_DIST_XFER_LOG="$tmp/rx"
-        args="--generate 40000 1024 --seed 7 -q --chunk 2500 --k 4"
+        args="--generate 40000 1024 --seed 7 -q --chunk 2500 --k 4 --write-mode gather"
         ext=npy ;;
 jacobi) args="--n 130 --iters 60 --check 20 --cpu-only"; ext=raw ;;
 *) usage ;;
