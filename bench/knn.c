@@ -94,12 +94,16 @@ static double time_cask(ctx *c)
     return m;
 }
 
+/* Per GPU, the median of when its thread finished, in the last time_base call. */
+static double base_gpu_s[KNN_BASELINE_MAX_GPUS];
+
 static double time_base(ctx *c, const double *fraction)
 {
     knn_baseline_cfg cfg = { .n = c->n, .m = c->m, .obs_in = {0, 0}, .ref_in = {0, 0}, .scale = CASK_EARTH_RADIUS_KM,
                              .ngpus = c->gpus, .fraction = fraction, .host_pinned = 1 };
     knn_baseline_result res;
     double *t = malloc(sizeof(double) * (size_t)c->reps);
+    double *tg = malloc(sizeof(double) * (size_t)c->reps * (size_t)c->gpus);
     if (knn_baseline_run(&cfg, c->obs.data, c->ref.data, c->idx_base, c->dist_base, &res)) {
         fprintf(stderr, "baseline failed\n");
         exit(1);
@@ -110,10 +114,32 @@ static double time_base(ctx *c, const double *fraction)
             exit(1);
         }
         t[r] = res.seconds;
+        for (int g = 0; g < c->gpus; g++)
+            tg[(size_t)g * (size_t)c->reps + (size_t)r] = res.gpu_seconds[g];
     }
     double m = bench_median(t, c->reps);
+    for (int g = 0; g < c->gpus; g++)
+        base_gpu_s[g] = bench_median(tg + (size_t)g * (size_t)c->reps, c->reps);
+    free(tg);
     free(t);
     return m;
+}
+
+/* The static split's GPUs each did 1/gpus of the work in base_gpu_s[g]: a split in
+ * proportion to those rates, perfectly divisible, would take 1 / sum(rate) -- the floor of
+ * any balancing at the speeds the load leaves the baseline (as a fraction of its time). */
+static void balance_floor(ctx *c, const char *cas, double base)
+{
+    double rate = 0;
+    printf("# %s: baseline GPU times", cas);
+    for (int g = 0; g < c->gpus; g++) {
+        printf(" %.2f", base_gpu_s[g] * 1e3);
+        rate += 1.0 / ((double)c->gpus * base_gpu_s[g]);
+    }
+    printf(" ms; a split by those rates, perfectly divisible: %.3f of the static split's time\n",
+           1.0 / rate / base);
+    printf("{\"bench\":\"knn\",\"case\":\"%s\",\"impl\":\"floor\",\"ratio_to_baseline\":%.4f}\n", cas,
+           1.0 / rate / base);
 }
 
 static void row(ctx *c, const char *cas, const char *impl, double s, double base)
@@ -211,6 +237,8 @@ int main(int argc, char **argv)
     int64_t ndiff = 0;   /* observations where cask and the baseline differ */
     if (only == 0 || only == 1) {
         double tb = time_base(&c, NULL);
+        if (c.gpus > 1)
+            balance_floor(&c, "even", tb);
         double tc = time_cask(&c);
         c.cask_base_s = tc;
         row(&c, "even", "baseline", tb, 0);
@@ -247,6 +275,7 @@ int main(int argc, char **argv)
             hog h;
             hog_start(&h, c.gpus - 1);
             double bh = time_base(&c, NULL);
+            balance_floor(&c, "hog", bh);
             double ch = time_cask(&c);
             hog_stop(&h);
             row(&c, "hog", "baseline", bh, 0);
