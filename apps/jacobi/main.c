@@ -396,6 +396,21 @@ int main(int argc, char **argv)
     if (me == 0 && P > 1)
         printf("cask-jacobi: %d processes, each as above; block b on rank b * %d / %d\n", P, P,
                nb);
+    if (g.dg) {
+        /* Placed and routed before the clock: the first compute would do it otherwise,
+         * and with it anything its routes need once a job, such as the NCCL communicator
+         * (0.6 s on 2 H200s, bench/RESULTS.md 29.2): set-up, not sweeps. */
+        double tp = now();
+        cask_status pst = cask_dist_graph_plan(g.dg);
+        if (pst) {
+            fprintf(stderr, "cask-jacobi: planning the sweeps: %s: %s\n", cask_status_string(pst),
+                    cask_dist_graph_error(g.dg));
+            goto fail;
+        }
+        if (me == 0)
+            printf("cask-jacobi: sweeps planned across the ranks in %.3f s (before the clock)\n",
+                   now() - tp);
+    }
     int64_t done = 0;
     double resid = INFINITY, t0 = now();
     while (done < o.iters) {

@@ -184,7 +184,9 @@ const char *cask_dist_graph_error(const cask_dist_graph *g);
 cask_status cask_dist_graph_task_rank(const cask_dist_graph *g, size_t index, int *rank);
 
 /* Places the tasks without running them (the first compute does it otherwise):
- * lets a program print or check the placement. Collective. */
+ * lets a program print or check the placement, or take the plan's one-time costs out of
+ * a timed loop (routes; the NCCL communicator, made by the first plan whose transfers
+ * use NCCL). Collective. */
 cask_status cask_dist_graph_plan(cask_dist_graph *g);
 
 typedef struct cask_dist_graph_info {
