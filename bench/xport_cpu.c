@@ -87,7 +87,7 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
-void xport_cpu_bench(xport_boot *boot, int quick, xport_cpu_emit_fn emit)
+void xport_cpu_bench(xport_boot *boot, int quick, xport_emit_fn emit)
 {
     static const size_t sizes[] = { 8192, 65536, 256 << 10, 1 << 20 };
     enum { NS = 4 };

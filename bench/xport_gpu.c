@@ -296,7 +296,7 @@ static void d2d(void *dst, int dst_dev, const void *src, int src_dev, size_t len
     cudaStreamDestroy(s);
 }
 
-void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
+void xport_gpu_bench(xport_boot *boot, int quick, xport_emit_fn emit)
 {
     int rank = xport_boot_rank(boot);
     int ndev = 0;
@@ -448,7 +448,7 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
 
 #else
 
-void xport_gpu_bench(xport_boot *boot, int quick, xport_gpu_emit_fn emit)
+void xport_gpu_bench(xport_boot *boot, int quick, xport_emit_fn emit)
 {
     (void)quick; (void)emit;
     if (xport_boot_rank(boot) == 0)
