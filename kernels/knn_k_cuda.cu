@@ -20,6 +20,7 @@
 #include <limits.h>
 #include <math_constants.h>
 #include "kernels/knn_sort.h"
+#include "kernels/knn_cuda_task.cuh"
 
 #define FULL_MASK 0xffffffffu
 /* The CPU's NAN (0x7fc00000), not CUDART_NAN_F: missing neighbours compare equal byte for
@@ -531,14 +532,6 @@ static __global__ void k_finish_kernel(const cask_knn_best *best, int64_t nk, do
 
 /* ---- cask task implementations ---- */
 
-static cask_status launched(cask_task_ctx *ctx, const char *what, cudaError_t e)
-{
-    if (e != cudaSuccess)
-        return cask_task_fail(ctx, "%s: %s (%s)", what, cudaGetErrorString(e),
-                              cudaGetErrorName(e));
-    return CASK_OK;
-}
-
 extern "C" cask_status knn_k_cuda_prep(cask_task_ctx *ctx)
 {
     cask_knn_prep_args a;
@@ -547,9 +540,9 @@ extern "C" cask_status knn_k_cuda_prep(cask_task_ctx *ctx)
     cask_status st = knn_k_job_prep(ctx, &a, &ref, &srt, &scratch);
     if (st)
         return st;
-    return launched(ctx, "knn prep_sorted: launch",
+    return knn_launched(ctx, "knn prep_sorted: launch",
                     prep_launch(ref, a.m, a.in, srt, scratch,
-                                (cudaStream_t)cask_task_cuda_stream(ctx)));
+                                knn_task_stream(ctx)));
 }
 
 extern "C" cask_status knn_k_cuda_order(cask_task_ctx *ctx)
@@ -560,9 +553,9 @@ extern "C" cask_status knn_k_cuda_order(cask_task_ctx *ctx)
     cask_status st = knn_k_job_order(ctx, &a, &obs, &scratch);
     if (st)
         return st;
-    return launched(ctx, "knn korder: launch",
+    return knn_launched(ctx, "knn korder: launch",
                     order_launch(obs, a.n, a.in, a.prune, scratch,
-                                 (cudaStream_t)cask_task_cuda_stream(ctx)));
+                                 knn_task_stream(ctx)));
 }
 
 extern "C" cask_status knn_k_cuda_search(cask_task_ctx *ctx)
@@ -576,8 +569,8 @@ extern "C" cask_status knn_k_cuda_search(cask_task_ctx *ctx)
                               "search orders at most %d tiles of %d (cut the references in "
                               "chunks of at most %d)", (long long)j.a.m, KNN_SORT_MAX_TILES,
                               KNN_STILE, KNN_SORT_MAX_TILES * KNN_STILE);
-    return launched(ctx, "knn ksearch: launch of k_search_kernel",
-                    search_launch(&j, (cudaStream_t)cask_task_cuda_stream(ctx)));
+    return knn_launched(ctx, "knn ksearch: launch of k_search_kernel",
+                    search_launch(&j, knn_task_stream(ctx)));
 }
 
 extern "C" cask_status knn_k_cuda_merge(cask_task_ctx *ctx)
@@ -589,9 +582,9 @@ extern "C" cask_status knn_k_cuda_merge(cask_task_ctx *ctx)
     if (st)
         return st;
     if (a.n > 0)
-        k_merge_kernel<<<blocks_of(a.n, 128), 128, 0, (cudaStream_t)cask_task_cuda_stream(ctx)>>>(
+        k_merge_kernel<<<blocks_of(a.n, 128), 128, 0, knn_task_stream(ctx)>>>(
             x, y, a.n, (int)a.k);
-    return launched(ctx, "knn kmerge: launch of k_merge_kernel", cudaGetLastError());
+    return knn_launched(ctx, "knn kmerge: launch of k_merge_kernel", cudaGetLastError());
 }
 
 extern "C" cask_status knn_k_cuda_finish(cask_task_ctx *ctx)
@@ -607,7 +600,7 @@ extern "C" cask_status knn_k_cuda_finish(cask_task_ctx *ctx)
     if (nk > 0) {
         int64_t b = (nk + 255) / 256;
         k_finish_kernel<<<(unsigned)(b > 65536 ? 65536 : b), 256, 0,
-                          (cudaStream_t)cask_task_cuda_stream(ctx)>>>(best, nk, a.scale, idx, dist);
+                          knn_task_stream(ctx)>>>(best, nk, a.scale, idx, dist);
     }
-    return launched(ctx, "knn kfinish: launch of k_finish_kernel", cudaGetLastError());
+    return knn_launched(ctx, "knn kfinish: launch of k_finish_kernel", cudaGetLastError());
 }
