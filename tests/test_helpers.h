@@ -68,7 +68,7 @@ static inline cask_graph *graph(cask_runtime *rt)
     return g;
 }
 
-/* The int argument of a task added with one (test_graph.c's add()); INT_MIN if the args
+/* The int argument of a task added with one (graph_helpers.h's add()); INT_MIN if the args
  * are not one int. Kernels never cr_assert (they run on worker threads): they fail the
  * task instead, and compute_ok shows the message. */
 static inline int arg_int(cask_task_ctx *ctx)
