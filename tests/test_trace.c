@@ -1,7 +1,9 @@
 /* tests/test_trace.c: the trace recorder (runtime/trace.h) writes a Chrome trace-event JSON
  * file that a strict parser accepts and that holds exactly what was recorded: slices with
- * their fields and arguments, paired flow arrows, track metadata, exact ns timestamps, and
- * names escaped. A strict JSON parser (json_strict.c) keeps the test free of any Python. */
+ * their fields and arguments, paired flow arrows, track metadata, exact ns timestamps,
+ * each track in time order, groups as processes; bad arguments refused, and a record's
+ * cost. How names are written (escaped, copied, interned) is in test_trace_names.c. A
+ * strict JSON parser (json_strict.c) keeps the test free of any Python. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,48 +14,9 @@
 
 #include "runtime/trace.h"
 #include "json_strict.h"
-
-/* Reads path, parses it strictly (the whole file is one JSON value), fails the test if not. */
-static void load_json(const char *path, jval *root)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "trace file %s missing", path);
-    fseek(f, 0, SEEK_END);
-    long len = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)len + 1);
-    cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
-    fclose(f);
-    const char *err;
-    size_t at;
-    int rc = json_parse(buf, (size_t)len, root, &err, &at);
-    free(buf);
-    cr_assert_eq(rc, 0, "invalid JSON in %s at byte %zu: %s", path, at, err);
-}
+#include "trace_helpers.h"
 
 /* ------------------------------------------------------------ helpers */
-
-static char trace_path[64];
-
-static void make_path(void)
-{
-    strcpy(trace_path, "/tmp/cask_test_trace_XXXXXX");
-    int fd = mkstemp(trace_path);
-    cr_assert_geq(fd, 0);
-    close(fd);
-}
-
-static void remove_path(void)
-{
-    unlink(trace_path);
-}
-
-static const jval *events_of(const jval *root)
-{
-    const jval *ev = json_get(root, "traceEvents");
-    cr_assert(ev && ev->t == J_ARR, "no traceEvents array");
-    return ev;
-}
 
 /* The clock origin the writer subtracts from every timestamp. */
 static uint64_t origin_of(const jval *root)
@@ -61,18 +24,6 @@ static uint64_t origin_of(const jval *root)
     const char *s = json_str(json_get(root, "otherData"), "clock_origin_ns");
     cr_assert_not_null(s, "otherData.clock_origin_ns missing");
     return strtoull(s, NULL, 10);
-}
-
-/* The first event with this ph and name, or NULL. */
-static const jval *find_event(const jval *root, const char *ph, const char *name)
-{
-    const jval *ev = events_of(root);
-    for (size_t i = 0; i < ev->n; i++) {
-        const char *p = json_str(&ev->items[i], "ph"), *n = json_str(&ev->items[i], "name");
-        if (p && n && !strcmp(p, ph) && !strcmp(n, name))
-            return &ev->items[i];
-    }
-    return NULL;
 }
 
 /* "ts"/"dur" are microseconds written with exactly three fraction digits. */
@@ -390,125 +341,6 @@ Test(trace, each_track_is_written_in_time_order_whatever_the_recording_order)
             first0 = json_str(e, "name");
     }
     cr_assert_str_eq(first0, "outer", "at equal start the enclosing slice comes first");
-    json_free(&root);
-}
-
-Test(trace, special_characters_in_names_are_escaped)
-{
-    static const struct { const char *in, *out; } cases[] = {
-        { "quote \" backslash \\ slash /", "quote \" backslash \\ slash /" },
-        { "newline\ntab\tcr\r", "newline\ntab\tcr\r" },
-        { "ctl \x01\x1f end", "ctl \x01\x1f end" },
-        { "utf8 h\xc3\xa9llo \xe2\x86\x92 \xf0\x9f\x9a\x80", "utf8 h\xc3\xa9llo \xe2\x86\x92 \xf0\x9f\x9a\x80" },
-        { "bad \xff byte \xc3", "bad \xef\xbf\xbd byte \xef\xbf\xbd" },   /* -> U+FFFD */
-        { "surrogate \xed\xa0\x80", "surrogate \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd" },
-    };
-    size_t n = sizeof cases / sizeof cases[0];
-    trace *t;
-    cr_assert_eq(trace_create(trace_path, 1, &t), CASK_OK);
-    cr_assert_eq(trace_track_name(t, 0, "track \"0\"\n", 0), CASK_OK);
-    uint64_t base = trace_now_ns();
-    for (size_t i = 0; i < n; i++) {
-        trace_args a = { .fields = TRACE_ARG_KERNEL, .kernel = cases[i].in };
-        cr_assert_eq(trace_complete(t, 0, cases[i].in, base + i * 10, base + i * 10 + 5, &a), CASK_OK);
-    }
-    cr_assert_eq(trace_set_info(t, "k\"ey", "va\\lue\n"), CASK_OK);
-    cr_assert_eq(trace_write(t), CASK_OK);
-    trace_destroy(t);
-    jval root;
-    load_json(trace_path, &root);
-    for (size_t i = 0; i < n; i++) {
-        const jval *e = find_event(&root, "X", cases[i].out);
-        cr_assert_not_null(e, "case %zu: no slice named as expected", i);
-        cr_assert_str_eq(json_str(json_get(e, "args"), "kernel"), cases[i].out);
-    }
-    cr_assert_not_null(find_event(&root, "M", "thread_name"));
-    cr_assert_str_eq(json_str(json_get(find_event(&root, "M", "thread_name"), "args"), "name"), "track \"0\"\n");
-    cr_assert_str_eq(json_str(json_get(&root, "otherData"), "k\"ey"), "va\\lue\n");
-    json_free(&root);
-}
-
-Test(trace, names_are_copied_so_callers_may_free_them)
-{
-    trace *t;
-    cr_assert_eq(trace_create(trace_path, 1, &t), CASK_OK);
-    char *name = strdup("graph-owned name"), *kernel = strdup("graph-owned kernel");
-    trace_args a = { .fields = TRACE_ARG_KERNEL, .kernel = kernel };
-    uint64_t now = trace_now_ns();
-    cr_assert_eq(trace_complete(t, 0, name, now, now + 1, &a), CASK_OK);
-    memset(name, 'x', strlen(name));   /* the graph is destroyed before the trace is written */
-    memset(kernel, 'y', strlen(kernel));
-    free(name);
-    free(kernel);
-    cr_assert_eq(trace_write(t), CASK_OK);
-    trace_destroy(t);
-    jval root;
-    load_json(trace_path, &root);
-    const jval *e = find_event(&root, "X", "graph-owned name");
-    cr_assert_not_null(e);
-    cr_assert_str_eq(json_str(json_get(e, "args"), "kernel"), "graph-owned kernel");
-    json_free(&root);
-}
-
-Test(trace, a_reused_name_buffer_records_each_content_it_held)
-{
-    trace *t;
-    cr_assert_eq(trace_create(trace_path, 1, &t), CASK_OK);
-    char buf[32];   /* one address, many names: the name cache must not confuse them */
-    uint64_t base = trace_now_ns();
-    for (int i = 0; i < 100; i++) {
-        snprintf(buf, sizeof buf, "name %d", i % 10);
-        cr_assert_eq(trace_complete(t, 0, buf, base + (uint64_t)i * 10, base + (uint64_t)i * 10 + 1, NULL), CASK_OK);
-    }
-    cr_assert_eq(trace_write(t), CASK_OK);
-    trace_destroy(t);
-    jval root;
-    load_json(trace_path, &root);
-    const jval *ev = events_of(&root);
-    int seen = 0;
-    for (size_t i = 0; i < ev->n; i++) {
-        const jval *e = &ev->items[i];
-        if (strcmp(json_str(e, "ph"), "X"))
-            continue;
-        char want[32];
-        snprintf(want, sizeof want, "name %d", seen % 10);
-        cr_assert_str_eq(json_str(e, "name"), want);
-        seen++;
-    }
-    cr_assert_eq(seen, 100);
-    json_free(&root);
-}
-
-Test(trace, many_events_span_blocks_and_all_are_written)
-{
-    enum { N = 60000 };   /* several record blocks (the 2 MiB ones too) and arena blocks */
-    trace *t;
-    cr_assert_eq(trace_create(trace_path, 1, &t), CASK_OK);
-    uint64_t base = trace_now_ns();
-    for (int i = 0; i < N; i++) {
-        char name[48];
-        snprintf(name, sizeof name, "distinct name number %d", i);   /* grows the intern table */
-        trace_args a = { .fields = TRACE_ARG_TASK, .task_id = (uint64_t)i };
-        cr_assert_eq(trace_complete(t, 0, name, base + (uint64_t)i * 10, base + (uint64_t)i * 10 + 5, &a), CASK_OK);
-    }
-    cr_assert_eq(trace_event_count(t), N);
-    cr_assert_eq(trace_write(t), CASK_OK);
-    trace_destroy(t);
-    jval root;
-    load_json(trace_path, &root);
-    const jval *ev = events_of(&root);
-    int seen = 0;
-    for (size_t i = 0; i < ev->n; i++) {
-        const jval *e = &ev->items[i];
-        if (strcmp(json_str(e, "ph"), "X"))
-            continue;
-        char want[48];
-        snprintf(want, sizeof want, "distinct name number %d", seen);
-        cr_assert_str_eq(json_str(e, "name"), want);
-        cr_assert_eq(json_get(json_get(e, "args"), "task")->num, seen);
-        seen++;
-    }
-    cr_assert_eq(seen, N);
     json_free(&root);
 }
 
