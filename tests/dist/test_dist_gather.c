@@ -13,16 +13,6 @@
  *   test_dist_gather repeat     a mix of all of the above computed 8 times in a row:
  *                               another rank may already be in run k+1 (sending) while
  *                               this one still checks run k's results
- *   test_dist_gather decide     what cask-jacobi does with its residuals: each rank's
- *                               datum gathered to every rank, and every rank decides
- *                               from what it got whether to compute again (a
- *                               destination left unwritten made the ranks disagree, and
- *                               the one that computed again waited for the others
- *                               forever: the gather hang)
- *   test_dist_gather leave      the last rank computes a graph once more than the
- *                               others, then a graph they never make: both fail there
- *                               at once, naming the rank that left, instead of waiting
- *                               for ranks that finalized
  *   test_dist_gather stress N   N random graphs (owners, writers, readers, roots and
  *                               repeated roots drawn from a seed), each computed 1 to 4
  *                               times, every 8th a named pattern; some tasks nap and
@@ -36,167 +26,11 @@
  * time limit) all fail. Tasks are steered to a rank by a large "pin" chunk that rank
  * owns and the task reads (placement by data: CASK_DIST_STEAL off, except in stress,
  * where the balancer may move tasks). Under tests/dist/run.sh, or alone as a job of
- * one. */
-#include <inttypes.h>
-
-#include "cask/cask.h"
-#include "dist_test.h"
-
-enum {
-    POOL = 256,          /* declared once; owner i % P, length by (i / P) % 3 */
-    PIN_LEN = 32768,     /* elements of a pin: more bytes than any task's other inputs */
-    MAXOPS = 512,
-    MAXGATHER = 512,
-};
-
-static const size_t LENS[3] = { 16, 512, 8192 };   /* uint64 elements: 128 B .. 64 KiB */
-
-typedef struct op {
-    int out, rw, nin, in[2], pin;   /* pin: the rank the task is steered to, -1 none */
-    int nap_us;                     /* the task sleeps this long (stress: jitter) */
-    uint64_t salt;
-} op;
-
-typedef struct pattern {
-    const char *name;
-    int nops, ngathers, computes;
-    op ops[MAXOPS];
-    struct { int gid, root; } gathers[MAXGATHER];
-} pattern;
-
-typedef struct env {
-    cask_runtime *rt;
-    cask_dist *dist;
-    int rank, size;
-    cask_kernel *mix;
-    cask_data *pool[POOL], *pin[64];
-    uint64_t *mem[POOL];           /* the owner's memory of each pool datum, else NULL */
-    uint64_t *ref[POOL];           /* the reference content of each, on every rank */
-    size_t len[POOL];
-    int owner[POOL];
-    int next_of[64];               /* per owner: next pool datum to hand out (pattern) */
-    long computes, checks;
-    int linger;                    /* stress: sometimes wait before checking a run */
-} env;
-
-typedef struct mix_args {
-    uint64_t salt;
-    int nin, rw, nap_us;
-} mix_args;
-
-/* [0] out (W or RW), [1..nin] inputs, then the pin (unread) */
-static void mix_into(uint64_t *out, size_t n, const mix_args *a, const uint64_t *const *in,
-                     const size_t *inlen)
-{
-    for (size_t k = 0; k < n; k++) {
-        uint64_t v = (a->rw ? out[k] * 3 : 0) + a->salt + k;
-        for (int i = 0; i < a->nin; i++)
-            v += (uint64_t)(i + 2) * in[i][k % inlen[i]];
-        out[k] = v;
-    }
-}
-
-static cask_status k_mix(cask_task_ctx *ctx)
-{
-    const mix_args *a = cask_task_args(ctx, NULL);
-    const uint64_t *in[2];
-    size_t inlen[2];
-    for (int i = 0; i < a->nin; i++) {
-        in[i] = cask_task_buffer(ctx, 1 + i);
-        inlen[i] = cask_task_buffer_size(ctx, 1 + i) / sizeof(uint64_t);
-    }
-    if (a->nap_us) {
-        struct timespec ts = { 0, (long)a->nap_us * 1000L };
-        nanosleep(&ts, NULL);
-    }
-    mix_into(cask_task_buffer(ctx, 0), cask_task_buffer_size(ctx, 0) / sizeof(uint64_t), a, in,
-             inlen);
-    return CASK_OK;
-}
-
-static uint64_t splitmix(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-
-static void setup(env *e, int steal)
-{
-    memset(e, 0, sizeof *e);
-    cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_BIND | CASK_CONFIG_NGPU,
-                        .ncpu = 2, .bind = 0, .ngpu = 0 };
-    CHECK_OK(cask_init(&cfg, &e->rt), "cask_init");
-    cask_dist_config dc = { .field_mask = CASK_DIST_PEER_TIMEOUT_MS | CASK_DIST_HEARTBEAT_MS |
-                                          CASK_DIST_STEAL,
-                            .peer_timeout_ms = 20000, .heartbeat_ms = 200, .steal = steal };
-    cask_status st = cask_dist_init(e->rt, &dc, &e->dist);
-    char err[1024];
-    cask_runtime_error(e->rt, err, sizeof err);
-    CHECK_OK(st, "cask_dist_init: %s", err);
-    e->rank = dt_rank_ = cask_dist_rank(e->dist);
-    e->size = cask_dist_size(e->dist);
-    CHECK(e->size <= 64, "at most 64 ranks");
-    cask_kernel_desc kd = { .name = "mix", .cpu = k_mix };
-    CHECK_OK(cask_kernel_register(e->rt, &kd, &e->mix), "register mix");
-    for (int i = 0; i < POOL; i++) {
-        e->owner[i] = i % e->size;
-        e->len[i] = LENS[(i / e->size) % 3];
-        size_t bytes = e->len[i] * sizeof(uint64_t);
-        e->ref[i] = malloc(bytes);
-        CHECK(e->ref[i], "out of memory");
-        if (e->owner[i] == e->rank)
-            CHECK((e->mem[i] = calloc(1, bytes)), "out of memory");
-        CHECK_OK(cask_dist_data_create(e->dist, bytes, e->owner[i], e->mem[i], &e->pool[i]),
-                 "declare pool datum %d", i);
-    }
-    for (int r = 0; r < e->size; r++)
-        CHECK_OK(cask_dist_data_create(e->dist, PIN_LEN * sizeof(uint64_t), r, NULL, &e->pin[r]),
-                 "declare pin %d", r);
-}
-
-static void teardown(env *e)
-{
-    CHECK_OK(cask_dist_finalize(e->dist), "cask_dist_finalize");
-    CHECK_OK(cask_shutdown(e->rt), "cask_shutdown");
-    for (int i = 0; i < POOL; i++) {
-        free(e->mem[i]);
-        free(e->ref[i]);
-    }
-}
+ * one. Gathered values that the ranks decide on, and a rank that leaves the others
+ * computing: test_dist_gather_decide.c. */
+#include "gather_helpers.h"
 
 /* ---- building patterns (every rank builds the same) ---- */
-
-static void pattern_start(env *e, pattern *p, const char *name, int computes)
-{
-    p->name = name;
-    p->nops = p->ngathers = 0;
-    p->computes = computes;
-    for (int r = 0; r < e->size; r++)
-        e->next_of[r] = r;
-}
-
-/* A pool datum owned by `owner`, not handed out yet in this pattern. */
-static int take(env *e, int owner)
-{
-    int i = e->next_of[owner];
-    CHECK(i < POOL, "pattern needs more than %d data owned by rank %d", POOL / e->size, owner);
-    e->next_of[owner] += e->size;
-    return i;
-}
-
-static void add_op(pattern *p, int out, int rw, int in0, int in1, int pin)
-{
-    CHECK(p->nops < MAXOPS, "too many tasks");
-    op *o = &p->ops[p->nops];
-    *o = (op){ .out = out, .rw = rw, .pin = pin, .salt = 1000003u * (uint64_t)(p->nops + 1) };
-    if (in0 >= 0)
-        o->in[o->nin++] = in0;
-    if (in1 >= 0)
-        o->in[o->nin++] = in1;
-    p->nops++;
-}
 
 static void add_gather(pattern *p, int gid, int root)
 {
@@ -341,34 +175,6 @@ static void build_random(env *e, pattern *p, uint64_t seed)
 
 /* ---- running one pattern ---- */
 
-static void init_content(env *e, int i, uint64_t seed)
-{
-    uint64_t s = seed * 7919u + (uint64_t)i;
-    for (size_t k = 0; k < e->len[i]; k++)
-        e->ref[i][k] = splitmix(&s) & 0xffffffu;
-    if (e->mem[i]) {
-        void *ptr;
-        CHECK_OK(cask_data_acquire(e->pool[i], CASK_WRITE, &ptr), "acquire datum %d", i);
-        memcpy(ptr, e->ref[i], e->len[i] * sizeof(uint64_t));
-        CHECK_OK(cask_data_release(e->pool[i]), "release");
-    }
-}
-
-static void reference_run(env *e, const pattern *p)
-{
-    for (int k = 0; k < p->nops; k++) {
-        const op *o = &p->ops[k];
-        mix_args a = { o->salt, o->nin, o->rw, 0 };
-        const uint64_t *in[2];
-        size_t inlen[2];
-        for (int i = 0; i < o->nin; i++) {
-            in[i] = e->ref[o->in[i]];
-            inlen[i] = e->len[o->in[i]];
-        }
-        mix_into(e->ref[o->out], e->len[o->out], &a, in, inlen);
-    }
-}
-
 static uint64_t poison(size_t k)
 {
     return 0xDEADBEEF00000000ull | k;
@@ -463,115 +269,6 @@ static void run_pattern(env *e, const pattern *p, uint64_t seed)
     free(dest);
 }
 
-/* ---- deciding on gathered values; leaving ---- */
-
-static void test_decide(env *e)
-{
-    int P = e->size, res[64];
-    pattern *p = calloc(1, sizeof *p);
-    CHECK(p, "out of memory");
-    pattern_start(e, p, "decide", 0);
-    for (int r = 0; r < P; r++) {
-        res[r] = take(e, r);
-        init_content(e, res[r], 5);
-        add_op(p, res[r], 1, -1, -1, r);
-    }
-    cask_dist_graph *g;
-    CHECK_OK(cask_dist_graph_create(e->dist, &g), "graph");
-    for (int k = 0; k < p->nops; k++) {
-        const op *o = &p->ops[k];
-        mix_args a = { o->salt, 0, 1, 0 };
-        cask_access acc[2] = { { e->pool[o->out], CASK_RW }, { e->pin[o->pin], CASK_READ } };
-        cask_task_desc d = { .field_mask = CASK_TASK_ARGS, .kernel = e->mix, .access = acc,
-                             .naccess = 2, .args = &a, .args_size = sizeof a };
-        CHECK_OK(cask_dist_graph_add_task(g, &d, NULL), "add task");
-    }
-    uint64_t *got[64];
-    for (int r = 0; r < P; r++) {
-        got[r] = calloc(e->len[res[r]], sizeof(uint64_t));
-        CHECK(got[r], "out of memory");
-        for (int q = 0; q < P; q++)   /* to every rank, the owner too */
-            CHECK_OK(cask_dist_graph_gather(g, e->pool[res[r]], q, q == e->rank ? got[r] : NULL),
-                     "gather %d to %d", r, q);
-    }
-    /* compute until the gathered values say stop, as an iterative solver does */
-    int n = 0;
-    for (;;) {
-        double t0 = dt_now();
-        cask_status st = cask_dist_graph_compute(g);
-        CHECK_OK(st, "decide, compute %d: %s (after %.1f s)", n, cask_dist_graph_error(g),
-                 dt_now() - t0);
-        n++;
-        e->computes++;
-        reference_run(e, p);
-        uint64_t v = 0;
-        for (int r = 0; r < P; r++)
-            v += got[r][0];
-        if ((n >= 3 && splitmix(&v) % 4 == 0) || n == 16)
-            break;
-    }
-    for (int r = 0; r < P; r++)
-        for (size_t j = 0; j < e->len[res[r]]; j++)
-            CHECK(got[r][j] == e->ref[res[r]][j], "decide: after %d computes, datum of rank %d "
-                  "gathered here: [%zu] = %#" PRIx64 ", expected %#" PRIx64, n, r, j, got[r][j],
-                  e->ref[res[r]][j]);
-    printf("[rank %d] decide: %d computes\n", e->rank, n);
-    CHECK_OK(cask_dist_graph_destroy(g), "destroy");
-    for (int r = 0; r < P; r++)
-        free(got[r]);
-    free(p);
-}
-
-static void test_leave(env *e)
-{
-    int P = e->size, last = P - 1, x = take(e, 0);
-    init_content(e, x, 9);
-    cask_dist_graph *g;
-    CHECK_OK(cask_dist_graph_create(e->dist, &g), "graph");
-    for (int r = 0; r < P; r++) {   /* x travels through every rank */
-        mix_args a = { 11, 0, 1, 0 };
-        cask_access acc[2] = { { e->pool[x], CASK_RW }, { e->pin[r], CASK_READ } };
-        cask_task_desc d = { .field_mask = CASK_TASK_ARGS, .kernel = e->mix, .access = acc,
-                             .naccess = 2, .args = &a, .args_size = sizeof a };
-        CHECK_OK(cask_dist_graph_add_task(g, &d, NULL), "add task");
-    }
-    uint64_t *got = e->rank == last ? malloc(e->len[x] * sizeof *got) : NULL;
-    CHECK_OK(cask_dist_graph_gather(g, e->pool[x], last, got), "gather");
-    for (int run = 0; run < 2; run++)
-        CHECK_OK(cask_dist_graph_compute(g), "compute %d: %s", run, cask_dist_graph_error(g));
-    if (e->rank == last && P > 1) {
-        /* the others finalize now: this rank's extra compute must fail, not wait */
-        double t0 = dt_now();
-        cask_status st = cask_dist_graph_compute(g);
-        double dt = dt_now() - t0;
-        printf("[rank %d] leave: a compute the others do not make: %s after %.2f s: %s\n",
-               e->rank, cask_status_string(st), dt, cask_dist_graph_error(g));
-        CHECK(st == CASK_ERR_PEER, "an extra compute returned %s", cask_status_string(st));
-        CHECK(strstr(cask_dist_graph_error(g), "left the job"), "message: %s",
-              cask_dist_graph_error(g));
-        CHECK(dt < 15, "the extra compute took %.1f s to fail", dt);
-        cask_dist_graph *h;   /* a graph the others never make */
-        CHECK_OK(cask_dist_graph_create(e->dist, &h), "graph");
-        cask_access acc = { e->pool[x], CASK_RW };
-        mix_args a = { 12, 0, 1, 0 };
-        cask_task_desc d = { .field_mask = CASK_TASK_ARGS, .kernel = e->mix, .access = &acc,
-                             .naccess = 1, .args = &a, .args_size = sizeof a };
-        CHECK_OK(cask_dist_graph_add_task(h, &d, NULL), "add task");
-        t0 = dt_now();
-        st = cask_dist_graph_compute(h);
-        dt = dt_now() - t0;
-        printf("[rank %d] leave: a graph the others never make: %s after %.2f s: %s\n",
-               e->rank, cask_status_string(st), dt, cask_dist_graph_error(h));
-        CHECK(st == CASK_ERR_PEER, "a lone graph returned %s", cask_status_string(st));
-        CHECK(strstr(cask_dist_graph_error(h), "left the job"), "message: %s",
-              cask_dist_graph_error(h));
-        CHECK(dt < 15, "the lone graph took %.1f s to fail", dt);
-        CHECK_OK(cask_dist_graph_destroy(h), "destroy");
-    }
-    CHECK_OK(cask_dist_graph_destroy(g), "destroy");
-    free(got);
-}
-
 typedef void (*build_fn)(env *e, pattern *p);
 
 static const struct { const char *name; build_fn build; int computes; } NAMED[] = {
@@ -599,24 +296,20 @@ int main(int argc, char **argv)
     const char *what = argc > 1 ? argv[1] : "several";
     int stress = !strcmp(what, "stress");
     long n = stress && argc > 2 ? atol(argv[2]) : 1;
-    int which = -1, other = !strcmp(what, "decide") || !strcmp(what, "leave");
+    int which = -1;
     for (int i = 0; i < NNAMED; i++)
         if (!strcmp(what, NAMED[i].name))
             which = i;
-    if (which < 0 && !stress && !other) {
+    if (which < 0 && !stress) {
         fprintf(stderr, "usage: test_dist_gather owner|roots|unwritten|several|repeat|"
-                        "decide|leave|stress N\n");
+                        "stress N\n");
         return 2;
     }
     env e;
     setup(&e, stress);
     e.linger = stress;
     double t0 = dt_now();
-    if (!strcmp(what, "decide")) {
-        test_decide(&e);
-    } else if (!strcmp(what, "leave")) {
-        test_leave(&e);
-    } else if (!stress) {
+    if (!stress) {
         run_named(&e, which, 1);
     } else {
         for (long it = 0; it < n; it++) {
@@ -639,10 +332,5 @@ int main(int argc, char **argv)
                        e.computes, dt_now() - t0);
         }
     }
-    printf("[rank %d] %s: %ld computes, %ld gathered results checked here, %.2f s\n", e.rank,
-           what, e.computes, e.checks, dt_now() - t0);
-    teardown(&e);
-    if (dt_rank_ == 0)
-        printf("test_dist_gather %s: ok\n", what);
-    return 0;
+    return finish(&e, "test_dist_gather", what, t0);
 }
