@@ -75,6 +75,8 @@ typedef struct ctx {
     cask_knn_kernels kk;
     knn_job *job;
     double cask_base_s;
+    double base_gpu_s[KNN_BASELINE_MAX_GPUS];   /* per GPU, the median of when its thread
+                                                   finished, in the last time_base call */
 } ctx;
 
 static double time_cask(ctx *c)
@@ -93,9 +95,6 @@ static double time_cask(ctx *c)
     free(t);
     return m;
 }
-
-/* Per GPU, the median of when its thread finished, in the last time_base call. */
-static double base_gpu_s[KNN_BASELINE_MAX_GPUS];
 
 static double time_base(ctx *c, const double *fraction)
 {
@@ -119,13 +118,13 @@ static double time_base(ctx *c, const double *fraction)
     }
     double m = bench_median(t, c->reps);
     for (int g = 0; g < c->gpus; g++)
-        base_gpu_s[g] = bench_median(tg + (size_t)g * (size_t)c->reps, c->reps);
+        c->base_gpu_s[g] = bench_median(tg + (size_t)g * (size_t)c->reps, c->reps);
     free(tg);
     free(t);
     return m;
 }
 
-/* The static split's GPUs each did 1/gpus of the work in base_gpu_s[g]: a split in
+/* The static split's GPUs each did 1/gpus of the work in c->base_gpu_s[g]: a split in
  * proportion to those rates, perfectly divisible, would take 1 / sum(rate) -- the floor of
  * any balancing at the speeds the load leaves the baseline (as a fraction of its time). */
 static void balance_floor(ctx *c, const char *cas, double base)
@@ -133,13 +132,14 @@ static void balance_floor(ctx *c, const char *cas, double base)
     double rate = 0;
     printf("# %s: baseline GPU times", cas);
     for (int g = 0; g < c->gpus; g++) {
-        printf(" %.2f", base_gpu_s[g] * 1e3);
-        rate += 1.0 / ((double)c->gpus * base_gpu_s[g]);
+        printf(" %.2f", c->base_gpu_s[g] * 1e3);
+        rate += 1.0 / ((double)c->gpus * c->base_gpu_s[g]);
     }
+    double ratio = 1.0 / rate / base;
     printf(" ms; a split by those rates, perfectly divisible: %.3f of the static split's time\n",
-           1.0 / rate / base);
+           ratio);
     printf("{\"bench\":\"knn\",\"case\":\"%s\",\"impl\":\"floor\",\"ratio_to_baseline\":%.4f}\n", cas,
-           1.0 / rate / base);
+           ratio);
 }
 
 static void row(ctx *c, const char *cas, const char *impl, double s, double base)
