@@ -542,10 +542,10 @@ int main(int argc, char **argv)
             fprintf(stderr, " (auto: about %.2g of the pairs to visit%s)", auto_fraction,
                     overruled ? " here; another rank's chunks chose brute force" : "");
         fprintf(stderr, "\n");
-        fprintf(stderr, "%s: time: %s %.3f s, compute %.3f s", prog,
+        fprintf(stderr, "%s: time: %s %.3f s, compute %.4f s", prog,
                 o.generate ? "generate" : "load", t_load, t_compute);
         if (o.repeat > 1)
-            fprintf(stderr, " (median of %d, min %.3f, max %.3f)", o.repeat, times[0],
+            fprintf(stderr, " (median of %d, min %.4f, max %.4f)", o.repeat, times[0],
                     times[o.repeat - 1]);
         if (o.out_path)
             fprintf(stderr, ", write %.3f s", t_write);
