@@ -122,6 +122,19 @@ static void release_range(sched *s, worker *self, cask_task *t, size_t begin, si
     }
 }
 
+/* 1 if t goes to one GPU worker's FIFO of pinned tasks (sched_push_local). */
+static int root_is_pinned(sched *s, const cask_task *t)
+{
+    return placement_kind(s, t) == WORKER_GPU && t->device >= 0;
+}
+
+/* 1 if root t of a range this worker took runs here. */
+static int root_is_mine(sched *s, const worker *w, const cask_task *t)
+{
+    return placement_kind(s, t) == w->kind &&
+           (w->kind == WORKER_CPU || t->device < 0 || t->device == w->device);
+}
+
 /* Moves everything in the inbox into the deques, oldest first (where thieves see it). */
 int sched_drain_inbox(worker *w)
 {
@@ -152,12 +165,27 @@ int sched_drain_inbox(worker *w)
              * to another worker may let the graph finish and be freed */
             sched_range *r = (sched_range *)n;
             cask_task **roots = r->graph->roots;
-            size_t begin = r->begin, end = r->end;
-            /* pushed in reverse so that LIFO pops run them in order */
-            for (size_t i = end; i-- > begin;) {
+            size_t begin = r->begin, end = r->end, nrest = 0;
+            /* Tasks pinned to a GPU (CASK_TASK_DEVICE) first, in order: its worker keeps
+             * them in a FIFO (and drains its inbox oldest first). Then the rest in
+             * reverse, so that LIFO pops (of this worker's deques, or of another's, fed
+             * from its inbox oldest first) run them in order. A root not yet pushed
+             * keeps the graph alive: the second pass stops at the last one. */
+            for (size_t i = begin; i < end; i++) {
                 cask_task *t = roots[i];
-                if (placement_kind(s, t) == w->kind && (w->kind == WORKER_CPU || t->device < 0 ||
-                                                        t->device == w->device))
+                if (!root_is_pinned(s, t))
+                    nrest++;
+                else if (root_is_mine(s, w, t))
+                    sched_push_local(w, t);
+                else
+                    sched_ready(s, w, t);
+            }
+            for (size_t i = end; nrest > 0 && i-- > begin;) {
+                cask_task *t = roots[i];
+                if (root_is_pinned(s, t))
+                    continue;
+                nrest--;
+                if (root_is_mine(s, w, t))
                     sched_push_local(w, t);
                 else
                     sched_ready(s, w, t);

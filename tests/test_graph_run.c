@@ -313,3 +313,35 @@ Test(graph, waiting_high_priority_task_runs_before_a_newly_ready_lower_one)
     cr_assert_eq(cask_graph_destroy(g), CASK_OK);
     cr_assert_eq(cask_shutdown(rt), CASK_OK);
 }
+
+/* Roots pinned to one GPU (CASK_TASK_DEVICE) start in the order of their priorities and,
+ * among equals, in the order they were added: the GPU worker keeps them in a FIFO, so the
+ * roots must reach it in order (they were once handed on in reverse, and a GPU started a
+ * graph's inputs last-added first). */
+Test(graph, pinned_roots_on_a_gpu_start_in_order)
+{
+    cask_runtime *rt = start_runtime(1, 1);
+    cask_kernel *k = kernel(rt, "rec", record_order_task);
+    cask_graph *g = graph(rt);
+    enum { N = 64 };
+    for (int i = 0; i <= N; i++) {
+        int arg = i < N ? i : -1, prio = i < N ? 0 : 5;   /* the last added: first */
+        cask_task_desc td = { .field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY |
+                                            CASK_TASK_WHERE | CASK_TASK_DEVICE,
+                              .kernel = k, .args = &arg, .args_size = sizeof arg,
+                              .priority = prio, .where = CASK_WHERE_GPU, .device = 0 };
+        cr_assert_eq(cask_graph_add_task(g, &td, NULL), CASK_OK);
+    }
+    for (int round = 0; round < 3; round++) {
+        atomic_store(&norder, 0);
+        compute_ok(g);
+        cr_assert_eq(atomic_load(&norder), N + 1);
+        cr_assert_eq(order[0], -1, "round %d: the priority-5 root ran at %d, not first", round,
+                     order[0]);
+        for (int i = 1; i <= N; i++)
+            cr_assert_eq(order[i], i - 1, "round %d: position %d ran root %d", round, i,
+                         order[i]);
+    }
+    cr_assert_eq(cask_graph_destroy(g), CASK_OK);
+    cr_assert_eq(cask_shutdown(rt), CASK_OK);
+}
