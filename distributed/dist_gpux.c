@@ -117,13 +117,18 @@ static void progress_thread_gpu(void *arg)
 cask_status dist_gpux_register(cask_dist *dist)
 {
     /* .cpu: a simulated GPU's (host memory: the host send of dist_xfer.c) */
-    cask_kernel_desc ks = { .name = "dist_gpu_send", .cpu = dist_xfer_send_host };
+    /* the send only waits for its chunk and posts it: on the side stream, so that it
+     * is not held behind kernels queued after the chunk's producer */
+    cask_kernel_desc ks = { .name = "dist_gpu_send", .cpu = dist_xfer_send_host,
+                            .flags = CASK_KERNEL_SIDE_STREAM };
     cask_kernel_desc kr = { .name = "dist_gpu_recv", .cpu = grecv_any };
 #ifdef CASK_HAVE_CUDA
     ks.cuda = gsend_cuda;
     kr.cuda = grecv_any;
 #endif
-    cask_kernel_desc kd = { .name = "dist_gpu_deliver", .cpu = dist_xfer_deliver_mem };
+    /* the copy off the GPU into the gather's destination: on the side stream too */
+    cask_kernel_desc kd = { .name = "dist_gpu_deliver", .cpu = dist_xfer_deliver_mem,
+                            .flags = CASK_KERNEL_SIDE_STREAM };
 #ifdef CASK_HAVE_CUDA
     kd.cuda = dist_xfer_deliver_gpu;
 #endif

@@ -84,6 +84,8 @@ void dash_live_destroy(dash_live *l);
  * (h2d, d2h, peer) drawn from the byte counters. */
 static inline uint32_t dash_lane_gpu(const dash_live *l, int gpu, int stream)
 {
+    if (stream >= l->nstreams)   /* the side stream's hand-offs: on the last stream's lane */
+        stream = l->nstreams - 1;
     return (uint32_t)(l->ncpu + gpu * (l->nstreams + 3) + stream);
 }
 static inline uint32_t dash_nlanes(const dash_live *l)

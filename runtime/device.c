@@ -12,7 +12,7 @@
 #define MAX_STREAMS 32
 
 typedef struct gpu_dev {
-    void *streams[3 + MAX_STREAMS];
+    void *streams[3 + MAX_STREAMS + 1];   /* copies, compute, then the side stream */
 } gpu_dev;
 
 struct device_set {
@@ -67,12 +67,14 @@ cask_status device_open(cask_runtime *rt, int ngpu, int sim, device_set **out)
 #ifdef CASK_HAVE_CUDA
     for (int g = 0; g < ngpu; g++) {
         CUDA_TRY(cudaSetDevice(g));
-        for (int s = 0; s < 3 + ds->nstreams; s++) {
+        for (int s = 0; s < 3 + ds->nstreams + 1; s++) {
             cudaStream_t st;
-            /* copies get the highest priority: they feed the compute streams */
+            /* copies get the highest priority: they feed the compute streams; so does
+               the side stream (its tasks hand data on: device_side_stream) */
             int lo, hi;
             CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
-            CUDA_TRY(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking, s < 3 ? hi : lo));
+            CUDA_TRY(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking,
+                                                  s < 3 || s == 3 + ds->nstreams ? hi : lo));
             ds->gpu[g].streams[s] = st;
         }
         for (int p = 0; p < ngpu; p++) {
@@ -103,7 +105,7 @@ void device_close(device_set *ds)
     if (!ds->sim)
         for (int g = 0; g < ds->ngpu; g++) {
             cudaSetDevice(g);
-            for (int s = 0; s < 3 + ds->nstreams; s++)
+            for (int s = 0; s < 3 + ds->nstreams + 1; s++)
                 if (ds->gpu[g].streams[s])
                     cudaStreamDestroy(ds->gpu[g].streams[s]);
         }
@@ -200,6 +202,11 @@ void *device_stream(device_set *ds, int gpu, int which)
     if (ds->sim)
         return NULL;
     return ds->gpu[gpu].streams[which];
+}
+
+void *device_side_stream(device_set *ds, int gpu)
+{
+    return device_stream(ds, gpu, DEV_STREAM_COMPUTE + ds->nstreams);
 }
 
 static cask_status event_create(device_set *ds, int gpu, int timed, void **ev)

@@ -19,12 +19,12 @@ int trace_track_cpu(const trace_state *ts, int worker)
 
 int trace_track_gpu(const trace_state *ts, int gpu, int stream)
 {
-    return ts->ncpu + gpu * (ts->nstreams + 3) + 3 + stream;
+    return ts->ncpu + gpu * (ts->nstreams + 4) + 3 + stream;   /* nstreams: the side stream */
 }
 
 int trace_track_copy(const trace_state *ts, int gpu, int which)
 {
-    return ts->ncpu + gpu * (ts->nstreams + 3) + which;
+    return ts->ncpu + gpu * (ts->nstreams + 4) + which;
 }
 
 cask_status trace_task_open(cask_runtime *rt)
@@ -35,7 +35,7 @@ cask_status trace_task_open(cask_runtime *rt)
     ts->ncpu = rt->ncpu;
     ts->ngpu = rt->ngpu;
     ts->nstreams = rt->dev ? device_streams(rt->dev) : 0;
-    int ntracks = ts->ncpu + ts->ngpu * (ts->nstreams + 3);
+    int ntracks = ts->ncpu + ts->ngpu * (ts->nstreams + 4);
     cask_status st = trace_create(rt->cfg.trace_path, ntracks > 0 ? ntracks : 1, &ts->tr);
     if (st) {
         free(ts);
@@ -56,6 +56,8 @@ cask_status trace_task_open(cask_runtime *rt)
             snprintf(name, sizeof name, "gpu %d stream %d", g, s);
             trace_track_name(ts->tr, trace_track_gpu(ts, g, s), name, 0);
         }
+        snprintf(name, sizeof name, "gpu %d side stream", g);
+        trace_track_name(ts->tr, trace_track_gpu(ts, g, ts->nstreams), name, 0);
     }
     trace_group_name(ts->tr, 0, "cask");
     trace_set_info(ts->tr, "runtime", "cask " "0.1.0");

@@ -223,7 +223,7 @@ static void close_group(worker *w, int si)
 
 static void close_all_groups(worker *w)
 {
-    for (int si = 0; si < w->gpu->nstreams; si++)
+    for (int si = 0; si <= w->gpu->nstreams; si++)   /* (the side stream last) */
         close_group(w, si);
 }
 
@@ -241,8 +241,13 @@ static int start_task(worker *w, cask_task *t, int retry)
         sched_complete(s, w, t, 0);   /* skipped: the graph already failed */
         return 0;
     }
-    int si = gw->next_stream;
-    gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
+    /* a side task (CASK_KERNEL_SIDE_STREAM) on the side stream, stream index nstreams
+     * (device_side_stream): not behind the kernels queued on the compute streams */
+    int side = (t->kernel->flags & CASK_KERNEL_SIDE_STREAM) && !rt->sim &&
+               !(t->flags & TASK_REPLAY);
+    int si = side ? gw->nstreams : gw->next_stream;
+    if (!side)
+        gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
     cask_task_ctx ctx;
     task_ctx_init(&ctx, t, w->device, w->id, stream);
@@ -254,7 +259,8 @@ static int start_task(worker *w, cask_task *t, int retry)
     if (st == CASK_ERR_BUSY && (gw->ninflight > 0 || gw->nwb > 0 || w->async_pending > 0)) {
         /* the room is held by our own tasks in flight: retry when one finishes (the
          * task's stream is picked again then) */
-        gw->next_stream = si;
+        if (!side)
+            gw->next_stream = si;
         if (retry) {            /* back to the front, keeping the order */
             t->node.next = gw->deferred;
             gw->deferred = &t->node;
@@ -425,9 +431,9 @@ static int gpu_worker_init(worker *w)
     w->gpu = gw;
     gw->gpu = w->device;
     gw->nstreams = device_streams(rt->dev);
-    gw->nslots = 4 * gw->nstreams;
+    gw->nslots = 4 * (gw->nstreams + 1);
     gw->group_max = rt->trace ? 1 : GROUP_MAX;
-    for (int i = 0; i < 32; i++)
+    for (int i = 0; i < (int)(sizeof gw->open_slot / sizeof gw->open_slot[0]); i++)
         gw->open_slot[i] = -1;
     gw->slot = calloc((size_t)gw->nslots, sizeof *gw->slot);
     if (!gw->slot)

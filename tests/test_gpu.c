@@ -1,6 +1,7 @@
 /* test_gpu.c: GPU execution on real GPUs (suite gpu): transfers in every direction,
  * peer copies between all GPU pairs, eviction under a tiny memory limit, write-back,
- * CUDA failures reported, and results identical for 1, 2, ... all GPUs. Every test skips
+ * CUDA failures reported, results identical for 1, 2, ... all GPUs, and side-stream tasks
+ * (CASK_KERNEL_SIDE_STREAM) not held behind queued kernels. Every test skips
  * (and says so) when no real GPU is present. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -9,6 +10,8 @@
 #include <string.h>
 #include "cask/cask.h"
 #ifdef CASK_HAVE_CUDA
+#include <cuda_runtime_api.h>
+#include <time.h>
 #include "common/gpu_kernels.h"
 #endif
 
@@ -330,6 +333,104 @@ Test(gpu, failing_launch_names_the_task_and_the_cuda_error)
     cr_assert(strstr(m, "bad[0]") && strstr(m, "victim") && strstr(m, "k_empty"), "message: %s", m);
     cask_graph_destroy(g);
     cask_data_destroy(d);
+    cask_shutdown(e.rt);
+#else
+    cr_skip_test("no GPU: built without CUDA");
+#endif
+}
+
+#ifdef CASK_HAVE_CUDA
+/* A host function on the task's stream stamps when the stream got there. */
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void CUDART_CB stamp_fn(void *p)
+{
+    *(volatile double *)p = now_s();
+}
+
+typedef struct stamp_args { double *at; long long cycles; } stamp_args;
+
+static cask_status spin_then_stamp_cuda(cask_task_ctx *ctx)
+{
+    const stamp_args *a = cask_task_args(ctx, NULL);
+    int e = test_gpu_spin(a->cycles, 1, cask_task_cuda_stream(ctx));
+    if (!e)
+        e = (int)cudaLaunchHostFunc((cudaStream_t)cask_task_cuda_stream(ctx), stamp_fn, a->at);
+    return e ? cask_task_fail(ctx, "spin: %s", test_gpu_error_string(e)) : CASK_OK;
+}
+
+/* The CPU task making the side task's input: late enough that the long kernel is
+ * surely queued first. */
+static cask_status slow_add_cpu(cask_task_ctx *ctx)
+{
+    struct timespec d = { 0, 100 * 1000 * 1000 };
+    nanosleep(&d, NULL);
+    return add_cpu(ctx);
+}
+
+static cask_status stamp_cuda(cask_task_ctx *ctx)
+{
+    const stamp_args *a = cask_task_args(ctx, NULL);
+    cudaError_t e = cudaLaunchHostFunc((cudaStream_t)cask_task_cuda_stream(ctx), stamp_fn, a->at);
+    return e ? cask_task_fail(ctx, "cudaLaunchHostFunc: %s", cudaGetErrorString(e)) : CASK_OK;
+}
+#endif
+
+/* One compute stream, a long kernel queued on it; then a task flagged
+ * CASK_KERNEL_SIDE_STREAM whose input a CPU task made: it runs on the side stream as
+ * soon as its input is on the GPU, not after the long kernel (on a compute stream it
+ * would wait for it). */
+Test(gpu, side_stream_task_is_not_held_behind_a_queued_kernel)
+{
+#ifdef CASK_HAVE_CUDA
+    env e = start(1, 0);
+    cask_shutdown(e.rt);   /* again, with one compute stream */
+    cask_config cfg = { .field_mask = CASK_CONFIG_NGPU | CASK_CONFIG_NCPU | CASK_CONFIG_SIM_GPUS |
+                                      CASK_CONFIG_GPU_STREAMS,
+                        .ngpu = 1, .ncpu = 2, .sim_gpus = 0, .gpu_streams = 1 };
+    cr_assert_eq(cask_init(&cfg, &e.rt), CASK_OK);
+    cask_kernel *spin, *side;
+    cask_kernel_desc ks = { .name = "spin", .cuda = spin_then_stamp_cuda };
+    cask_kernel_desc kd = { .name = "side", .cuda = stamp_cuda, .flags = CASK_KERNEL_SIDE_STREAM };
+    cr_assert_eq(cask_kernel_register(e.rt, &ks, &spin), CASK_OK);
+    cr_assert_eq(cask_kernel_register(e.rt, &kd, &side), CASK_OK);
+    cask_kernel_desc kp = { .name = "slow_add", .cpu = slow_add_cpu };
+    cask_kernel *add_host;
+    cr_assert_eq(cask_kernel_register(e.rt, &kp, &add_host), CASK_OK);
+    int32_t x[1024] = {0}, y[16] = {0};
+    cask_data *dx, *dy;
+    cr_assert_eq(cask_data_register(e.rt, x, sizeof x, &dx), CASK_OK);
+    cr_assert_eq(cask_data_register(e.rt, y, sizeof y, &dy), CASK_OK);
+    double spin_end = 0, side_at = 0, t0 = now_s();
+    stamp_args sa = { &spin_end, 2000000000LL };   /* about a second on a 2 GHz GPU */
+    stamp_args da = { &side_at, 0 };
+    cask_graph *g;
+    cr_assert_eq(cask_graph_create(e.rt, &g), CASK_OK);
+    cask_access ay = { dy, CASK_RW }, ax = { dx, CASK_RW }, rx = { dx, CASK_READ };
+    cask_task_desc t1 = { .field_mask = CASK_TASK_ARGS, .kernel = spin, .access = &ay,
+                          .naccess = 1, .args = &sa, .args_size = sizeof sa };
+    add_args one = { 1 };
+    cask_task_desc t2 = { .field_mask = CASK_TASK_ARGS, .kernel = add_host, .access = &ax,
+                          .naccess = 1, .args = &one, .args_size = sizeof one };
+    cask_task_desc t3 = { .field_mask = CASK_TASK_ARGS, .kernel = side, .access = &rx,
+                          .naccess = 1, .args = &da, .args_size = sizeof da };
+    cr_assert_eq(cask_graph_add_task(g, &t1, NULL), CASK_OK);
+    cr_assert_eq(cask_graph_add_task(g, &t2, NULL), CASK_OK);
+    cr_assert_eq(cask_graph_add_task(g, &t3, NULL), CASK_OK);
+    cr_assert_eq(cask_graph_compute(g), CASK_OK, "%s", cask_graph_error(g));
+    cr_assert(spin_end > 0 && side_at > 0, "both host functions ran");
+    cr_assert_gt(spin_end - t0, 0.3, "the long kernel ran %.3f s: too short to tell",
+                 spin_end - t0);
+    cr_assert_lt(side_at, spin_end, "the side task ran %.3f s after the start, the queued kernel "
+                 "ended at %.3f s: it waited for it", side_at - t0, spin_end - t0);
+    cask_graph_destroy(g);
+    cask_data_destroy(dx);
+    cask_data_destroy(dy);
     cask_shutdown(e.rt);
 #else
     cr_skip_test("no GPU: built without CUDA");

@@ -38,7 +38,15 @@ enum cask_kernel_flag {
      * that must run its host code every time, or that may begin an asynchronous task
      * (cask_task_async_begin) in some runs and not others. Graphs using it run the
      * usual way. */
-    CASK_KERNEL_NO_REPLAY = 1u << 1
+    CASK_KERNEL_NO_REPLAY = 1u << 1,
+    /* Its CUDA implementation launches no kernel: it hands its inputs on (a host
+     * function that posts a send from GPU memory, often as an asynchronous task,
+     * cask_task_async_begin; a copy off the GPU). Such tasks run on a stream of their
+     * own per GPU, the side stream, one after another in the order they start, so that
+     * they start as soon as their inputs are there rather than behind the kernels other
+     * tasks queued on a compute stream. No effect on CPU implementations, simulated
+     * GPUs or replayed graphs. */
+    CASK_KERNEL_SIDE_STREAM = 1u << 2
 };
 
 /* A named kernel with up to two implementations, as a StarPU codelet. At least one of
