@@ -74,10 +74,6 @@ cask_status cask_array_ctx_create(cask_runtime *rt, cask_array_ctx **out)
     if (!ak_blas_name())
         cask_log(rt, CASK_LOG_INFO, "arrays: cask was built without a BLAS (libopenblas-dev): "
                  "float matrix products on CPU workers use a blocked loop, about 15x slower");
-    int blas_warn;
-    const char *blas_note = ak_blas_core_note(&blas_warn);
-    if (blas_note)
-        cask_log(rt, blas_warn ? CASK_LOG_WARN : CASK_LOG_INFO, "arrays: %s", blas_note);
 #ifdef CASK_HAVE_CUDA
     ctx->blas = ak_blas_cache_create();
     ctx->use_jit = 1;

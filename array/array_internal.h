@@ -91,6 +91,7 @@ struct cask_array_ctx {
     int ncpu;                   /* CPU workers of the runtime */
     int ncores;                 /* the cores its workers are pinned to (ncores_used) */
     int blas_threads;           /* CASK_ARRAY_OPT_BLAS_THREADS */
+    int blas_noted;             /* the BLAS's load note logged (lower.c's run_graph) */
     cask_dist *dist;            /* cask_array_ctx_set_dist: to_npy across its ranks */
     int write_mode;
 };

@@ -2,7 +2,8 @@
  * C (m x n) = [C +] A (m x k) B (k x n), row-major.
  *
  * Float tiles go to the BLAS the build found (CASK_HAVE_BLAS: OpenBLAS through
- * pkg-config, the Debian package libopenblas-dev): cblas_sgemm / cblas_dgemm. Integer
+ * pkg-config, the Debian package libopenblas-dev; opened by the first product,
+ * kernels/blas_load.h): cblas_sgemm / cblas_dgemm. Integer
  * tiles, and float tiles in a build without a BLAS, use the blocked loop below (wrapping
  * integer arithmetic; for floats about 15x slower than the BLAS).
  *
@@ -20,12 +21,7 @@
 #include <string.h>
 #include "kernels/array_kernels.h"
 #ifdef CASK_HAVE_BLAS
-#include <cblas.h>
-/* OpenBLAS's own entry points (its cblas.h declares them; repeated so that another
- * CBLAS header would still compile) */
-void openblas_set_num_threads(int);
-int openblas_get_num_threads(void);
-char *openblas_get_corename(void);
+#include "kernels/blas_load.h"
 #endif
 
 const char *ak_blas_name(void)
@@ -37,73 +33,21 @@ const char *ak_blas_name(void)
 #endif
 }
 
-#if defined(CASK_HAVE_BLAS) && defined(__x86_64__) && defined(__GNUC__)
-/* OpenBLAS built for every x86 core (DYNAMIC_ARCH, as Debian's) picks its kernels when it
- * is loaded, from the CPU's model number: Debian 12's 0.3.21 does not know recent Xeons
- * and falls back to its generic SSE3 kernels ("Prescott"), which ran a 2048^2 sgemm at
- * 196 GFLOP/s on 16 AVX-512 cores against 852 with OPENBLAS_CORETYPE=SkylakeX. Newer
- * OpenBLAS releases choose by the CPU's features in that case; this does the same for the
- * older ones: when the user has not named a core and OpenBLAS chose "Prescott" on a CPU
- * with AVX-512 (F, CD, BW, DQ, VL) or AVX2+FMA, it asks OpenBLAS to choose again with
- * OPENBLAS_CORETYPE set to SkylakeX or Haswell (its own exported gotoblas_dynamic_quit /
- * gotoblas_dynamic_init, the path its start-up takes; weak, so a BLAS without them is
- * left alone). It runs as libcask is loaded (after OpenBLAS's own start-up, before any
- * product and normally before other threads exist); the outcome is written once there and
- * only read afterwards (ak_blas_core_note). */
-void gotoblas_dynamic_init(void) __attribute__((weak));
-void gotoblas_dynamic_quit(void) __attribute__((weak));
-
-static char blas_note[256];
-
-__attribute__((constructor)) static void blas_core_choose(void)
-{
-    const char *core = openblas_get_corename();
-    if (!core || strcmp(core, "Prescott") != 0 || getenv("OPENBLAS_CORETYPE")) return;
-    __builtin_cpu_init();
-    const char *want = NULL;
-    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512cd") &&
-        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-        __builtin_cpu_supports("avx512vl"))
-        /* (also where the CPU has BF16: on 16 Sapphire Rapids-class cores, one cblas_sgemm
-           of 2048^2 ran at 1425 GFLOP/s with SkylakeX, 1140 with Cooperlake; 8192^2 at
-           1263 and 1255: bench-blas-floor) */
-        want = "SkylakeX";
-    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        want = "Haswell";
-    if (!want) return;
-    if (!gotoblas_dynamic_init || !gotoblas_dynamic_quit || getenv("CASK_BLAS_KEEP_CORE")) {
-        snprintf(blas_note, sizeof blas_note, "!OpenBLAS runs its generic Prescott kernels on "
-                 "this CPU; start the program with OPENBLAS_CORETYPE=%s", want);
-        return;
-    }
-    setenv("OPENBLAS_CORETYPE", want, 1);
-    gotoblas_dynamic_quit();
-    gotoblas_dynamic_init();
-    unsetenv("OPENBLAS_CORETYPE");
-    const char *now = openblas_get_corename();
-    snprintf(blas_note, sizeof blas_note, "%sOpenBLAS chose its generic Prescott kernels on "
-             "this CPU; cask asked it for %s and it runs %s (OPENBLAS_CORETYPE chooses; "
-             "CASK_BLAS_KEEP_CORE=1 keeps OpenBLAS's choice)",
-             now && !strcmp(now, want) ? "" : "!", want, now ? now : "?");
-}
-
 const char *ak_blas_core_note(int *warn)
 {
-    *warn = blas_note[0] == '!';
-    return blas_note[0] ? blas_note + *warn : NULL;
-}
+#ifdef CASK_HAVE_BLAS
+    return blas_load_note(warn);   /* (NULL until the first product opened the library) */
 #else
-const char *ak_blas_core_note(int *warn)
-{
     *warn = 0;
     return NULL;
-}
 #endif
+}
 
 int ak_blas_threads_get(void)
 {
 #ifdef CASK_HAVE_BLAS
-    return openblas_get_num_threads();
+    const blas_fns *f = blas_load();
+    return f ? f->get_num_threads() : 1;
 #else
     return 1;
 #endif
@@ -112,7 +56,8 @@ int ak_blas_threads_get(void)
 void ak_blas_threads_set(int n)
 {
 #ifdef CASK_HAVE_BLAS
-    if (n >= 1) openblas_set_num_threads(n);
+    const blas_fns *f = blas_load();
+    if (f && n >= 1) f->set_num_threads(n);
 #else
     (void)n;
 #endif
@@ -155,15 +100,19 @@ typedef struct gemm_call {
     void *c;
 } gemm_call;
 
+/* CBLAS's enum values (cblas.h): row-major, no transpose */
+enum { ROW_MAJOR = 101, NO_TRANS = 111 };
+
 static void gemm_run(void *arg)
 {
     const gemm_call *g = arg;
+    const blas_fns *f = blas_load();   /* (opened: ak_cpu_matmul asked) */
     if (!g->f64)
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->M, g->N, g->K, 1.0f, g->a,
-                    g->K, g->b, g->N, g->beta ? 1.0f : 0.0f, g->c, g->N);
+        f->sgemm(ROW_MAJOR, NO_TRANS, NO_TRANS, g->M, g->N, g->K, 1.0f, g->a, g->K, g->b, g->N,
+                 g->beta ? 1.0f : 0.0f, g->c, g->N);
     else
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, g->M, g->N, g->K, 1.0, g->a,
-                    g->K, g->b, g->N, g->beta ? 1.0 : 0.0, g->c, g->N);
+        f->dgemm(ROW_MAJOR, NO_TRANS, NO_TRANS, g->M, g->N, g->K, 1.0, g->a, g->K, g->b, g->N,
+                 g->beta ? 1.0 : 0.0, g->c, g->N);
 }
 #endif
 
@@ -179,7 +128,7 @@ cask_status ak_cpu_matmul(cask_task_ctx *ctx)
 #ifdef CASK_HAVE_BLAS
     /* CBLAS takes int dimensions: a tile beyond that (2^31 rows) takes the loop */
     if ((a->dt == AK_F32 || a->dt == AK_F64) && m > 0 && n > 0 && k > 0 && m <= INT32_MAX &&
-        n <= INT32_MAX && k <= INT32_MAX) {
+        n <= INT32_MAX && k <= INT32_MAX && blas_load()) {
         gemm_call g = { a->dt == AK_F64, (int)m, (int)n, (int)k, beta, a_, b_, c_ };
         /* a threaded gemm goes to the runtime's library-call thread, always the same one
            (cask_task_lib_call: OpenBLAS's threads run best beside one consistent caller) */

@@ -192,12 +192,13 @@ typedef struct ak_mm_args {
 } ak_mm_args;
 
 /* The CPU BLAS (array_cpu_matmul.c): its name, or NULL in a build without one; its
- * process-wide thread count (1 without one). Set it only while no tile runs. */
+ * process-wide thread count (1 without one; asking opens the library, kernels/blas_load.h).
+ * Set it only while no tile runs. */
 const char *ak_blas_name(void);
-/* What cask did about OpenBLAS's choice of kernels as the library was loaded (OpenBLAS
- * fell back to its generic core on a CPU with wider vectors: cask had it choose again),
- * a sentence for the log; *warn 1 when the generic kernels still run. NULL when there was
- * nothing to do (or no BLAS). */
+/* What cask did as the first product opened OpenBLAS (the library fell back to its
+ * generic core on a CPU with wider vectors: cask had it choose again; or it could not be
+ * opened), a sentence for the log; *warn 1 when the generic kernels or the loop still
+ * run. NULL when there was nothing to say, no BLAS, or before the first product. */
 const char *ak_blas_core_note(int *warn);
 int ak_blas_threads_get(void);
 void ak_blas_threads_set(int n);

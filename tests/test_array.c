@@ -523,6 +523,35 @@ Test(unit, array_matmul_matches_reference, .init = up, .fini = down)
     }
 }
 
+/* OpenBLAS is opened by the first float product, not as libcask loads: its thread pool
+ * spins at start-up, which every process paid, products or not (kernels/blas_load.h). */
+static int blas_mapped(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[512];
+    int found = 0;
+    while (f && !found && fgets(line, sizeof line, f))
+        found = strstr(line, "libopenblas") != NULL;
+    if (f) fclose(f);
+    return found;
+}
+
+Test(unit, array_blas_opened_by_the_first_float_product, .init = up, .fini = down)
+{
+    const char *have = getenv("CASK_TEST_HAVE_BLAS");
+    if (!have || strcmp(have, "1") != 0) cr_skip_test("built without a BLAS");
+    if (access("/proc/self/maps", R_OK) != 0) cr_skip_test("no /proc/self/maps to look in");
+    cr_assert(!blas_mapped(), "OpenBLAS was loaded before any product");
+    int64_t sh[2] = {8, 8}, ch[2] = {8, 8};
+    void *x = ref_data(CASK_FLOAT32, 64, 3), *y = ref_data(CASK_FLOAT32, 64, 4);
+    cask_array *a = host(x, CASK_FLOAT32, 2, sh, ch), *b = host(y, CASK_FLOAT32, 2, sh, ch), *c;
+    cr_assert_eq(cask_array_matmul(a, b, &c), CASK_OK);
+    void *o = run(c);
+    cr_assert(blas_mapped(), "a float product ran without OpenBLAS");
+    free(o); free(x); free(y);
+    cask_array_release(a); cask_array_release(b); cask_array_release(c);
+}
+
 Test(unit, array_broadcast_against_a_reduction, .init = up, .fini = down)
 {
     int64_t shape[2] = {20, 33}, ch[2] = {6, 10};
