@@ -234,6 +234,7 @@ static void dist_free(cask_dist *dist)
     free(dist->mem_epoch);
     free(dist->mem_mask);
     free(dist->barrier_seen);
+    free(dist->gone_ok_run);
     free(dist->testkill);
     pthread_mutex_destroy(&dist->mu);
     pthread_cond_destroy(&dist->cv);

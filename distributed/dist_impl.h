@@ -78,6 +78,11 @@ struct cask_dist {
     uint32_t *index_vals;
     size_t index_cap;
     uint32_t next_graph;
+    uint32_t *gone_ok_run;    /* per destroyed graph (index id - 1): the last run it
+                                 completed here, for a survivor that recovers that run
+                                 late (dist_recover_msg.c); grown under mu by
+                                 cask_dist_graph_destroy, 0 for graphs still alive */
+    uint32_t ngone_ok;
     uint64_t barrier_seq;
     uint64_t *barrier_seen;   /* per rank: the last BARRIER sequence it reached (under mu) */
 
@@ -271,9 +276,10 @@ cask_status dist_testkill_init(cask_dist *dist);
 /* Before each task of this rank's local graph: a probe task (only under the test
  * hook) that kills or freezes this process when it starts. */
 cask_status dist_testkill_probe(cask_dist_graph *g, const cask_access *acc, int nacc);
-/* CASK_DIST_TEST_DROP_DONE=R:S:N: on rank R, the DONE of run N from rank S is dropped
+/* CASK_DIST_TEST_DROP_DONE=R:S:N[:G]: on rank R, the DONE of run N (of graph G, if given)
+ * from rank S is dropped
  * as if it came after a view change (1: drop it). Called under dist->mu. */
-int dist_testkill_drop_done(const cask_dist *dist, int from, uint32_t run);
+int dist_testkill_drop_done(const cask_dist *dist, uint32_t graph, int from, uint32_t run);
 /* CASK_DIST_TEST_STALL=R:MS: on rank R, the first news of a loss (a lost peer, or a
  * MEMBER naming one: on the transport's progress thread) sleeps MS ms. Not under
  * dist->mu. */

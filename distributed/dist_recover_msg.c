@@ -97,8 +97,10 @@ void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, v
         /* this rank is not computing that run: it finished it (and may be computing
          * the next one already), or gave up on it, or (no answer) has not started it
          * yet and will recover it with the others */
-        if (!g && h.graph <= dist->next_graph)
-            reply.flags = STATE_GONE;   /* destroyed */
+        if (!g && h.graph <= dist->next_graph)   /* destroyed: after completing that run? */
+            reply.flags = h.graph >= 1 && h.graph <= dist->ngone_ok &&
+                                  dist->gone_ok_run[h.graph - 1] >= h.run
+                              ? STATE_COMPLETED : STATE_GONE;
         else if (g && g->ok_run >= h.run)
             reply.flags = STATE_COMPLETED;
         else if (g && !g->running && g->run >= h.run)

@@ -29,7 +29,7 @@ void dist_apply_ctrl(cask_dist_graph *g, int from, const dist_ctrl_hdr *h, const
         /* another view's run: a rank that misses a DONE this way either recovers the
          * run with the others (DONE again, in the new epoch) or learns by STATE that
          * every rank completed it (dist_recover.c) */
-        if (h->epoch != g->dist->epoch || dist_testkill_drop_done(g->dist, from, h->run))
+        if (h->epoch != g->dist->epoch || dist_testkill_drop_done(g->dist, g->id, from, h->run))
             break;
         if (h->run > g->done_from[from])
             g->done_from[from] = h->run;
@@ -439,6 +439,19 @@ cask_status cask_dist_graph_destroy(cask_dist_graph *g)
             *pg = g->next;
             break;
         }
+    /* what it completed, for a survivor still in its last run when a rank is lost: it
+     * asks, and "completed" (nothing is missing) is not "gone" (it cannot finish) */
+    if (g->id > dist->ngone_ok) {
+        uint32_t n = g->id + 16;
+        uint32_t *p = realloc(dist->gone_ok_run, n * sizeof *p);
+        if (p) {
+            memset(p + dist->ngone_ok, 0, (n - dist->ngone_ok) * sizeof *p);
+            dist->gone_ok_run = p;
+            dist->ngone_ok = n;
+        }
+    }
+    if (g->id >= 1 && g->id <= dist->ngone_ok)
+        dist->gone_ok_run[g->id - 1] = g->ok_run;
     /* out of the list, no handler finds g any more; one that did may still end its
      * tasks (an ABORT or a loss heard while the compute returned from a recovery) */
     while (g->handlers_in)

@@ -8,10 +8,12 @@
  *   CASK_DIST_TEST_FREEZE=R:K:MS       rank R stops (SIGSTOP) for MS ms at that point,
  *                                      then goes on (a child sends SIGCONT): a rank that
  *                                      was only slow
- *   CASK_DIST_TEST_DROP_DONE=R:S:N     rank R drops the DONE of run N from rank S, as
- *                                      one that lands after R changed its view: with a
- *                                      loss right after, R must learn from S that the
- *                                      run was completed (dist_recover.c, STATE)
+ *   CASK_DIST_TEST_DROP_DONE=R:S:N[:G] rank R drops the DONE of run N from rank S (of
+ *                                      graph G only, if given), as one that lands after
+ *                                      R changed its view: with a loss right after, R
+ *                                      must learn from S that the run was completed
+ *                                      (dist_recover.c, STATE), also once S destroyed
+ *                                      the graph
  *   CASK_DIST_TEST_STALL=R:MS          when rank R first learns of a loss (its
  *                                      transport reports a lost peer, or a MEMBER
  *                                      message names one), its progress thread stops
@@ -62,7 +64,7 @@ typedef struct dist_testkill {
     struct { int rank; long at; int recovery; int freeze_ms; } pt[TK_MAX];
     _Atomic long count, count_rec;
     int drop_rank, drop_from;   /* CASK_DIST_TEST_DROP_DONE, drop_run 0: none */
-    uint32_t drop_run;
+    uint32_t drop_run, drop_graph;   /* drop_graph 0: any graph's */
     int stall_rank, stall_ms;   /* CASK_DIST_TEST_STALL, stall_ms 0: none */
     int late_rank, late_ms;     /* CASK_DIST_TEST_NOTE_LATE, late_ms 0: none */
     int plan_rank, plan_ms;     /* CASK_DIST_TEST_PLAN_LATE, plan_ms 0: none */
@@ -170,6 +172,20 @@ void dist_testkill_join(cask_dist *dist, const char *step)
     pthread_mutex_unlock(&dist->mu);
 }
 
+/* DROP_DONE's optional fourth field: ":G", only graph G's DONE. 1 if malformed. */
+static int parse_drop_graph(dist_testkill *tk, const char *rest)
+{
+    unsigned long graph = 0;
+    int used = 0;
+    if (!*rest)
+        return 0;
+    if (sscanf(rest, ":%lu%n", &graph, &used) != 1 || rest[used] || !graph ||
+        graph > UINT32_MAX)
+        return 1;
+    tk->drop_graph = (uint32_t)graph;
+    return 0;
+}
+
 cask_status dist_testkill_init(cask_dist *dist)
 {
     const char *kill_s = getenv("CASK_DIST_TEST_KILL");
@@ -192,7 +208,7 @@ cask_status dist_testkill_init(cask_dist *dist)
     if (parse(tk, kill_s, 0) || parse(tk, freeze_s, 1) ||
         (drop_s && *drop_s &&
          (sscanf(drop_s, "%d:%d:%lu%n", &tk->drop_rank, &tk->drop_from, &run, &used) != 3 ||
-          drop_s[used] || !run || run > UINT32_MAX)) ||
+          !run || run > UINT32_MAX || parse_drop_graph(tk, drop_s + used))) ||
         (stall_s && *stall_s &&
          (sscanf(stall_s, "%d:%d%n", &tk->stall_rank, &tk->stall_ms, &used) != 2 ||
           stall_s[used] || tk->stall_ms <= 0)) ||
@@ -233,14 +249,14 @@ cask_status dist_testkill_probe(cask_dist_graph *g, const cask_access *acc, int 
     return cask_graph_add_task(g->local, &d, NULL);
 }
 
-int dist_testkill_drop_done(const cask_dist *dist, int from, uint32_t run)
+int dist_testkill_drop_done(const cask_dist *dist, uint32_t graph, int from, uint32_t run)
 {
     const dist_testkill *tk = dist->testkill;
     if (!tk || !tk->drop_run || tk->drop_rank != dist->rank || tk->drop_from != from ||
-        tk->drop_run != run)
+        tk->drop_run != run || (tk->drop_graph && tk->drop_graph != graph))
         return 0;
-    fprintf(stderr, "cask test hook: rank %d drops the DONE of run %u from rank %d\n",
-            dist->rank, run, from);
+    fprintf(stderr, "cask test hook: rank %d drops the DONE of graph %u run %u from rank %d\n",
+            dist->rank, graph, run, from);
     return 1;
 }
 

@@ -27,6 +27,8 @@
 #                                                        yet), and no output, temporary or
 #                                                        not, is left
 #   (knncsv: cask-knn with CSV output, its rows placed by a tree of byte counts)
+#   RECOVER_APP_LOG=FILE keeps the last passing run's log; with CASK_DIST_TEST_DROP_DONE
+#   set, a run in which no DONE was dropped fails (the case did not happen)
 #
 # Hooks: CASK_DIST_TEST_KILL / CASK_DIST_TEST_FREEZE (dist/dist_testkill.c),
 # CASK_DIST_TEST_KILL_WRITE (dist/dist_file.c). Ranks are
@@ -93,6 +95,11 @@ run() {
   if [ "$kind" = knnsim ] &&
      ! cat "$tmp"/rx.* 2>/dev/null | awk '$6 == "gpu" { n++ } END { exit !n }'; then
     echo "FAIL: $2: no transfer went by the GPU route"; exit 1
+  fi
+  [ -n "${RECOVER_APP_LOG:-}" ] && cp "$tmp/log" "$RECOVER_APP_LOG"
+  # a DONE to drop that never came (the graph's number moved): the case did not happen
+  if [ -n "${CASK_DIST_TEST_DROP_DONE:-}" ] && ! grep -q 'drops the DONE' "$tmp/log"; then
+    echo "FAIL: $2: CASK_DIST_TEST_DROP_DONE=$CASK_DIST_TEST_DROP_DONE dropped nothing"; exit 1
   fi
   grep -c 'recovered on' "$tmp/log" > "$tmp/nrec"
   echo "ok: $2: $(cat "$tmp/nrec") survivors recovered, output identical" \
