@@ -414,12 +414,15 @@ static cask_status run_graph(plan *pl)
 {
     cask_array_ctx *ctx = pl->ctx;
     /* the BLAS's thread count is process-wide: set for this run only, while no tile runs */
-    int blas_old = pl->blas_threads && ak_blas_name() ? ak_blas_threads_get() : 0;
-    if (pl->blas_threads && ak_blas_name() && !ctx->blas_noted) {   /* (opened just now) */
-        int warn;
-        const char *note = ak_blas_core_note(&warn);
-        if (note) cask_log(ctx->rt, warn ? CASK_LOG_WARN : CASK_LOG_INFO, "arrays: %s", note);
-        ctx->blas_noted = 1;
+    int blas_old = 0;
+    if (pl->blas_threads && ak_blas_name()) {
+        blas_old = ak_blas_threads_get();   /* (the first time: opens the library) */
+        if (!ctx->blas_noted) {
+            int warn;
+            const char *note = ak_blas_core_note(&warn);
+            if (note) cask_log(ctx->rt, warn ? CASK_LOG_WARN : CASK_LOG_INFO, "arrays: %s", note);
+            ctx->blas_noted = 1;
+        }
     }
     if (blas_old && blas_old != pl->blas_threads) ak_blas_threads_set(pl->blas_threads);
     cask_status st = cask_graph_compute(pl->g);

@@ -11,7 +11,7 @@
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static blas_fns fns;
 static const blas_fns *loaded_fns;
-static atomic_int loaded, tried;
+static atomic_int tried;
 static char note[320];
 
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -65,15 +65,8 @@ static void core_choose(void *h)
 }
 #endif
 
-static void open_blas_once(void);
-
-static void open_blas(void)
-{
-    open_blas_once();
-    atomic_store_explicit(&tried, 1, memory_order_release);
-}
-
-static void open_blas_once(void)
+/* Opens the library and resolves fns (loaded_fns on success); note says what happened. */
+static void open_library(void)
 {
     static const char *const names[] = { "libopenblas.so.0", "libopenblas.so" };
     void *h = NULL;
@@ -97,18 +90,18 @@ static void open_blas_once(void)
     }
     core_choose(h);
     loaded_fns = &fns;
-    atomic_store_explicit(&loaded, 1, memory_order_release);
+}
+
+static void open_blas(void)
+{
+    open_library();
+    atomic_store_explicit(&tried, 1, memory_order_release);   /* note is final */
 }
 
 const blas_fns *blas_load(void)
 {
     pthread_once(&once, open_blas);
     return loaded_fns;
-}
-
-int blas_loaded(void)
-{
-    return atomic_load_explicit(&loaded, memory_order_acquire);
 }
 
 const char *blas_load_note(int *warn)

@@ -25,8 +25,6 @@ typedef struct blas_fns {
 /* The library's entry points, opened on first use (thread safe; once); NULL if it cannot
  * be opened, then the products use the blocked loop, and blas_load_note says why. */
 const blas_fns *blas_load(void);
-/* 1 if blas_load opened it already (nothing is loaded by asking). */
-int blas_loaded(void);
 /* What loading did, or NULL (also before blas_load was first called): the kernels
  * OpenBLAS was asked to use on this CPU, or why it could not be opened. *warn: 1 if the
  * user should act. */

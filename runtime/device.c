@@ -70,7 +70,7 @@ cask_status device_open(cask_runtime *rt, int ngpu, int sim, device_set **out)
         for (int s = 0; s < 3 + ds->nstreams + 1; s++) {
             cudaStream_t st;
             /* copies get the highest priority: they feed the compute streams; so does
-               the side stream (its tasks hand data on: device_side_stream) */
+               the side stream, after them (its tasks hand data on: device.h) */
             int lo, hi;
             CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
             CUDA_TRY(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking,
@@ -202,11 +202,6 @@ void *device_stream(device_set *ds, int gpu, int which)
     if (ds->sim)
         return NULL;
     return ds->gpu[gpu].streams[which];
-}
-
-void *device_side_stream(device_set *ds, int gpu)
-{
-    return device_stream(ds, gpu, DEV_STREAM_COMPUTE + ds->nstreams);
 }
 
 static cask_status event_create(device_set *ds, int gpu, int timed, void **ev)

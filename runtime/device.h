@@ -29,12 +29,10 @@ void device_free(device_set *ds, int gpu, void *p);
 cask_status device_host_alloc(device_set *ds, size_t bytes, void **out);
 void device_host_free(device_set *ds, void *p);
 
-/* A stream of gpu: DEV_STREAM_H2D/D2H/PEER, or DEV_STREAM_COMPUTE + i. */
+/* A stream of gpu: DEV_STREAM_H2D/D2H/PEER, or DEV_STREAM_COMPUTE + i, i < device_streams;
+ * i == device_streams is the side stream, for the tasks of kernels flagged
+ * CASK_KERNEL_SIDE_STREAM (they must not wait behind kernels queued on a compute stream). */
 void *device_stream(device_set *ds, int gpu, int which);
-/* gpu's side stream (after its compute streams): for the tasks of kernels flagged
- * CASK_KERNEL_SIDE_STREAM, which enqueue no heavy work and must not wait behind the
- * kernels queued on a compute stream. */
-void *device_side_stream(device_set *ds, int gpu);
 
 /* Events. An event belongs to the GPU it was created on and may be recorded only on
  * that GPU's streams; any stream may wait on it. */

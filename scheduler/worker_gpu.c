@@ -242,7 +242,7 @@ static int start_task(worker *w, cask_task *t, int retry)
         return 0;
     }
     /* a side task (CASK_KERNEL_SIDE_STREAM) on the side stream, stream index nstreams
-     * (device_side_stream): not behind the kernels queued on the compute streams */
+     * (device.h): not behind the kernels queued on the compute streams */
     int side = (t->kernel->flags & CASK_KERNEL_SIDE_STREAM) && !rt->sim &&
                !(t->flags & TASK_REPLAY);
     int si = side ? gw->nstreams : gw->next_stream;
