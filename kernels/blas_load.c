@@ -79,6 +79,12 @@ static void open_library(void)
     }
     *(void **)&fns.sgemm = dlsym(h, "cblas_sgemm");
     *(void **)&fns.dgemm = dlsym(h, "cblas_dgemm");
+    *(void **)&fns.strsm = dlsym(h, "cblas_strsm");
+    *(void **)&fns.dtrsm = dlsym(h, "cblas_dtrsm");
+    *(void **)&fns.ssyrk = dlsym(h, "cblas_ssyrk");
+    *(void **)&fns.dsyrk = dlsym(h, "cblas_dsyrk");
+    *(void **)&fns.spotrf = dlsym(h, "spotrf_");
+    *(void **)&fns.dpotrf = dlsym(h, "dpotrf_");
     *(void **)&fns.set_num_threads = dlsym(h, "openblas_set_num_threads");
     *(void **)&fns.get_num_threads = dlsym(h, "openblas_get_num_threads");
     *(void **)&fns.get_corename = dlsym(h, "openblas_get_corename");

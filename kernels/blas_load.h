@@ -17,6 +17,19 @@ typedef struct blas_fns {
     void (*dgemm)(int order, int ta, int tb, int m, int n, int k, double alpha,
                   const double *a, int lda, const double *b, int ldb, double beta, double *c,
                   int ldc);
+    /* gemm with transposes (the same entry points, the trans arguments used), trsm,
+       syrk (CBLAS, row-major), and OpenBLAS's LAPACK potrf (Fortran, column-major):
+       the dense linear algebra tiles, kernels/linalg_cpu.c */
+    void (*strsm)(int order, int side, int uplo, int ta, int diag, int m, int n, float alpha,
+                  const float *a, int lda, float *b, int ldb);
+    void (*dtrsm)(int order, int side, int uplo, int ta, int diag, int m, int n, double alpha,
+                  const double *a, int lda, double *b, int ldb);
+    void (*ssyrk)(int order, int uplo, int trans, int n, int k, float alpha, const float *a,
+                  int lda, float beta, float *c, int ldc);
+    void (*dsyrk)(int order, int uplo, int trans, int n, int k, double alpha, const double *a,
+                  int lda, double beta, double *c, int ldc);
+    void (*spotrf)(const char *uplo, const int *n, float *a, const int *lda, int *info);
+    void (*dpotrf)(const char *uplo, const int *n, double *a, const int *lda, int *info);
     void (*set_num_threads)(int);
     int (*get_num_threads)(void);
     char *(*get_corename)(void);

@@ -23,6 +23,7 @@ const char *cask_status_string(cask_status status)
     case CASK_ERR_PEER: return "remote process failed";
     case CASK_ERR_INTERNAL: return "internal error";
     case CASK_ERR_LAUNCH: return "launch error";
+    case CASK_ERR_NOT_SPD: return "matrix not positive definite";
     case CASK_STATUS_COUNT_: break;
     }
     return "unknown status";

@@ -64,6 +64,16 @@ cask_status cask_task_fail(cask_task_ctx *ctx, const char *fmt, ...)
     return CASK_ERR_TASK_FAILED;
 }
 
+cask_status cask_task_fail_status(cask_task_ctx *ctx, cask_status st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->msg, sizeof ctx->msg, fmt, ap);
+    va_end(ap);
+    ctx->has_msg = 1;
+    return st == CASK_OK ? CASK_ERR_TASK_FAILED : st;
+}
+
 void task_ctx_report(cask_task_ctx *ctx, cask_status st)
 {
     char d[512], m[CASK_ERRMSG_LEN + 1100];

@@ -30,6 +30,8 @@ typedef enum cask_status {
     CASK_ERR_INTERNAL,     /* a bug in cask: please report it */
     CASK_ERR_LAUNCH,       /* started as one of several processes cask cannot join (srun
                             * without --mpi=pmix, a launcher without PMIx) */
+    CASK_ERR_NOT_SPD,      /* a matrix to factor is not symmetric positive definite (a
+                            * leading minor is not positive, or it holds NaN or Inf) */
     CASK_STATUS_COUNT_
 } cask_status;
 

@@ -46,7 +46,17 @@ enum cask_kernel_flag {
      * they start as soon as their inputs are there rather than behind the kernels other
      * tasks queued on a compute stream. No effect on CPU implementations, simulated
      * GPUs or replayed graphs. */
-    CASK_KERNEL_SIDE_STREAM = 1u << 2
+    CASK_KERNEL_SIDE_STREAM = 1u << 2,
+    /* Place its tasks by measured cost (a kernel with both a CPU and a CUDA
+     * implementation): each ready task goes to the kind of worker, CPU or GPU, where it is
+     * expected to finish first: the work queued there, the copies its inputs need, and
+     * the time one task of this kernel took there at the same buffer sizes (learnt as the
+     * runtime runs, and kept between runs in the file CASK_PERFMODEL names, as StarPU's
+     * dmda policy and its history models). Sizes not seen yet are predicted from the
+     * others (a fit of time against bytes); with nothing to go on, one task at a time is
+     * sent to the kind that has not timed it, to calibrate. Without the flag a task that
+     * can use a GPU goes to one. docs/linalg.md, "Where tiles run". */
+    CASK_KERNEL_COST_MODEL = 1u << 3
 };
 
 /* A named kernel with up to two implementations, as a StarPU codelet. At least one of
@@ -103,6 +113,12 @@ const char *cask_task_name(const cask_task_ctx *ctx);
  * stops; cask_graph_error gives "task NAME (kernel K, data D...): message". */
 cask_status cask_task_fail(cask_task_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+
+/* As cask_task_fail, but the graph fails with status st (not CASK_ERR_TASK_FAILED), for
+ * a failure that has a status of its own (CASK_ERR_NOT_SPD: a tile that is not positive
+ * definite). st CASK_OK becomes CASK_ERR_TASK_FAILED. Returns the status to return. */
+cask_status cask_task_fail_status(cask_task_ctx *ctx, cask_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* ---- asynchronous tasks ---- */
 

@@ -387,7 +387,7 @@ static const char *status_name(cask_status st)
         "CASK_ERR_BUSY", "CASK_ERR_TASK_FAILED", "CASK_ERR_UNSUPPORTED", "CASK_ERR_CUDA",
         "CASK_ERR_NCCL", "CASK_ERR_UCX", "CASK_ERR_HWLOC", "CASK_ERR_IO", "CASK_ERR_FORMAT",
         "CASK_ERR_NOT_FOUND", "CASK_ERR_CANCELLED", "CASK_ERR_PEER", "CASK_ERR_INTERNAL",
-        "CASK_ERR_LAUNCH"
+        "CASK_ERR_LAUNCH", "CASK_ERR_NOT_SPD"
     };
     _Static_assert(sizeof names / sizeof *names == CASK_STATUS_COUNT_, "a status without a name");
     return (unsigned)st < CASK_STATUS_COUNT_ ? names[st] : "unknown";

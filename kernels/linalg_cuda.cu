@@ -1,0 +1,370 @@
+/* kernels/linalg_cuda.cu: the GPU tile kernels of dense linear algebra
+ * (linalg_kernels.h): cuSOLVER potrf, cuBLAS trsm, syrk and gemm on the task's stream.
+ *
+ * Row-major tiles are column-major transposes: a row-major r x c tile is a column-major
+ * c x r one with the same leading dimension c. So row-major C = op(A) op(B) is
+ * column-major C^T = op(B)^T op(A)^T (gemm with the operands swapped), a row-major lower
+ * triangle is a column-major upper one (trsm and syrk with uplo upper, trsm's side
+ * swapped), and potrf with uplo upper on the buffer leaves L in its row-major lower part.
+ *
+ * POTRF's outcome: cuSOLVER writes info on the device. After it, a small kernel checks
+ * the diagonal (a NaN or a non-positive pivot that cuSOLVER let through sets info too)
+ * and zeroes the tile above it; info is copied to pinned host memory and a host function
+ * ends the task (cask_task_async_begin/end), failing it with CASK_ERR_NOT_SPD if info is
+ * set. So the graph stops at the first failing tile, as LAPACK's info says, and a
+ * failure is never read from a buffer someone else overwrote.
+ *
+ * Handles: one cuSOLVER and one cuBLAS handle per (device, stream), with potrf's
+ * workspace and info words, made on the stream's first tile (creating a handle and
+ * allocating synchronise once) and freed with the array context. */
+#include <cuda_runtime.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kernels/linalg_kernels.h"
+#if defined(CASK_HAVE_CUBLAS) && defined(CASK_HAVE_CUSOLVER)
+#define LA_GPU 1
+#include <cublas_v2.h>
+#include <cusolverDn.h>
+#endif
+
+#ifdef LA_GPU
+#define LA_SLOTS 64      /* POTRFs one stream may have in flight (host-function records) */
+
+struct la_entry {
+    cudaStream_t stream;
+    int device;
+    cublasHandle_t blas;
+    cusolverDnHandle_t sol;
+    void *work;          /* potrf workspace */
+    size_t work_bytes;
+    int *dinfo;          /* device info words, one per slot */
+    int *hinfo;          /* pinned host copies */
+    unsigned next;       /* next slot (the stream runs them in order) */
+};
+
+struct la_cache {
+    pthread_mutex_t mu;
+    int n;
+    la_entry e[256];
+};
+
+/* What a POTRF's host function needs to end its task. */
+struct la_done {
+    cask_task_async *token;
+    int *hinfo;
+    long long ti, tj, row0;
+};
+
+static la_entry *entry_of(la_cache *c, cudaStream_t s, char *err, size_t errlen)
+{
+    int dev = 0;
+    cudaGetDevice(&dev);
+    la_entry *e = NULL;
+    pthread_mutex_lock(&c->mu);
+    for (int i = 0; i < c->n && !e; i++)
+        if (c->e[i].stream == s && c->e[i].device == dev) e = &c->e[i];
+    if (!e && c->n < 256) {
+        la_entry *x = &c->e[c->n];
+        memset(x, 0, sizeof *x);
+        x->stream = s;
+        x->device = dev;
+        const char *what = NULL;
+        if (cublasCreate(&x->blas) != CUBLAS_STATUS_SUCCESS) what = "cublasCreate";
+        else if (cublasSetStream(x->blas, s) != CUBLAS_STATUS_SUCCESS) what = "cublasSetStream";
+        else if (cusolverDnCreate(&x->sol) != CUSOLVER_STATUS_SUCCESS) what = "cusolverDnCreate";
+        else if (cusolverDnSetStream(x->sol, s) != CUSOLVER_STATUS_SUCCESS)
+            what = "cusolverDnSetStream";
+        else if (cudaMalloc(&x->dinfo, LA_SLOTS * sizeof(int)) != cudaSuccess)
+            what = "cudaMalloc (info words)";
+        else if (cudaHostAlloc(&x->hinfo, LA_SLOTS * sizeof(int), cudaHostAllocDefault) !=
+                 cudaSuccess)
+            what = "cudaHostAlloc (info words)";
+        if (what) {
+            snprintf(err, errlen, "%s failed on GPU %d", what, dev);
+            if (x->blas) cublasDestroy(x->blas);
+            if (x->sol) cusolverDnDestroy(x->sol);
+            if (x->dinfo) cudaFree(x->dinfo);
+        } else {
+            e = x;
+            c->n++;
+        }
+    } else if (!e) {
+        snprintf(err, errlen, "more than 256 GPU streams");
+    }
+    pthread_mutex_unlock(&c->mu);
+    return e;
+}
+
+static la_entry *entry(cask_task_ctx *ctx, const la_args *a, cask_status *st)
+{
+    char err[160] = "no handle cache";
+    la_entry *e = a->gpu ? entry_of((la_cache *)a->gpu, (cudaStream_t)cask_task_cuda_stream(ctx),
+                                    err, sizeof err) : NULL;
+    if (!e) *st = cask_task_fail(ctx, "linalg: %s", err);
+    return e;
+}
+
+static const la_args *args_of(cask_task_ctx *ctx)
+{
+    size_t sz;
+    const la_args *a = (const la_args *)cask_task_args(ctx, &sz);
+    return a && sz >= sizeof *a ? a : NULL;
+}
+
+/* copy_in: buffer 0 into the output, on the stream. */
+static cask_status copy_in(cask_task_ctx *ctx, const la_args *a, int out, cudaStream_t s)
+{
+    if (!a->copy_in) return CASK_OK;
+    size_t n = cask_task_buffer_size(ctx, out);
+    if (cask_task_buffer_size(ctx, 0) != n)
+        return cask_task_fail(ctx, "linalg: tile sizes differ");
+    cudaError_t e = cudaMemcpyAsync(cask_task_buffer(ctx, out), cask_task_buffer(ctx, 0), n,
+                                    cudaMemcpyDeviceToDevice, s);
+    if (e != cudaSuccess)
+        return cask_task_fail(ctx, "linalg: cudaMemcpyAsync (copy in): %s", cudaGetErrorString(e));
+    return CASK_OK;
+}
+
+static cask_status blas_ok(cask_task_ctx *ctx, cublasStatus_t st, const char *call)
+{
+    if (st != CUBLAS_STATUS_SUCCESS)
+        return cask_task_fail(ctx, "%s failed (status %d)", call, (int)st);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return cask_task_fail(ctx, "%s: %s", call, cudaGetErrorString(e));
+    return CASK_OK;
+}
+
+/* After potrf: a pivot that is NaN or not positive sets info (if cuSOLVER did not), and
+ * the tile above the diagonal becomes zero. One block per 32 rows. */
+template <typename T>
+static __global__ void potrf_finish(T *c, int n, int *info)
+{
+    int i = blockIdx.x * 32 + threadIdx.y;
+    if (i >= n) return;
+    if (threadIdx.x == 0) {
+        T d = c[(size_t)i * n + i];
+        if (!(d > 0) || isinf((double)d)) atomicMin(info, i + 1);   /* info 0 means fine */
+    }
+    for (int j = i + 1 + threadIdx.x; j < n; j += 32) c[(size_t)i * n + j] = 0;
+}
+
+/* info 0 means success: the check above must not replace a real info by a later one */
+static __global__ void info_prepare(int *info)
+{
+    if (*info == 0) *info = 0x7fffffff;
+}
+static __global__ void info_settle(int *info)
+{
+    if (*info == 0x7fffffff) *info = 0;
+}
+
+static void CUDART_CB potrf_done(void *arg)
+{
+    la_done *d = (la_done *)arg;
+    int info = *d->hinfo;
+    cask_task_async *tok = d->token;
+    if (info > 0) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "tile (%lld,%lld): the leading minor of order %lld is not "
+                 "positive definite (or not finite)", d->ti, d->tj, d->row0 + info);
+        free(d);
+        cask_task_async_end(tok, CASK_ERR_NOT_SPD, msg);
+        return;
+    }
+    free(d);
+    cask_task_async_end(tok, info < 0 ? CASK_ERR_TASK_FAILED : CASK_OK,
+                        info < 0 ? "cuSOLVER potrf: bad argument" : NULL);
+}
+#endif /* LA_GPU */
+
+extern "C" void *la_gpu_cache_create(void)
+{
+#ifdef LA_GPU
+    la_cache *c = (la_cache *)calloc(1, sizeof(la_cache));
+    if (c) pthread_mutex_init(&c->mu, NULL);
+    return c;
+#else
+    return NULL;
+#endif
+}
+
+extern "C" void la_gpu_cache_destroy(void *cache)
+{
+#ifdef LA_GPU
+    la_cache *c = (la_cache *)cache;
+    if (!c) return;
+    for (int i = 0; i < c->n; i++) {
+        la_entry *e = &c->e[i];
+        cudaSetDevice(e->device);
+        cudaStreamSynchronize(e->stream);
+        cublasDestroy(e->blas);
+        cusolverDnDestroy(e->sol);
+        cudaFree(e->work);
+        cudaFree(e->dinfo);
+        cudaFreeHost(e->hinfo);
+    }
+    pthread_mutex_destroy(&c->mu);
+    free(c);
+#else
+    (void)cache;
+#endif
+}
+
+extern "C" int la_gpu_available(void)
+{
+#ifdef LA_GPU
+    return 1;
+#else
+    return 0;
+#endif
+}
+
+#ifdef LA_GPU
+extern "C" cask_status la_cuda_potrf(cask_task_ctx *ctx)
+{
+    const la_args *a = args_of(ctx);
+    if (!a) return cask_task_fail(ctx, "bad arguments");
+    cask_status st = CASK_OK;
+    la_entry *e = entry(ctx, a, &st);
+    if (!e) return st;
+    cudaStream_t s = e->stream;
+    int out = a->copy_in;
+    if ((st = copy_in(ctx, a, out, s))) return st;
+    void *c = cask_task_buffer(ctx, out);
+    int n = (int)a->n, lwork = 0;
+    cusolverStatus_t cs = a->dt == LA_F64
+        ? cusolverDnDpotrf_bufferSize(e->sol, CUBLAS_FILL_MODE_UPPER, n, (double *)c, n, &lwork)
+        : cusolverDnSpotrf_bufferSize(e->sol, CUBLAS_FILL_MODE_UPPER, n, (float *)c, n, &lwork);
+    if (cs != CUSOLVER_STATUS_SUCCESS)
+        return cask_task_fail(ctx, "cusolverDnXpotrf_bufferSize failed (status %d)", (int)cs);
+    size_t need = (size_t)lwork * (a->dt == LA_F64 ? 8 : 4);
+    if (need > e->work_bytes) {
+        /* (the stream's first potrf of this size: a synchronising allocation, once) */
+        cudaStreamSynchronize(s);
+        cudaFree(e->work);
+        e->work = NULL;
+        e->work_bytes = 0;
+        if (cudaMalloc(&e->work, need) != cudaSuccess)
+            return cask_task_fail_status(ctx, CASK_ERR_NOMEM,
+                                         "cudaMalloc of %zu bytes (potrf workspace)", need);
+        e->work_bytes = need;
+    }
+    unsigned slot = e->next++ % LA_SLOTS;
+    int *dinfo = e->dinfo + slot, *hinfo = e->hinfo + slot;
+    cs = a->dt == LA_F64
+        ? cusolverDnDpotrf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (double *)c, n, (double *)e->work,
+                           lwork, dinfo)
+        : cusolverDnSpotrf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (float *)c, n, (float *)e->work,
+                           lwork, dinfo);
+    if (cs != CUSOLVER_STATUS_SUCCESS)
+        return cask_task_fail(ctx, "cusolverDnXpotrf failed (status %d)", (int)cs);
+    info_prepare<<<1, 1, 0, s>>>(dinfo);
+    dim3 blk(32, 32), grd((unsigned)((n + 31) / 32));
+    if (a->dt == LA_F64) potrf_finish<double><<<grd, blk, 0, s>>>((double *)c, n, dinfo);
+    else potrf_finish<float><<<grd, blk, 0, s>>>((float *)c, n, dinfo);
+    info_settle<<<1, 1, 0, s>>>(dinfo);
+    cudaError_t ce = cudaMemcpyAsync(hinfo, dinfo, sizeof(int), cudaMemcpyDeviceToHost, s);
+    if (ce != cudaSuccess)
+        return cask_task_fail(ctx, "cudaMemcpyAsync (potrf info): %s", cudaGetErrorString(ce));
+    la_done *d = (la_done *)malloc(sizeof *d);
+    if (!d) return cask_task_fail_status(ctx, CASK_ERR_NOMEM, "out of memory");
+    d->hinfo = hinfo;
+    d->ti = a->ti;
+    d->tj = a->tj;
+    d->row0 = a->row0;
+    d->token = cask_task_async_begin(ctx);
+    ce = cudaLaunchHostFunc(s, potrf_done, d);
+    if (ce != cudaSuccess) {
+        /* the token is begun: end it with the failure, the kernel returns OK */
+        char msg[160];
+        snprintf(msg, sizeof msg, "cudaLaunchHostFunc (potrf info): %s", cudaGetErrorString(ce));
+        cask_task_async_end(d->token, CASK_ERR_CUDA, msg);
+        free(d);
+    }
+    return CASK_OK;
+}
+
+extern "C" cask_status la_cuda_trsm(cask_task_ctx *ctx)
+{
+    const la_args *a = args_of(ctx);
+    if (!a) return cask_task_fail(ctx, "bad arguments");
+    cask_status st = CASK_OK;
+    la_entry *e = entry(ctx, a, &st);
+    if (!e) return st;
+    int base = a->copy_in, out = base + 1;
+    if ((st = copy_in(ctx, a, out, e->stream))) return st;
+    const void *l = cask_task_buffer(ctx, base);
+    void *c = cask_task_buffer(ctx, out);
+    /* row-major C (m x n) is column-major C^T (n x m); L lower is stored upper */
+    int m = (int)a->m, n = (int)a->n, ldl = a->side == 'R' ? n : m;
+    cublasSideMode_t side = a->side == 'R' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
+    cublasOperation_t op = a->trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasStatus_t bs;
+    if (a->dt == LA_F64) {
+        double one = 1.0;
+        bs = cublasDtrsm(e->blas, side, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, m,
+                         &one, (const double *)l, ldl, (double *)c, n);
+    } else {
+        float one = 1.0f;
+        bs = cublasStrsm(e->blas, side, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, m,
+                         &one, (const float *)l, ldl, (float *)c, n);
+    }
+    return blas_ok(ctx, bs, "cublasXtrsm");
+}
+
+extern "C" cask_status la_cuda_syrk(cask_task_ctx *ctx)
+{
+    const la_args *a = args_of(ctx);
+    if (!a) return cask_task_fail(ctx, "bad arguments");
+    cask_status st = CASK_OK;
+    la_entry *e = entry(ctx, a, &st);
+    if (!e) return st;
+    int base = a->copy_in, out = base + 1;
+    if ((st = copy_in(ctx, a, out, e->stream))) return st;
+    const void *x = cask_task_buffer(ctx, base);
+    void *c = cask_task_buffer(ctx, out);
+    /* row-major A (n x k) is column-major A^T (k x n): C -= (A^T)^T A^T, upper */
+    int n = (int)a->n, k = (int)a->k;
+    cublasStatus_t bs;
+    if (a->dt == LA_F64) {
+        double mone = -1.0, one = 1.0;
+        bs = cublasDsyrk(e->blas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &mone,
+                         (const double *)x, k, &one, (double *)c, n);
+    } else {
+        float mone = -1.0f, one = 1.0f;
+        bs = cublasSsyrk(e->blas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &mone,
+                         (const float *)x, k, &one, (float *)c, n);
+    }
+    return blas_ok(ctx, bs, "cublasXsyrk");
+}
+
+extern "C" cask_status la_cuda_gemm(cask_task_ctx *ctx)
+{
+    const la_args *a = args_of(ctx);
+    if (!a) return cask_task_fail(ctx, "bad arguments");
+    cask_status st = CASK_OK;
+    la_entry *e = entry(ctx, a, &st);
+    if (!e) return st;
+    int base = a->copy_in, out = base + 2;
+    if ((st = copy_in(ctx, a, out, e->stream))) return st;
+    const void *x = cask_task_buffer(ctx, base), *y = cask_task_buffer(ctx, base + 1);
+    void *c = cask_task_buffer(ctx, out);
+    /* column-major C^T = op(B)^T op(A)^T: the operands swap, each keeps its op */
+    int m = (int)a->m, n = (int)a->n, k = (int)a->k;
+    int lda = a->ta ? m : k, ldb = a->tb ? k : n;
+    cublasOperation_t oa = a->ta ? CUBLAS_OP_T : CUBLAS_OP_N, ob = a->tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    cublasStatus_t bs;
+    if (a->dt == LA_F64) {
+        double mone = -1.0, one = 1.0;
+        bs = cublasDgemm(e->blas, ob, oa, n, m, k, &mone, (const double *)y, ldb,
+                         (const double *)x, lda, &one, (double *)c, n);
+    } else {
+        float mone = -1.0f, one = 1.0f;
+        bs = cublasSgemm(e->blas, ob, oa, n, m, k, &mone, (const float *)y, ldb,
+                         (const float *)x, lda, &one, (float *)c, n);
+    }
+    return blas_ok(ctx, bs, "cublasXgemm");
+}
+#endif /* LA_GPU */

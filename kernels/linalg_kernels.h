@@ -1,0 +1,85 @@
+/* kernels/linalg_kernels.h: the dense linear algebra tile kernels (POTRF, TRSM, SYRK,
+ * GEMM) behind cask_array_cholesky and cask_array_cho_solve, and the argument block the
+ * array layer (array/linalg.c) passes them. Internal: shared by array/,
+ * kernels/linalg_cpu.c and kernels/linalg_cuda.cu. Tiles are row-major and dense (the
+ * leading dimension is the number of columns).
+ *
+ * Every kernel may first copy an input tile into its output (copy_in: buffer 0 is the
+ * tile of the matrix being factored or solved, which must not change; the output is then
+ * written whole), so that the first update of each tile needs no task of its own.
+ *
+ * CPU: OpenBLAS's own LAPACK potrf (dpotrf_/spotrf_, a recursive blocked algorithm on
+ * its GEMM kernels; reference LAPACK's would call through the generic BLAS interface,
+ * LAPACKE's row-major wrappers transpose through a copy) and its CBLAS trsm, syrk and
+ * gemm in row-major, all opened at first use (blas_load.h), one thread per call: the
+ * workers run tiles side by side. Without OpenBLAS, plain loops (slower, same maths).
+ * GPU: cuSOLVER potrf, cuBLAS trsm, syrk and gemm on the task's stream. */
+#ifndef CASK_KERNELS_LINALG_KERNELS_H
+#define CASK_KERNELS_LINALG_KERNELS_H
+
+#include <stdint.h>
+#include "cask/cask.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum { LA_POTRF = 0, LA_TRSM, LA_SYRK, LA_GEMM, LA_ZERO, LA_OP_COUNT };
+enum { LA_F32 = 0, LA_F64 = 1 };
+
+/* One tile operation. Buffers: [src if copy_in], inputs, then the output C (RW, or W
+ * with copy_in). Row-major throughout.
+ *   POTRF: C (n x n) = L with C = L L^T, zeros above the diagonal. Fails with
+ *          CASK_ERR_NOT_SPD naming tile (ti, tj) and the global order row0 + info.
+ *   TRSM:  side 'R': C (m x n) = C op(L)^-1, L (n x n) lower;
+ *          side 'L': C (m x n) = op(L)^-1 C, L (m x m) lower. op: trans ? L^T : L.
+ *   SYRK:  C (n x n, lower part) = C - A A^T, A (n x k).
+ *   GEMM:  C (m x n) = C - op(A) op(B), op(A) m x k, op(B) k x n (ta, tb transpose).
+ *   ZERO:  C = 0 (the tiles above a factor's diagonal; CPU workers only). */
+typedef struct la_args {
+    int32_t op;
+    int32_t dt;              /* LA_F32, LA_F64 */
+    int32_t copy_in;
+    int32_t side;            /* TRSM: 'L' or 'R' */
+    int32_t trans;           /* TRSM: op(L) = L^T */
+    int32_t ta, tb;          /* GEMM */
+    int32_t pad;
+    int64_t m, n, k;
+    int64_t ti, tj;          /* the tile's index (messages) */
+    int64_t row0;            /* global index of the tile's first row (POTRF's info) */
+    void *gpu;               /* la_gpu_cache of the array context (CUDA builds), or NULL */
+} la_args;
+
+typedef struct la_kernels {
+    cask_kernel *k[LA_OP_COUNT];
+} la_kernels;
+
+/* Registers "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm" (CPU kernels
+ * always, CUDA ones in builds with cuBLAS and cuSOLVER) and "linalg.zero" (CPU). */
+cask_status la_kernels_register(cask_runtime *rt, la_kernels *out);
+
+/* What the build lost: NULL, or a sentence (no OpenBLAS: loops on CPUs; CUDA without
+ * cuSOLVER: no GPU tile kernels). */
+const char *la_build_note(void);
+
+/* CPU implementations (linalg_cpu.c). */
+cask_status la_cpu_potrf(cask_task_ctx *ctx);
+cask_status la_cpu_trsm(cask_task_ctx *ctx);
+cask_status la_cpu_syrk(cask_task_ctx *ctx);
+cask_status la_cpu_gemm(cask_task_ctx *ctx);
+cask_status la_cpu_zero(cask_task_ctx *ctx);
+
+/* GPU side (linalg_cuda.cu): a cache of cuSOLVER and cuBLAS handles, workspace and info
+ * words per (device, stream), made on first use and freed with the array context. */
+void *la_gpu_cache_create(void);
+void la_gpu_cache_destroy(void *cache);
+int la_gpu_available(void);
+cask_status la_cuda_potrf(cask_task_ctx *ctx);
+cask_status la_cuda_trsm(cask_task_ctx *ctx);
+cask_status la_cuda_syrk(cask_task_ctx *ctx);
+cask_status la_cuda_gemm(cask_task_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,46 @@
+/* kernels/linalg_register.c: registration of the dense linear algebra tile kernels
+ * (linalg_kernels.h), and what a build without their libraries lost. */
+#include <string.h>
+#include "kernels/linalg_kernels.h"
+
+#if defined(CASK_HAVE_CUDA) && defined(CASK_HAVE_CUBLAS) && defined(CASK_HAVE_CUSOLVER)
+#define LA_CUDA(f) f
+#else
+#define LA_CUDA(f) NULL
+#endif
+
+cask_status la_kernels_register(cask_runtime *rt, la_kernels *out)
+{
+    static const char *const names[LA_OP_COUNT] = {
+        "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.zero"
+    };
+    cask_kernel_fn cpu[LA_OP_COUNT] = { la_cpu_potrf, la_cpu_trsm, la_cpu_syrk, la_cpu_gemm,
+                                        la_cpu_zero };
+    cask_kernel_fn cuda[LA_OP_COUNT] = { LA_CUDA(la_cuda_potrf), LA_CUDA(la_cuda_trsm),
+                                         LA_CUDA(la_cuda_syrk), LA_CUDA(la_cuda_gemm), NULL };
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < LA_OP_COUNT; i++) {
+        cask_kernel_desc d;
+        memset(&d, 0, sizeof d);
+        d.name = names[i];
+        d.cpu = cpu[i];
+        d.cuda = cuda[i];
+        /* potrf ends through a host function (an asynchronous task): never captured */
+        d.flags = (i == LA_POTRF ? CASK_KERNEL_NO_REPLAY : 0) | CASK_KERNEL_COST_MODEL;
+        cask_status st = cask_kernel_register(rt, &d, &out->k[i]);
+        if (st) return st;
+    }
+    return CASK_OK;
+}
+
+const char *la_build_note(void)
+{
+#if !defined(CASK_HAVE_BLAS)
+    return "built without OpenBLAS: CPU tiles of Cholesky and solves run plain loops, "
+           "far slower (libopenblas-dev)";
+#elif defined(CASK_HAVE_CUDA) && !(defined(CASK_HAVE_CUBLAS) && defined(CASK_HAVE_CUSOLVER))
+    return "built without cuBLAS or cuSOLVER: Cholesky and solves run on CPU workers only";
+#else
+    return NULL;
+#endif
+}
