@@ -65,6 +65,7 @@ cask_status cask_array_ctx_create(cask_runtime *rt, cask_array_ctx **out)
     cask_status st = CASK_ERR_NOMEM;
     if (!ctx->buckets) goto fail;
     if ((st = ak_kernels_register(rt, &ctx->k))) goto fail;
+    if ((st = la_kernels_register(rt, &ctx->la))) goto fail;
     cask_runtime_info info;
     if (cask_runtime_query(rt, &info) == CASK_OK) {
         ctx->ngpus = info.ngpus;
@@ -74,8 +75,11 @@ cask_status cask_array_ctx_create(cask_runtime *rt, cask_array_ctx **out)
     if (!ak_blas_name())
         cask_log(rt, CASK_LOG_INFO, "arrays: cask was built without a BLAS (libopenblas-dev): "
                  "float matrix products on CPU workers use a blocked loop, about 15x slower");
+    const char *la_note = la_build_note();
+    if (la_note) cask_log(rt, CASK_LOG_INFO, "arrays: %s", la_note);
 #ifdef CASK_HAVE_CUDA
     ctx->blas = ak_blas_cache_create();
+    ctx->la_gpu = la_gpu_cache_create();
     ctx->use_jit = 1;
     if (ctx->ngpus > 0 && !info.simulated_gpus) ctx->jit = ak_jit_cache_create();
 #endif
@@ -108,6 +112,7 @@ cask_status cask_array_ctx_destroy(cask_array_ctx *ctx)
     }
 #ifdef CASK_HAVE_CUDA
     ak_blas_cache_destroy(ctx->blas);
+    la_gpu_cache_destroy(ctx->la_gpu);
     ak_jit_cache_destroy(ctx->jit);
 #endif
     free(ctx->buckets);

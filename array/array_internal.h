@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include "cask/cask.h"
 #include "kernels/array_kernels.h"
+#include "kernels/linalg_kernels.h"
 
 #define MAXD CASK_ARRAY_MAX_DIMS
 
@@ -25,6 +26,8 @@ typedef enum node_kind {
     NK_SLICE,       /* chunk-aligned window of in[0] starting at p.start (no task) */
     NK_EXPAND,      /* in[0] with a size-1 axis inserted at p.axis (no task) */
     NK_RECHUNK,     /* in[0] with new chunks */
+    NK_CHOLESKY,    /* the lower Cholesky factor of in[0] (linalg.c) */
+    NK_CHO_SOLVE,   /* in[1] solved against the factor in[0] (linalg_solve.c) */
     NK_KIND_COUNT
 } node_kind;
 
@@ -77,6 +80,8 @@ struct cask_array {
 struct cask_array_ctx {
     cask_runtime *rt;
     ak_kernels k;
+    la_kernels la;              /* dense linear algebra tiles */
+    void *la_gpu;               /* their cuSOLVER/cuBLAS handles (CUDA builds) */
     int fuse, cse, where, arity;
     int ngpus;
     uint64_t next_id;
@@ -156,6 +161,7 @@ struct plan_node {
     cask_data **chunks;          /* handle of each chunk once lowered */
     prog_cache *pc;
     int visited;
+    int whole;                   /* every chunk lowered at once (linear algebra) */
 };
 
 typedef struct plan {
@@ -209,6 +215,13 @@ int node_fusible(const cask_array *n);
 /* reduce.c, matmul.c */
 cask_status reduce_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);
 cask_status matmul_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);
+
+/* linalg.c, linalg_solve.c: the whole factorization / solve is lowered at the first
+ * chunk asked for (every tile depends on others); then each chunk's handle is known. */
+cask_status chol_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);
+cask_status chosolve_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);
+/* Adds a tile task of op with args a (both: CPU and GPU kernels; priority p). */
+cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int nacc, int prio);
 
 /* npy.c */
 /* The .npy header (version 1) of an array into buf (NPY_HEADER_MAX bytes); returns its

@@ -395,6 +395,8 @@ cask_status plan_chunk_idx(plan *pl, cask_array *n, const int64_t *idx, cask_dat
     case NK_BLOCKWISE: st = lower_blockwise(pl, n, idx, out); break;
     case NK_REDUCE: st = reduce_lower_chunk(pl, n, idx, out); break;
     case NK_MATMUL: st = matmul_lower_chunk(pl, n, idx, out); break;
+    case NK_CHOLESKY: st = chol_lower_chunk(pl, n, idx, out); break;
+    case NK_CHO_SOLVE: st = chosolve_lower_chunk(pl, n, idx, out); break;
     default: st = fuse_lower_chunk(pl, n, idx, out); break;
     }
     if (!st) pn->chunks[c] = *out;

@@ -222,6 +222,32 @@ cask_status cask_array_std(cask_array *a, int axis, int ddof, cask_array **out);
  * along axis 0 to a's chunks along axis 1 if they differ. */
 cask_status cask_array_matmul(cask_array *a, cask_array *b, cask_array **out);
 
+/* ---- dense linear algebra (lazy; docs/linalg.md) ---- */
+
+/* The Cholesky factor L of a symmetric positive definite matrix a (A = L L^T, L lower
+ * triangular, zeros above the diagonal, as numpy.linalg.cholesky), by tiles: a's chunks
+ * are the tiles and must be square (the same size along both axes; the last row and
+ * column of tiles may be smaller). Only the lower triangle of a is read. Right-looking
+ * tile algorithm in sequential task flow: for each k, POTRF of tile (k,k), TRSM of the
+ * tiles below it, SYRK of the diagonal tiles and GEMM of the others to their right; a
+ * task with both a CPU (OpenBLAS's LAPACK and BLAS) and a GPU (cuSOLVER, cuBLAS) kernel
+ * runs where the scheduler's cost model expects it to finish first, and tasks on the
+ * critical path (the factorization's next panel) have the higher priorities. Each tile's
+ * updates are applied in order of k, so the bytes are the same for any worker count.
+ * Errors, now: CASK_ERR_INVALID (not 2-D, not square, tiles not square, a dtype other
+ * than float32 or float64: message in cask_array_ctx_error). When computed:
+ * CASK_ERR_NOT_SPD, with a message naming the first tile whose diagonal block failed and
+ * the order of the leading minor of a (1-based, as LAPACK's info) that is not positive
+ * or not finite; the graph stops there. */
+cask_status cask_array_cholesky(cask_array *a, cask_array **out);
+
+/* Solves A x = b for x given the Cholesky factor l of A (cask_array_cholesky): forward
+ * substitution with L, then backward with L^T, by tiles (TRSM and GEMM tasks). b is 1-D
+ * of length n or 2-D n x k (k right-hand sides); its chunks along axis 0 become l's
+ * tiles' (rechunked if they differ). x has b's shape and l's dtype. Errors:
+ * CASK_ERR_INVALID (shapes, dtypes, l not 2-D square with square tiles). */
+cask_status cask_array_cho_solve(cask_array *l, cask_array *b, cask_array **out);
+
 /* The sub-array [start[i], stop[i]) along each axis. Must be chunk-aligned: each start
  * a multiple of the axis' chunk size, each stop a multiple of it or the axis' size
  * (CASK_ERR_INVALID otherwise; rechunk first). Costs no task: the slice's chunks are the

@@ -1,0 +1,252 @@
+/* array/linalg.c: the tiled Cholesky factorization of cask_array_cholesky.
+ *
+ * Right-looking, in sequential task flow as PLASMA's pdpotrf and Chameleon's pzpotrf:
+ *   for k: POTRF (k,k); TRSM (i,k) for i > k;
+ *          SYRK (i,i) and GEMM (i,j), k < j < i, with column k.
+ * The runtime finds the DAG from the tiles' access modes. Each tile's updates come in
+ * order of k (one chain per tile), so the bytes do not depend on where or when tasks run.
+ * The first task to touch a tile of the factor copies it from the input (copy_in): the
+ * input is never written. Tiles above the diagonal are zero tiles made on CPU workers,
+ * and only when the result is asked for whole (a solve reads the lower ones only).
+ *
+ * Priorities: a task's distance, in panels, to the critical path. The panel (POTRF of
+ * column k, then its TRSMs) is the critical path; an update of column j at step k is
+ * needed by panel j, j - k steps later. So POTRF 128, TRSM 64, an update of column k+1
+ * 32, of k+2 16, ... each step further one level lower (the scheduler's levels are
+ * logarithmic: cask/graph.h), down to 1. Tasks released together run in exact order. */
+#include <stdlib.h>
+#include <string.h>
+#include "array/array_internal.h"
+
+static int la_dtype(cask_dtype dt)
+{
+    return dt == CASK_FLOAT64 ? LA_F64 : LA_F32;
+}
+
+/* Checks a matrix for cholesky / cho_solve: 2-D, square, square tiles, float. */
+static cask_status check_square(cask_array *a, const char *what)
+{
+    cask_array_ctx *ctx = a->ctx;
+    if (a->ndim != 2)
+        return arr_error(ctx, CASK_ERR_INVALID, "%s needs a 2-D matrix (got %d-D)", what, a->ndim);
+    if (a->shape[0] != a->shape[1])
+        return arr_error(ctx, CASK_ERR_INVALID, "%s needs a square matrix (got %lldx%lld)", what,
+                         (long long)a->shape[0], (long long)a->shape[1]);
+    if (a->chunk[0] != a->chunk[1])
+        return arr_error(ctx, CASK_ERR_INVALID, "%s needs square tiles (chunks %lldx%lld: "
+                         "rechunk to equal sizes along both axes)", what,
+                         (long long)a->chunk[0], (long long)a->chunk[1]);
+    if (a->dtype != CASK_FLOAT32 && a->dtype != CASK_FLOAT64)
+        return arr_error(ctx, CASK_ERR_INVALID, "%s needs float32 or float64 (got %s: "
+                         "cask_array_astype first)", what, cask_dtype_name(a->dtype));
+    if (a->chunk[0] > INT32_MAX / 2)
+        return arr_error(ctx, CASK_ERR_INVALID, "%s: tiles of %lld rows are too large", what,
+                         (long long)a->chunk[0]);
+    return CASK_OK;
+}
+
+cask_status cask_array_cholesky(cask_array *a, cask_array **out)
+{
+    if (!a || !out) return CASK_ERR_INVALID;
+    cask_status st = check_square(a, "cholesky");
+    if (st) return st;
+    cask_array *n;
+    if ((st = node_new(a->ctx, NK_CHOLESKY, a->dtype, 2, a->shape, a->chunk, &n))) return st;
+    node_add_input(n, a);
+    *out = node_intern(n);
+    return CASK_OK;
+}
+
+cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int nacc, int prio)
+{
+    static const char *const names[LA_OP_COUNT] = {
+        "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.zero"
+    };
+    a->op = op;
+    a->gpu = pl->ctx->la_gpu;
+    cask_task_desc d;
+    memset(&d, 0, sizeof d);
+    d.kernel = pl->ctx->la.k[op];
+    d.access = acc;
+    d.naccess = nacc;
+    d.field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY;
+    d.args = a;
+    d.args_size = sizeof *a;
+    d.priority = prio;
+    if (op == LA_ZERO) {
+        d.field_mask |= CASK_TASK_WHERE;
+        d.where = CASK_WHERE_CPU;
+    } else if (pl->ctx->where != CASK_WHERE_ANY) {
+        d.field_mask |= CASK_TASK_WHERE;
+        d.where = (uint32_t)pl->ctx->where;
+    }
+    cask_status st = cask_graph_add_task(pl->g, &d, NULL);
+    if (st)
+        return arr_error(pl->ctx, st, "cannot add task %s: %s", names[op], cask_status_string(st));
+    pl->st.ntasks++;
+    pl->st.ntasks_compute++;
+    /* the tiles run side by side, one BLAS thread each */
+    pl->blas_threads = 1;
+    return CASK_OK;
+}
+
+/* Rows of tile row i of a matrix of size n in tiles of t. */
+static int64_t tile_rows(int64_t n, int64_t t, int64_t i)
+{
+    return i * t + t <= n ? t : n - i * t;
+}
+
+/* Priority of an update of column j at step k (see the top of the file). */
+static int update_prio(int64_t k, int64_t j)
+{
+    int64_t d = j - k;   /* >= 1 */
+    return d >= 6 ? 1 : 1 << (6 - d);
+}
+
+typedef struct chol_state {
+    plan *pl;
+    cask_array *A, *L;
+    int64_t nt, t, n;
+    cask_data **h;       /* the factor's tile handles, lower triangle, nt x nt */
+    uint8_t *touched;    /* the tile has been copied in */
+} chol_state;
+
+/* The access of tile (i,j) being updated: the first update copies it in from A (two
+ * accesses: A's tile read, the factor's written), later ones read-write it. Fills acc
+ * from *nacc and sets a->copy_in; for copy_in the source must come first, so the caller
+ * fills the other inputs after. */
+static cask_status tile_target(chol_state *s, int64_t i, int64_t j, cask_access *src,
+                               cask_access *dst, la_args *a)
+{
+    int64_t c = i * s->nt + j;
+    cask_status st;
+    if (!s->h[c]) {
+        int64_t idx[2] = {i, j};
+        if ((st = plan_out_handle(s->pl, s->L, idx, &s->h[c]))) return st;
+    }
+    dst->data = s->h[c];
+    if (s->touched[c]) {
+        dst->mode = CASK_RW;
+        a->copy_in = 0;
+        return CASK_OK;
+    }
+    int64_t idx[2] = {i, j};
+    if ((st = plan_chunk_idx(s->pl, s->A, idx, &src->data))) return st;
+    src->mode = CASK_READ;
+    dst->mode = CASK_WRITE;
+    a->copy_in = 1;
+    s->touched[c] = 1;
+    return CASK_OK;
+}
+
+static void args_init(chol_state *s, la_args *a, int64_t i, int64_t j)
+{
+    memset(a, 0, sizeof *a);
+    a->dt = la_dtype(s->L->dtype);
+    a->ti = i;
+    a->tj = j;
+    a->row0 = i * s->t;
+}
+
+static cask_status chol_lower_all(chol_state *s)
+{
+    int64_t nt = s->nt, t = s->t, n = s->n;
+    cask_status st = CASK_OK;
+    for (int64_t k = 0; k < nt && !st; k++) {
+        int64_t bk = tile_rows(n, t, k);
+        cask_access acc[4];
+        la_args a;
+        /* POTRF (k,k) */
+        args_init(s, &a, k, k);
+        a.n = bk;
+        int m = 0;
+        if ((st = tile_target(s, k, k, &acc[0], &acc[1], &a))) break;
+        if (a.copy_in) m = 2; else { acc[0] = acc[1]; m = 1; }
+        if ((st = la_task(s->pl, LA_POTRF, &a, acc, m, 128))) break;
+        cask_data *lkk = s->h[k * nt + k];
+        /* TRSM (i,k): A_ik L_kk^-T */
+        for (int64_t i = k + 1; i < nt && !st; i++) {
+            args_init(s, &a, i, k);
+            a.side = 'R';
+            a.trans = 1;
+            a.m = tile_rows(n, t, i);
+            a.n = bk;
+            cask_access src, dst;
+            if ((st = tile_target(s, i, k, &src, &dst, &a))) break;
+            m = 0;
+            if (a.copy_in) acc[m++] = src;
+            acc[m].data = lkk;
+            acc[m++].mode = CASK_READ;
+            acc[m++] = dst;
+            st = la_task(s->pl, LA_TRSM, &a, acc, m, 64);
+        }
+        /* updates of the trailing matrix with column k */
+        for (int64_t i = k + 1; i < nt && !st; i++) {
+            cask_data *lik = s->h[i * nt + k];
+            int64_t bi = tile_rows(n, t, i);
+            for (int64_t j = k + 1; j <= i && !st; j++) {
+                args_init(s, &a, i, j);
+                cask_access src, dst;
+                if ((st = tile_target(s, i, j, &src, &dst, &a))) break;
+                m = 0;
+                if (a.copy_in) acc[m++] = src;
+                acc[m].data = lik;
+                acc[m++].mode = CASK_READ;
+                if (j == i) {   /* SYRK: C -= L_ik L_ik^T */
+                    a.n = bi;
+                    a.k = bk;
+                    acc[m++] = dst;
+                    st = la_task(s->pl, LA_SYRK, &a, acc, m, update_prio(k, j));
+                } else {        /* GEMM: C -= L_ik L_jk^T */
+                    a.m = bi;
+                    a.n = tile_rows(n, t, j);
+                    a.k = bk;
+                    a.tb = 1;
+                    acc[m].data = s->h[j * nt + k];
+                    acc[m++].mode = CASK_READ;
+                    acc[m++] = dst;
+                    st = la_task(s->pl, LA_GEMM, &a, acc, m, update_prio(k, j));
+                }
+            }
+        }
+    }
+    return st;
+}
+
+cask_status chol_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out)
+{
+    plan_node *pn = n->pn;
+    int64_t nt = n->nch[0];
+    if (!pn->whole) {
+        chol_state s;
+        memset(&s, 0, sizeof s);
+        s.pl = pl;
+        s.A = n->in[0];
+        s.L = n;
+        s.nt = nt;
+        s.t = n->chunk[0];
+        s.n = n->shape[0];
+        s.touched = calloc((size_t)(nt * nt), 1);
+        /* (the plan's own array of handles: plan_chunk_idx made it before calling) */
+        s.h = pn->chunks;
+        if (!s.touched) return arr_error(pl->ctx, CASK_ERR_NOMEM, "out of memory");
+        cask_status st = chol_lower_all(&s);
+        free(s.touched);
+        if (st) return st;
+        pn->whole = 1;
+    }
+    int64_t i = idx[0], j = idx[1];
+    if (j <= i) {
+        *out = pn->chunks[i * nt + j];
+        return CASK_OK;
+    }
+    /* a tile above the diagonal: zeros */
+    cask_status st = plan_out_handle(pl, n, idx, out);
+    if (st) return st;
+    la_args a;
+    memset(&a, 0, sizeof a);
+    a.ti = i;
+    a.tj = j;
+    cask_access acc = {*out, CASK_WRITE};
+    return la_task(pl, LA_ZERO, &a, &acc, 1, 0);
+}
