@@ -47,8 +47,10 @@ typedef struct task_cold {
 enum {
     TASK_SKIPPED = 1,             /* its last completion was a skip (graph failed first) */
     TASK_REPLAY = 2,              /* the stand-in of a replayed graph (graph_replay.h) */
-    TASK_WENT_ASYNC = 4           /* its CUDA implementation began an asynchronous task:
+    TASK_WENT_ASYNC = 4,          /* its CUDA implementation began an asynchronous task:
                                      never captured (graph_replay.c) */
+    TASK_COSTED_CPU = 8           /* the cost model sent it to a CPU worker: counted in
+                                     the CPU backlog until it ends (scheduler/perfmodel.c) */
 };
 
 struct cask_task {

@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "runtime/runtime.h"
+#include "runtime/perf_file.h"
 #include "runtime/core_share.h"
 #include "runtime/graph.h"
 #include "runtime/data.h"
@@ -157,6 +158,7 @@ cask_status cask_init(const cask_config *cfg, cask_runtime **out)
         log_msg(rt, CASK_LOG_WARN, "dashboard %s not served: cask was built without "
                 "libmicrohttpd", rt->cfg.dashboard);
 #endif
+    perf_file_load(rt);
     t = phases_now_ns();
     st = sched_create(rt, &rt->sched);
     if (st) {
@@ -198,6 +200,8 @@ fail:
         device_close(rt->dev);
     trace_task_close(rt, 0);
     topology_destroy(&rt->topo);
+    free(rt->perf_path);
+    free(rt->perf_saved);
     free(rt);
     return st;
 }
@@ -252,6 +256,7 @@ cask_status cask_shutdown(cask_runtime *rt)
     mem_destroy(rt);
     if (rt->dev)
         device_close(rt->dev);
+    perf_file_save(rt);
     for (cask_kernel *k = rt->kernels; k;) {
         cask_kernel *n = k->next;
         free(k->name);
@@ -322,6 +327,7 @@ cask_status cask_kernel_register(cask_runtime *rt, const cask_kernel_desc *desc,
     k->where_any = (desc->cpu ? CASK_WHERE_CPU : 0) |
                    (desc->cuda && (desc->cpu || !rt->sim) ? CASK_WHERE_GPU : 0);
     pthread_mutex_lock(&rt->lock);
+    perf_file_apply(rt, k);
     k->id = rt->nkernels++;
     k->next = rt->kernels;
     rt->kernels = k;

@@ -14,6 +14,7 @@
 #include "runtime/phases.h"
 
 #define CASK_ERRMSG_LEN 1024
+#include "runtime/perf_data.h"
 #define CASK_MAX_GPUS 16
 #define CASK_MAX_NODES (CASK_MAX_GPUS + 1)   /* memory node 0 = host, 1+g = GPU g */
 
@@ -38,6 +39,9 @@ struct cask_kernel {
        and the last sample it learnt from (written by that GPU's worker only) */
     _Atomic uint64_t gpu_ns[CASK_MAX_GPUS];
     _Atomic uint64_t gpu_last_ns[CASK_MAX_GPUS];
+    /* measured times per footprint and worker kind (scheduler/perfmodel.c), for kernels
+       with CASK_KERNEL_COST_MODEL */
+    perf_table perf;
 };
 
 struct cask_runtime {
@@ -75,6 +79,9 @@ struct cask_runtime {
                                        registered on first use (rt->lock) */
 
     runtime_phases phases;          /* start-up and shutdown times (CASK_STATS=1) */
+    char *perf_path;                /* CASK_PERFMODEL: the cost model's file (perf_file.h) */
+    struct perf_saved *perf_saved;  /* what it held, for kernels not yet registered */
+    int nperf_saved;
 
     pthread_mutex_t error_lock;
     char error[CASK_ERRMSG_LEN];

@@ -2,6 +2,7 @@
 #include "scheduler/gpu_commit.h"
 #include "runtime/graph.h"
 #include "runtime/log.h"
+#include "scheduler/perfmodel.h"
 
 uint64_t gpu_est(const cask_kernel *k, int gpu)
 {
@@ -32,6 +33,13 @@ void gpu_est_learn(cask_kernel *k, int gpu, uint64_t sample_ns)
     atomic_store_explicit(&k->gpu_ns[gpu], v, memory_order_relaxed);
 }
 
+void gpu_est_note_first(gpu_est_sum *s, const cask_task *first)
+{
+    cask_kernel *k = first->kernel;
+    if ((k->flags & CASK_KERNEL_COST_MODEL) && (s->kernel != k || !s->tasks))
+        s->fp = perf_footprint(first, &s->bytes);
+}
+
 int gpu_est_add(gpu_est_sum *s, cask_kernel *k, int gpu, int depth, int ntasks, uint64_t ns)
 {
     if (ntasks <= 0)
@@ -47,6 +55,8 @@ int gpu_est_add(gpu_est_sum *s, cask_kernel *k, int gpu, int depth, int ntasks, 
     if (s->tasks < s->need)
         return 0;
     gpu_est_learn(k, gpu, s->ns / (uint64_t)s->tasks);
+    if ((k->flags & CASK_KERNEL_COST_MODEL) && s->fp)
+        perf_learn(k, s->fp, s->bytes, PERF_GPU, s->ns / (uint64_t)s->tasks);
     s->tasks = 0;
     return 1;
 }

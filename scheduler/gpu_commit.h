@@ -30,6 +30,8 @@ void gpu_est_learn(cask_kernel *k, int gpu, uint64_t sample_ns);
  * binding compare across GPUs). Owned by that GPU's worker; zeroed to start. */
 typedef struct gpu_est_sum {
     const cask_kernel *kernel;    /* the kernel summed, NULL none */
+    uint64_t fp, bytes;           /* the footprint of its first task (perfmodel.h), for
+                                     kernels with CASK_KERNEL_COST_MODEL */
     uint64_t ns;
     int tasks, need;
 } gpu_est_sum;
@@ -40,6 +42,10 @@ typedef struct gpu_est_sum {
  * over. Once the sum holds as many tasks as were in flight when it began, their mean is
  * learnt (gpu_est_learn) and the sum starts over: then 1, else 0. */
 int gpu_est_add(gpu_est_sum *s, cask_kernel *k, int gpu, int depth, int ntasks, uint64_t ns);
+/* Before gpu_est_add of a group whose first task is first: when that starts a new sum of
+ * a kernel with CASK_KERNEL_COST_MODEL, notes first's footprint, under which the sum's
+ * mean is also learnt for the cost model (perfmodel.h). */
+void gpu_est_note_first(gpu_est_sum *s, const struct cask_task *first);
 
 /* After k's estimate changed: if k is timed on every GPU of s, each GPU's time for it
  * against the fastest's becomes that GPU's s->gpu_slow_ppm (a hint for kernels not timed

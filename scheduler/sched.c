@@ -7,6 +7,7 @@
 #include <time.h>
 #include "scheduler/sched.h"
 #include "scheduler/placement.h"
+#include "scheduler/perfmodel.h"
 #include "runtime/graph.h"
 #include "runtime/subflow.h"
 #include "runtime/log.h"
@@ -131,6 +132,8 @@ static int root_is_pinned(sched *s, const cask_task *t)
 /* 1 if root t of a range this worker took runs here. */
 static int root_is_mine(sched *s, const worker *w, const cask_task *t)
 {
+    if (perf_wants(s, t) && placement_kind(s, t) == WORKER_GPU)
+        return 0;   /* the cost model decides (sched_ready) */
     return placement_kind(s, t) == w->kind &&
            (w->kind == WORKER_CPU || t->device < 0 || t->device == w->device);
 }
@@ -281,7 +284,10 @@ void sched_wake_kind(sched *s, int kind)
 
 void sched_ready(sched *s, worker *self, cask_task *t)
 {
-    if (placement_kind(s, t) == WORKER_GPU) {
+    int kind = placement_kind(s, t);
+    if (kind == WORKER_GPU && perf_wants(s, t))
+        kind = perf_choose(s, t);
+    if (kind == WORKER_GPU) {
         int target = placement_pick_gpu(s, t);
         worker *w = &s->w[target];
         atomic_fetch_add_explicit(&w->queued, 1, memory_order_relaxed);

@@ -75,6 +75,8 @@ typedef struct sched {
     _Atomic uint32_t gpu_slow_ppm[CASK_MAX_GPUS];
     _Atomic uint64_t sim_origin_ns;   /* simulated GPUs: when the first task started on
                                          one (CASK_SIM_GPU_SLOW windows count from it) */
+    _Atomic int64_t cpu_costed;  /* tasks the cost model sent to CPU workers, not yet
+                                    finished (scheduler/perfmodel.c) */
     _Atomic int ending;          /* cask_task_async_end calls under way (sched_destroy
                                     waits for them: they touch a worker after the task
                                     may have let its graph finish) */

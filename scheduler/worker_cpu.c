@@ -10,6 +10,7 @@
 #include "runtime/trace_task.h"
 #include "runtime/dash_live.h"
 #include "runtime/spill.h"
+#include "scheduler/perfmodel.h"
 
 #define SPIN_ROUNDS 64
 
@@ -36,7 +37,13 @@ static void run_task(worker *w, cask_task *t)
         } else {
             if (w->live)
                 dash_running(w->live, w->id, (int32_t)t->kernel->id);
+            int timed = (t->kernel->flags & CASK_KERNEL_COST_MODEL) != 0;
+            uint64_t k0 = timed ? sched_now_ns() : 0;
             st = t->kernel->cpu(&ctx);
+            if (timed && !st && !ctx.async) {   /* the cost model's CPU time */
+                uint64_t bytes, fp = perf_footprint(t, &bytes);
+                perf_learn(t->kernel, fp, bytes, PERF_CPU, sched_now_ns() - k0);
+            }
             if (w->live)
                 dash_running(w->live, w->id, -1);
             if (ctx.sub)   /* children it spawned: launched, or dropped if it failed */
@@ -60,6 +67,7 @@ static void run_task(worker *w, cask_task *t)
     }
     if (!ran && rt->spill)
         spill_undefer(rt, t);
+    perf_cpu_done(w->sched, t);
     w->run_count++;
     sched_complete(w->sched, w, t, ran);
 }
@@ -71,6 +79,7 @@ static int finish_async(worker *w)
     for (cask_task *t = sched_async_take(w); t;) {
         cask_task *next = (cask_task *)t->node.next;
         coh_finish_host(t->graph->rt, t);
+        perf_cpu_done(w->sched, t);
         w->async_pending--;
         w->run_count++;
         sched_complete(w->sched, w, t, 1);

@@ -185,6 +185,8 @@ static void learn_cost(worker *w, inflight *f)
     else if (!w->sched->rt->sim && (bu <= now || bu > now + gw->est_inflight_ns))
         bu = now + gw->est_inflight_ns;   /* (a simulated GPU's is exact already) */
     atomic_store_explicit(&w->busy_until_ns, bu, memory_order_relaxed);
+    if (f->ntasks)
+        gpu_est_note_first(&gw->est_sum, f->t[0]);
     if (f->ntasks && gpu_est_add(&gw->est_sum, f->t[0]->kernel, w->device, depth, f->ntasks,
                                  now > from ? now - from : 0))
         gpu_note_speeds(w->sched, f->t[0]->kernel);

@@ -8,6 +8,7 @@
 #include <time.h>
 #include "scheduler/worker_gpu.h"
 #include "scheduler/gpu_commit.h"
+#include "scheduler/perfmodel.h"
 #include "runtime/runtime.h"
 #include "runtime/graph.h"
 #include "runtime/task_ctx.h"
@@ -97,8 +98,13 @@ void gpu_sim_run(worker *w, cask_task *t, cask_task_ctx *ctx, int si)
         nanosleep(&ts, NULL);
         t1 = sched_now_ns();
     }
-    if (!st && !gw->ninflight)
+    if (!st && !gw->ninflight) {
         gpu_est_learn(t->kernel, w->device, t1 - start);
+        if (t->kernel->flags & CASK_KERNEL_COST_MODEL) {
+            uint64_t bytes, fp = perf_footprint(t, &bytes);
+            perf_learn(t->kernel, fp, bytes, PERF_GPU, t1 - start);
+        }
+    }
     if (!gw->ninflight)
         atomic_store_explicit(&w->busy_until_ns, t1, memory_order_relaxed);
     if (WORKER_TRACE(w)) {
