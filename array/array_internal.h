@@ -162,6 +162,7 @@ struct plan_node {
     prog_cache *pc;
     int visited;
     int whole;                   /* every chunk lowered at once (linear algebra) */
+    void *dst;                   /* the user's output, written by the tasks themselves */
 };
 
 typedef struct plan {
@@ -220,6 +221,10 @@ cask_status matmul_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask
  * chunk asked for (every tile depends on others); then each chunk's handle is known. */
 cask_status chol_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);
 cask_status chosolve_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);
+/* Lowers a factorization whose result goes to host memory out (row-major, whole): its
+ * final tasks write each tile there themselves, zeros above the diagonal too, so the
+ * tiles need no scatter. 1 if done so, 0 if it was lowered already (then scatter). */
+int chol_lower_to_host(plan *pl, cask_array *n, void *out, cask_status *st);
 /* Adds a tile task of op with args a (both: CPU and GPU kernels; priority p). */
 cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int nacc, int prio);
 

@@ -107,6 +107,9 @@ typedef struct chol_state {
     plan *pl;
     cask_array *A, *L;
     int64_t nt, t, n;
+    size_t es;
+    const char *src;     /* A's host memory (a from_host array), read by the tasks */
+    char *dst;           /* the user's output, written by the final tasks */
     cask_data **h;       /* the factor's tile handles, lower triangle, nt x nt */
     uint8_t *touched;    /* the tile has been copied in */
 } chol_state;
@@ -120,6 +123,7 @@ static cask_status tile_target(chol_state *s, int64_t i, int64_t j, cask_access 
 {
     int64_t c = i * s->nt + j;
     cask_status st;
+    src->data = NULL;   /* (no source access unless copied in from A's chunk) */
     if (!s->h[c]) {
         int64_t idx[2] = {i, j};
         if ((st = plan_out_handle(s->pl, s->L, idx, &s->h[c]))) return st;
@@ -130,12 +134,18 @@ static cask_status tile_target(chol_state *s, int64_t i, int64_t j, cask_access 
         a->copy_in = 0;
         return CASK_OK;
     }
-    int64_t idx[2] = {i, j};
-    if ((st = plan_chunk_idx(s->pl, s->A, idx, &src->data))) return st;
-    src->mode = CASK_READ;
     dst->mode = CASK_WRITE;
     a->copy_in = 1;
     s->touched[c] = 1;
+    if (s->src) {   /* straight from the user's matrix: no chunk of A, no access */
+        a->src_host = s->src + (size_t)(i * s->t * s->n + j * s->t) * s->es;
+        a->src_ld = s->n;
+        src->data = NULL;
+        return CASK_OK;
+    }
+    int64_t idx[2] = {i, j};
+    if ((st = plan_chunk_idx(s->pl, s->A, idx, &src->data))) return st;
+    src->mode = CASK_READ;
     return CASK_OK;
 }
 
@@ -146,6 +156,14 @@ static void args_init(chol_state *s, la_args *a, int64_t i, int64_t j)
     a->ti = i;
     a->tj = j;
     a->row0 = i * s->t;
+}
+
+/* The final operation on tile (i,j) writes it to the user's output, if there is one. */
+static void final_to(chol_state *s, la_args *a, int64_t i, int64_t j)
+{
+    if (!s->dst) return;
+    a->dst_host = s->dst + (size_t)(i * s->t * s->n + j * s->t) * s->es;
+    a->dst_ld = s->n;
 }
 
 static cask_status chol_lower_all(chol_state *s)
@@ -161,7 +179,8 @@ static cask_status chol_lower_all(chol_state *s)
         a.n = bk;
         int m = 0;
         if ((st = tile_target(s, k, k, &acc[0], &acc[1], &a))) break;
-        if (a.copy_in) m = 2; else { acc[0] = acc[1]; m = 1; }
+        if (a.copy_in && !a.src_host) m = 2; else { acc[0] = acc[1]; m = 1; }
+        final_to(s, &a, k, k);
         if ((st = la_task(s->pl, LA_POTRF, &a, acc, m, 128))) break;
         cask_data *lkk = s->h[k * nt + k];
         /* TRSM (i,k): A_ik L_kk^-T */
@@ -173,8 +192,9 @@ static cask_status chol_lower_all(chol_state *s)
             a.n = bk;
             cask_access src, dst;
             if ((st = tile_target(s, i, k, &src, &dst, &a))) break;
+            final_to(s, &a, i, k);
             m = 0;
-            if (a.copy_in) acc[m++] = src;
+            if (src.data) acc[m++] = src;
             acc[m].data = lkk;
             acc[m++].mode = CASK_READ;
             acc[m++] = dst;
@@ -189,7 +209,7 @@ static cask_status chol_lower_all(chol_state *s)
                 cask_access src, dst;
                 if ((st = tile_target(s, i, j, &src, &dst, &a))) break;
                 m = 0;
-                if (a.copy_in) acc[m++] = src;
+                if (src.data) acc[m++] = src;
                 acc[m].data = lik;
                 acc[m++].mode = CASK_READ;
                 if (j == i) {   /* SYRK: C -= L_ik L_ik^T */
@@ -213,36 +233,72 @@ static cask_status chol_lower_all(chol_state *s)
     return st;
 }
 
+/* Lowers the whole factorization n once (dst: the user's output, or NULL). */
+static cask_status chol_lower_once(plan *pl, cask_array *n, char *dst)
+{
+    plan_node *pn = n->pn;
+    if (pn->whole) return CASK_OK;
+    int64_t nt = n->nch[0];
+    chol_state s;
+    memset(&s, 0, sizeof s);
+    s.pl = pl;
+    s.A = n->in[0];
+    s.L = n;
+    s.nt = nt;
+    s.t = n->chunk[0];
+    s.n = n->shape[0];
+    s.es = cask_dtype_size(n->dtype);
+    /* a matrix wrapped from host memory is read there by the tasks themselves */
+    if (s.A->kind == NK_HOST && !s.A->mat && s.A->p.host) s.src = s.A->p.host;
+    s.dst = dst;
+    if (!pn->chunks) pn->chunks = calloc((size_t)n->nchunks, sizeof *pn->chunks);
+    s.touched = calloc((size_t)(nt * nt), 1);
+    if (!s.touched || !pn->chunks) {
+        free(s.touched);
+        return arr_error(pl->ctx, CASK_ERR_NOMEM, "out of memory");
+    }
+    s.h = pn->chunks;
+    cask_status st = chol_lower_all(&s);
+    free(s.touched);
+    if (!st) pn->whole = 1;
+    return st;
+}
+
+int chol_lower_to_host(plan *pl, cask_array *n, void *out, cask_status *st)
+{
+    if (n->pn->whole) return 0;
+    if ((*st = chol_lower_once(pl, n, out))) return 1;
+    /* the tiles above the diagonal: zeros, one task per tile row, on CPU workers */
+    int64_t nt = n->nch[0], t = n->chunk[0], N = n->shape[0];
+    size_t es = cask_dtype_size(n->dtype);
+    for (int64_t i = 0; i + 1 < nt && !*st; i++) {
+        la_args a;
+        memset(&a, 0, sizeof a);
+        a.dt = la_dtype(n->dtype);
+        a.ti = i;
+        a.tj = i + 1;
+        a.m = i * t + t <= N ? t : N - i * t;
+        a.n = N - (i + 1) * t;
+        a.dst_host = (char *)out + (size_t)(i * t * N + (i + 1) * t) * es;
+        a.dst_ld = N;
+        *st = la_task(pl, LA_ZERO, &a, NULL, 0, 0);
+    }
+    return 1;
+}
+
 cask_status chol_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out)
 {
     plan_node *pn = n->pn;
     int64_t nt = n->nch[0];
-    if (!pn->whole) {
-        chol_state s;
-        memset(&s, 0, sizeof s);
-        s.pl = pl;
-        s.A = n->in[0];
-        s.L = n;
-        s.nt = nt;
-        s.t = n->chunk[0];
-        s.n = n->shape[0];
-        s.touched = calloc((size_t)(nt * nt), 1);
-        /* (the plan's own array of handles: plan_chunk_idx made it before calling) */
-        s.h = pn->chunks;
-        if (!s.touched) return arr_error(pl->ctx, CASK_ERR_NOMEM, "out of memory");
-        cask_status st = chol_lower_all(&s);
-        free(s.touched);
-        if (st) return st;
-        pn->whole = 1;
-    }
+    cask_status st = chol_lower_once(pl, n, NULL);
+    if (st) return st;
     int64_t i = idx[0], j = idx[1];
     if (j <= i) {
         *out = pn->chunks[i * nt + j];
         return CASK_OK;
     }
     /* a tile above the diagonal: zeros */
-    cask_status st = plan_out_handle(pl, n, idx, out);
-    if (st) return st;
+    if ((st = plan_out_handle(pl, n, idx, out))) return st;
     la_args a;
     memset(&a, 0, sizeof a);
     a.ti = i;

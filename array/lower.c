@@ -458,6 +458,8 @@ cask_status cask_array_compute_many(cask_array_ctx *ctx, int n, cask_array *cons
     double t0 = arr_now();
     for (int i = 0; i < n && !st; i++) {
         cask_array *a = arrays[i];
+        if (a->kind == NK_CHOLESKY && !a->mat && chol_lower_to_host(&pl, a, outs[i], &st))
+            continue;
         for (int64_t c = 0; c < a->nchunks && !st; c++) {
             cask_data *d;
             if ((st = plan_chunk(&pl, a, c, &d))) break;

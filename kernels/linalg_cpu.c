@@ -28,10 +28,45 @@ static const la_args *args_of(cask_task_ctx *ctx)
     return a && sz >= sizeof *a ? a : NULL;
 }
 
-/* Copies buffer 0 into the output (copy_in), checking the sizes. 0 or -1. */
+/* Rows and columns of the output tile of a. */
+static void out_dims(const la_args *a, int64_t *rows, int64_t *cols)
+{
+    *rows = a->op == LA_POTRF || a->op == LA_SYRK ? a->n : a->m;
+    *cols = a->n;
+}
+
+/* Copies a rows x cols tile between a dense buffer and a row-major matrix of ld. */
+static void copy_rows(void *dst, int64_t dld, const void *src, int64_t sld, int64_t rows,
+                      int64_t cols, size_t es)
+{
+    for (int64_t r = 0; r < rows; r++)
+        memcpy((char *)dst + (size_t)(r * dld) * es, (const char *)src + (size_t)(r * sld) * es,
+               (size_t)cols * es);
+}
+
+/* The result out to the user's matrix (dst_host). */
+static void copy_out(cask_task_ctx *ctx, const la_args *a, int out)
+{
+    if (!a->dst_host) return;
+    int64_t rows, cols;
+    out_dims(a, &rows, &cols);
+    copy_rows(a->dst_host, a->dst_ld, cask_task_buffer(ctx, out), cols, rows, cols,
+              a->dt == LA_F64 ? 8 : 4);
+}
+
+/* Copies buffer 0, or the user's tile, into the output (copy_in), checking the sizes.
+ * 0 or -1. */
 static int copy_in(cask_task_ctx *ctx, const la_args *a, int out)
 {
     if (!a->copy_in) return 0;
+    if (a->src_host) {
+        int64_t rows, cols;
+        out_dims(a, &rows, &cols);
+        size_t es = a->dt == LA_F64 ? 8 : 4;
+        if (cask_task_buffer_size(ctx, out) < (size_t)(rows * cols) * es) return -1;
+        copy_rows(cask_task_buffer(ctx, out), cols, a->src_host, a->src_ld, rows, cols, es);
+        return 0;
+    }
     size_t n = cask_task_buffer_size(ctx, out);
     if (cask_task_buffer_size(ctx, 0) != n) return -1;
     memcpy(cask_task_buffer(ctx, out), cask_task_buffer(ctx, 0), n);
@@ -142,7 +177,7 @@ cask_status la_cpu_potrf(cask_task_ctx *ctx)
 {
     const la_args *a = args_of(ctx);
     if (!a) return cask_task_fail(ctx, "bad arguments");
-    int out = a->copy_in;
+    int out = a->copy_in && !a->src_host;
     if (copy_in(ctx, a, out)) return cask_task_fail(ctx, "linalg.potrf: tile sizes differ");
     void *c = cask_task_buffer(ctx, out);
     int64_t n = a->n;
@@ -181,6 +216,7 @@ cask_status la_cpu_potrf(cask_task_ctx *ctx)
         if (a->dt == LA_F64) memset((double *)c + i * n + i + 1, 0, (size_t)(n - i - 1) * 8);
         else memset((float *)c + i * n + i + 1, 0, (size_t)(n - i - 1) * 4);
     }
+    copy_out(ctx, a, out);
     return CASK_OK;
 }
 
@@ -188,7 +224,7 @@ cask_status la_cpu_trsm(cask_task_ctx *ctx)
 {
     const la_args *a = args_of(ctx);
     if (!a) return cask_task_fail(ctx, "bad arguments");
-    int base = a->copy_in, out = base + 1;
+    int base = a->copy_in && !a->src_host, out = base + 1;
     if (copy_in(ctx, a, out)) return cask_task_fail(ctx, "linalg.trsm: tile sizes differ");
     const void *l = cask_task_buffer(ctx, base);
     void *c = cask_task_buffer(ctx, out);
@@ -201,11 +237,13 @@ cask_status la_cpu_trsm(cask_task_ctx *ctx)
             b->dtrsm(ROW_MAJOR, side, LOWER, tr, NON_UNIT, m, n, 1.0, l, ld, c, n);
         else
             b->strsm(ROW_MAJOR, side, LOWER, tr, NON_UNIT, m, n, 1.0f, l, ld, c, n);
+        copy_out(ctx, a, out);
         return CASK_OK;
     }
 #endif
     if (a->dt == LA_F64) trsm_loop_f64(a, l, c);
     else trsm_loop_f32(a, l, c);
+    copy_out(ctx, a, out);
     return CASK_OK;
 }
 
@@ -213,7 +251,7 @@ cask_status la_cpu_syrk(cask_task_ctx *ctx)
 {
     const la_args *a = args_of(ctx);
     if (!a) return cask_task_fail(ctx, "bad arguments");
-    int base = a->copy_in, out = base + 1;
+    int base = a->copy_in && !a->src_host, out = base + 1;
     if (copy_in(ctx, a, out)) return cask_task_fail(ctx, "linalg.syrk: tile sizes differ");
     const void *x = cask_task_buffer(ctx, base);
     void *c = cask_task_buffer(ctx, out);
@@ -241,7 +279,7 @@ cask_status la_cpu_gemm(cask_task_ctx *ctx)
 {
     const la_args *a = args_of(ctx);
     if (!a) return cask_task_fail(ctx, "bad arguments");
-    int base = a->copy_in, out = base + 2;
+    int base = a->copy_in && !a->src_host, out = base + 2;
     if (copy_in(ctx, a, out)) return cask_task_fail(ctx, "linalg.gemm: tile sizes differ");
     const void *x = cask_task_buffer(ctx, base), *y = cask_task_buffer(ctx, base + 1);
     void *c = cask_task_buffer(ctx, out);
@@ -265,6 +303,13 @@ cask_status la_cpu_gemm(cask_task_ctx *ctx)
 
 cask_status la_cpu_zero(cask_task_ctx *ctx)
 {
+    const la_args *a = args_of(ctx);
+    if (a && a->dst_host) {   /* straight into the user's matrix (no buffer) */
+        size_t es = a->dt == LA_F64 ? 8 : 4;
+        for (int64_t r = 0; r < a->m; r++)
+            memset((char *)a->dst_host + (size_t)(r * a->dst_ld) * es, 0, (size_t)a->n * es);
+        return CASK_OK;
+    }
     memset(cask_task_buffer(ctx, 0), 0, cask_task_buffer_size(ctx, 0));
     return CASK_OK;
 }

@@ -113,10 +113,46 @@ static const la_args *args_of(cask_task_ctx *ctx)
     return a && sz >= sizeof *a ? a : NULL;
 }
 
-/* copy_in: buffer 0 into the output, on the stream. */
+static void out_dims(const la_args *a, int64_t *rows, int64_t *cols)
+{
+    *rows = a->op == LA_POTRF || a->op == LA_SYRK ? a->n : a->m;
+    *cols = a->n;
+}
+
+/* The final tile out to the user's matrix (dst_host), on the stream. */
+static cask_status copy_out(cask_task_ctx *ctx, const la_args *a, int out, cudaStream_t s)
+{
+    if (!a->dst_host) return CASK_OK;
+    int64_t rows, cols;
+    out_dims(a, &rows, &cols);
+    size_t es = a->dt == LA_F64 ? 8 : 4;
+    cudaError_t e = cudaMemcpy2DAsync(a->dst_host, (size_t)a->dst_ld * es, cask_task_buffer(ctx, out),
+                                      (size_t)cols * es, (size_t)cols * es, (size_t)rows,
+                                      cudaMemcpyDeviceToHost, s);
+    if (e != cudaSuccess)
+        return cask_task_fail(ctx, "linalg: cudaMemcpy2DAsync (tile (%lld,%lld) to host): %s",
+                              (long long)a->ti, (long long)a->tj, cudaGetErrorString(e));
+    return CASK_OK;
+}
+
+/* copy_in: buffer 0, or the user's tile, into the output, on the stream. */
 static cask_status copy_in(cask_task_ctx *ctx, const la_args *a, int out, cudaStream_t s)
 {
     if (!a->copy_in) return CASK_OK;
+    if (a->src_host) {
+        int64_t rows, cols;
+        out_dims(a, &rows, &cols);
+        size_t es = a->dt == LA_F64 ? 8 : 4;
+        if (cask_task_buffer_size(ctx, out) < (size_t)(rows * cols) * es)
+            return cask_task_fail(ctx, "linalg: tile buffer too small");
+        cudaError_t e = cudaMemcpy2DAsync(cask_task_buffer(ctx, out), (size_t)cols * es,
+                                          a->src_host, (size_t)a->src_ld * es, (size_t)cols * es,
+                                          (size_t)rows, cudaMemcpyHostToDevice, s);
+        if (e != cudaSuccess)
+            return cask_task_fail(ctx, "linalg: cudaMemcpy2DAsync (tile (%lld,%lld) from host): %s",
+                                  (long long)a->ti, (long long)a->tj, cudaGetErrorString(e));
+        return CASK_OK;
+    }
     size_t n = cask_task_buffer_size(ctx, out);
     if (cask_task_buffer_size(ctx, 0) != n)
         return cask_task_fail(ctx, "linalg: tile sizes differ");
@@ -230,7 +266,7 @@ extern "C" cask_status la_cuda_potrf(cask_task_ctx *ctx)
     la_entry *e = entry(ctx, a, &st);
     if (!e) return st;
     cudaStream_t s = e->stream;
-    int out = a->copy_in;
+    int out = a->copy_in && !a->src_host;
     if ((st = copy_in(ctx, a, out, s))) return st;
     void *c = cask_task_buffer(ctx, out);
     int n = (int)a->n, lwork = 0;
@@ -265,6 +301,7 @@ extern "C" cask_status la_cuda_potrf(cask_task_ctx *ctx)
     if (a->dt == LA_F64) potrf_finish<double><<<grd, blk, 0, s>>>((double *)c, n, dinfo);
     else potrf_finish<float><<<grd, blk, 0, s>>>((float *)c, n, dinfo);
     info_settle<<<1, 1, 0, s>>>(dinfo);
+    if ((st = copy_out(ctx, a, out, s))) return st;
     cudaError_t ce = cudaMemcpyAsync(hinfo, dinfo, sizeof(int), cudaMemcpyDeviceToHost, s);
     if (ce != cudaSuccess)
         return cask_task_fail(ctx, "cudaMemcpyAsync (potrf info): %s", cudaGetErrorString(ce));
@@ -293,7 +330,7 @@ extern "C" cask_status la_cuda_trsm(cask_task_ctx *ctx)
     cask_status st = CASK_OK;
     la_entry *e = entry(ctx, a, &st);
     if (!e) return st;
-    int base = a->copy_in, out = base + 1;
+    int base = a->copy_in && !a->src_host, out = base + 1;
     if ((st = copy_in(ctx, a, out, e->stream))) return st;
     const void *l = cask_task_buffer(ctx, base);
     void *c = cask_task_buffer(ctx, out);
@@ -311,7 +348,8 @@ extern "C" cask_status la_cuda_trsm(cask_task_ctx *ctx)
         bs = cublasStrsm(e->blas, side, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, m,
                          &one, (const float *)l, ldl, (float *)c, n);
     }
-    return blas_ok(ctx, bs, "cublasXtrsm");
+    if ((st = blas_ok(ctx, bs, "cublasXtrsm"))) return st;
+    return copy_out(ctx, a, out, e->stream);
 }
 
 extern "C" cask_status la_cuda_syrk(cask_task_ctx *ctx)
@@ -321,7 +359,7 @@ extern "C" cask_status la_cuda_syrk(cask_task_ctx *ctx)
     cask_status st = CASK_OK;
     la_entry *e = entry(ctx, a, &st);
     if (!e) return st;
-    int base = a->copy_in, out = base + 1;
+    int base = a->copy_in && !a->src_host, out = base + 1;
     if ((st = copy_in(ctx, a, out, e->stream))) return st;
     const void *x = cask_task_buffer(ctx, base);
     void *c = cask_task_buffer(ctx, out);
@@ -347,7 +385,7 @@ extern "C" cask_status la_cuda_gemm(cask_task_ctx *ctx)
     cask_status st = CASK_OK;
     la_entry *e = entry(ctx, a, &st);
     if (!e) return st;
-    int base = a->copy_in, out = base + 2;
+    int base = a->copy_in && !a->src_host, out = base + 2;
     if ((st = copy_in(ctx, a, out, e->stream))) return st;
     const void *x = cask_task_buffer(ctx, base), *y = cask_task_buffer(ctx, base + 1);
     void *c = cask_task_buffer(ctx, out);

@@ -5,8 +5,9 @@
  * leading dimension is the number of columns).
  *
  * Every kernel may first copy an input tile into its output (copy_in: buffer 0 is the
- * tile of the matrix being factored or solved, which must not change; the output is then
- * written whole), so that the first update of each tile needs no task of its own.
+ * tile of the matrix being factored or solved, which must not change, or src_host; the
+ * output is then written whole), so that the first update of each tile needs no task of
+ * its own; and may write its result out to the user's matrix (dst_host).
  *
  * CPU: OpenBLAS's own LAPACK potrf (dpotrf_/spotrf_, a recursive blocked algorithm on
  * its GEMM kernels; reference LAPACK's would call through the generic BLAS interface,
@@ -48,6 +49,16 @@ typedef struct la_args {
     int64_t ti, tj;          /* the tile's index (messages) */
     int64_t row0;            /* global index of the tile's first row (POTRF's info) */
     void *gpu;               /* la_gpu_cache of the array context (CUDA builds), or NULL */
+    /* The user's row-major matrices, read and written in place of array chunks (a
+     * factorization from host memory into host memory): src_host, if set, is where the
+     * tile starts in the input (copy_in reads it instead of buffer 0, which is absent),
+     * dst_host where the final tile goes (written once the operation is done; the task
+     * ends when it is there). Their rows are src_ld / dst_ld elements apart. On a GPU,
+     * 2-D copies on the task's stream (fast and asynchronous when the memory is pinned,
+     * cask_host_alloc). */
+    const void *src_host;
+    void *dst_host;
+    int64_t src_ld, dst_ld;
 } la_args;
 
 typedef struct la_kernels {

@@ -228,3 +228,28 @@ Test(linalg, bad_shapes_tiles_and_dtypes_are_refused)
     cask_array_release(A);
     cask_array_release(B);
 }
+
+/* Straight to the user's memory (compute) and through kept tiles (persist, then
+ * compute): the same bytes, zeros above the diagonal included. */
+Test(linalg, persisted_factor_and_factor_to_host_are_the_same_bytes)
+{
+    int64_t n = 200, shape[2] = {n, n}, ch[2] = {48, 48};
+    double *a = spd(n, 11);
+    cask_array *A = host(a, CASK_FLOAT64, 2, shape, ch), *L, *L2;
+    cr_assert_eq(cask_array_cholesky(A, &L), CASK_OK);
+    double *direct = run(L);
+    cr_assert_eq(cask_array_binary_scalar(CASK_MUL, A, 1.0, 0, &L2), CASK_OK);
+    cask_array *P;
+    cr_assert_eq(cask_array_persist(ctx, 1, &L2), CASK_OK);   /* A's tiles as kept chunks */
+    cr_assert_eq(cask_array_cholesky(L2, &P), CASK_OK);
+    cr_assert_eq(cask_array_persist(ctx, 1, &P), CASK_OK, "%s", cask_array_ctx_error(ctx));
+    double *kept = run(P);
+    cr_assert_eq(memcmp(direct, kept, (size_t)(n * n) * 8), 0, "the two paths differ");
+    cask_array_release(P);
+    cask_array_release(L2);
+    cask_array_release(L);
+    cask_array_release(A);
+    free(direct);
+    free(kept);
+    free(a);
+}
