@@ -84,6 +84,8 @@ two GPUs of one host:
                 cask-knn 2^22 x 2^12 --cpu-only 2 ranks x 8 threads (.npy and CSV); with
                 2 GPUs, cask-knn 2^24 x 2^14 and cask-jacobi 16384^2 x 400 sweeps, one
                 process per GPU
+  chol          tiled Cholesky (bench/chol_device.sh, CHOL_PART=gpu|cpu): cask-chol against
+                cuSOLVER (PyTorch), PyTorch CPU, SciPy, NumPy, dask.array, StarPU
 setup:
   ucx-wheel     the libucx-cu13 wheel's UCX from .devdeps (implied by the steps that need it)
 Settings: BCD_BASE=dir or BCD_BASE_REF=ref (bcd before/after), BCD_ROUNDS, KNN_REPS,
@@ -140,7 +142,7 @@ ucx_wheel() {
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
 STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma seg"
 STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm replay ucx-wheel"
-STEPS="$STEPS mm-diag knn-ranks startup write "
+STEPS="$STEPS mm-diag knn-ranks startup write chol "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
     *" $step "*) ;;
@@ -979,6 +981,7 @@ for step in "$@"; do
     recover-gpu) step_recover_gpu ;;
     replay) step_replay ;;
     knn-k) OUT=$OUT timeout 300 sh tests/dist/device_knn_k.sh "$B" ;;
+    chol) B=$B OUT=$OUT sh bench/chol_device.sh ;;
     ucx-wheel) echo "the wheel's UCX: $("$B/apps/cask-knn" --version 2>/dev/null | grep -i ucx | head -1)" ;;
     *) echo "unknown step $step (sh bench/device_run.sh --help)" ;;
   esac

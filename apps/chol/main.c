@@ -25,7 +25,7 @@ typedef struct opts {
     int64_t n, tile, rhs;
     cask_dtype dt;
     const char *in, *out;
-    int check, cpu_only, gpus, repeat, warmup, resident, json, quiet;
+    int check, cpu_only, gpu_only, gpus, repeat, warmup, resident, json, quiet;
     uint64_t seed;
 } opts;
 
@@ -34,7 +34,7 @@ static void usage(FILE *f, const char *p)
     fprintf(f,
             "usage: %s [--n N] [--tile T] [--dtype f32|f64] [--in A.npy] [--out L.npy]\n"
             "          [--rhs K] [--check] [--cpu-only] [--gpus G] [--repeat R] [--warmup W]\n"
-            "          [--resident] [--seed S] [--json] [-q]\n"
+            "          [--resident] [--gpu-only] [--seed S] [--json] [-q]\n"
             "  --n N        order of the generated matrix n I + (R + R^T)/2 (default 4096;\n"
             "               2^K accepted)\n"
             "  --tile T     tile size (default 512; the last tile may be smaller)\n"
@@ -46,7 +46,8 @@ static void usage(FILE *f, const char *p)
             "  --rhs K      also solve A X = B for K generated right-hand sides\n"
             "  --check      print ||A - L L^T||_F / (n ||A||_F) (and the solve's backward\n"
             "               error with --rhs), and fail past the bounds of docs/linalg.md\n"
-            "  --cpu-only   CPU workers only; --gpus G: at most G GPUs\n"
+            "  --cpu-only   CPU workers only; --gpus G: at most G GPUs; --gpu-only: every\n"
+            "               tile on a GPU (else the cost model chooses, CASK_PERFMODEL)\n"
             "  --repeat R   timed runs (default 1), median printed; --warmup W untimed\n"
             "               runs first (default 1 when R > 1: the cost model calibrates)\n"
             "  --resident   the matrix kept where cask computes it (a persisted array, on\n"
@@ -76,7 +77,7 @@ static int parse(int argc, char **argv, opts *o)
     static const struct option lo[] = {
         {"n", 1, 0, 'n'}, {"tile", 1, 0, 't'}, {"dtype", 1, 0, 'd'}, {"in", 1, 0, 'i'},
         {"out", 1, 0, 'o'}, {"rhs", 1, 0, 'r'}, {"check", 0, 0, 'c'}, {"cpu-only", 0, 0, 'C'},
-        {"gpus", 1, 0, 'g'}, {"repeat", 1, 0, 'R'}, {"warmup", 1, 0, 'w'},
+        {"gpus", 1, 0, 'g'}, {"gpu-only", 0, 0, 'G'}, {"repeat", 1, 0, 'R'}, {"warmup", 1, 0, 'w'},
         {"resident", 0, 0, 'P'}, {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}
     };
@@ -98,6 +99,7 @@ static int parse(int argc, char **argv, opts *o)
         case 'r': if (parse_int(optarg, &o->rhs) || o->rhs < 1) goto bad; break;
         case 'c': o->check = 1; break;
         case 'C': o->cpu_only = 1; break;
+        case 'G': o->gpu_only = 1; break;
         case 'g': if (parse_int(optarg, &v)) goto bad; o->gpus = (int)v; break;
         case 'R': if (parse_int(optarg, &v) || v < 1) goto bad; o->repeat = (int)v; break;
         case 'w': if (parse_int(optarg, &v)) goto bad; o->warmup = (int)v; break;
@@ -237,6 +239,8 @@ int main(int argc, char **argv)
     cask_array *A = NULL;
     double *times = calloc((size_t)o.repeat, sizeof *times);
     if ((st = cask_array_ctx_create(rt, &ctx)) || !times) goto out;
+    if (o.gpu_only && (st = cask_array_ctx_set(ctx, CASK_ARRAY_OPT_WHERE, CASK_WHERE_GPU)))
+        goto out;
     cask_runtime_info info;
     cask_runtime_query(rt, &info);
     if (o.in) {
