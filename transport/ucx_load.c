@@ -4,16 +4,36 @@
  *
  * Before loading it, the UCX environment gets cask's defaults, each only where the
  * user set nothing (UCX reads its memory-hook settings once, when its libraries load):
+ *   every process (unless CASK_UCX_MEM_EVENTS=1, or the user set UCX_MEM_EVENTS or
+ *   asked for UCX_RCACHE_ENABLE)
+ *     UCX_MEM_EVENTS=no     UCX's memory hooks stay out of libc and CUDA. With them UCX
+ *                           1.22 patches mmap, munmap, brk... in place, each patch
+ *                           followed by a 50 ms grace period, and with its CUDA module
+ *                           16 CUDA driver functions the same way: ucp_init took
+ *                           1.17 s a rank on the H200 host, 21 ms without (issue 53)
+ *     UCX_RCACHE_ENABLE=n   ...and so no registration cache in ucp: every rendezvous
+ *                           registers its buffer for that transfer and deregisters it
+ *                           after. The hooks existed only to tell that cache a buffer
+ *                           was freed; UCX >= 1.13 cannot build the cache without them
+ *                           (ucs_rcache_create fails, "try" falls back to none, "y"
+ *                           fails ucp_init), so this only says so out loud.
+ *   Why cask needs nothing from the hooks, per route (the test: test_ucx_reuse.c):
+ *     host memory  TCP copies from the buffer as it is; CMA reads it by the sender's pid
+ *                  and address, whatever pages are there now; cask's segments and rings
+ *                  are cask's own memory. No transport holds a registration of it.
+ *     GPU memory   cuda_ipc: the sender's registration (cuIpcGetMemHandle and the
+ *                  allocation's CU_POINTER_ATTRIBUTE_BUFFER_ID) is made per transfer;
+ *                  the receiver's cache of opened IPC handles compares that buffer id
+ *                  with its entry's, so a freed and reallocated buffer at the same
+ *                  address is opened anew (uct cuda_ipc_cache.c), with or without
+ *                  events. cuda_copy registers nothing it keeps. NCCL is not UCX.
+ *     memory types cask names the memory type of every send and receive, so UCX's
+ *                  memory-type cache (also fed by the hooks) is not consulted.
  *   a process that moves no CUDA memory (xport_ucx_config.no_cuda: no GPU, or --cpu-only)
- *     UCX_MEM_EVENTS=no   UCX's memory hooks stay out of libc and CUDA. Loading UCX
- *                         1.22 otherwise patches mmap, munmap, brk... in place, each
- *                         patch followed by a 50 ms grace period (~0.4 s a process), and
- *                         its CUDA hooks as many again; cask gives UCX the memory type
- *                         of every buffer and uses no transport that registers memory
- *                         (TCP, CMA), so nothing needs the hooks
- *     UCX_MODULES=^cuda*  UCX's CUDA modules are not loaded (they would initialise the
- *                         driver where a GPU is visible)
- *   a process with GPUs: nothing (UCX's CUDA transports keep their registration cache)
+ *     UCX_MODULES=^cuda*    UCX's CUDA modules are not loaded (they would initialise the
+ *                           driver where a GPU is visible); memory events off as above
+ * CASK_UCX_MEM_EVENTS=1 gives a process with GPUs UCX's own defaults back (hooks and
+ * registration cache: the behaviour before issue 53, for comparison).
  * The first transport of the process decides; later ones get the same UCX.
  *
  * The module's handle and table are the one process-wide state here: written once,
@@ -24,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "runtime/phases.h"
 #include "transport/ucx_module.h"
@@ -41,6 +62,24 @@ static void set_default(const char *name, const char *value)
         setenv(name, value, 0);
 }
 
+/* 1 if the environment variable is set to anything but "" or "0". */
+static int env_on(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v && strcmp(v, "0") != 0;
+}
+
+/* Whether the user asked for UCX's registration cache (UCX_RCACHE_ENABLE other than
+ * n/no/off/0): it needs the memory events, so they stay on. */
+static int rcache_asked(void)
+{
+    const char *v = getenv("UCX_RCACHE_ENABLE");
+    if (!v || !*v)
+        return 0;
+    return strcasecmp(v, "n") && strcasecmp(v, "no") && strcasecmp(v, "off") &&
+           strcmp(v, "0");
+}
+
 /* The folder of libcask.so, where the module lies (in the build tree and installed). */
 static void module_path(char *buf, size_t len)
 {
@@ -56,10 +95,15 @@ static void module_path(char *buf, size_t len)
 
 static void load_module(void)
 {
-    if (atomic_load(&ucx_mod.no_cuda)) {
-        set_default("UCX_MEM_EVENTS", "no");
-        set_default("UCX_MODULES", "^cuda*");
+    int no_cuda = atomic_load(&ucx_mod.no_cuda);
+    if (no_cuda || !env_on("CASK_UCX_MEM_EVENTS")) {
+        if (!getenv("UCX_MEM_EVENTS") && !rcache_asked()) {
+            set_default("UCX_MEM_EVENTS", "no");
+            set_default("UCX_RCACHE_ENABLE", "n");
+        }
     }
+    if (no_cuda)
+        set_default("UCX_MODULES", "^cuda*");
     char path[4096];
     module_path(path, sizeof path);
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
