@@ -84,6 +84,15 @@ two GPUs of one host:
                 cask-knn 2^22 x 2^12 --cpu-only 2 ranks x 8 threads (.npy and CSV); with
                 2 GPUs, cask-knn 2^24 x 2^14 and cask-jacobi 16384^2 x 400 sweeps, one
                 process per GPU
+  e2e           issue 53, end to end as users time it, one call (~5 min after the build):
+                bench/startup.py --np 1,2,4 with the GPUs opened, UCX's memory events off
+                (now) against on (CASK_UCX_MEM_EVENTS=1, before), alternated; test_ucx_reuse
+                (buffers freed and reused between transfers, GPU by cuda_ipc and host) both
+                ways, test_dist_gpux (GPU to GPU); cask-knn --generate 2^24 2^14 on 1 and 2
+                processes end to end, without and with --out; streamed 2^30 x 2^16 from the
+                page cache (no --out, and --out-format compact) with dd's read and
+                fdatasync'ed write of the same bytes in the same call (E2E_F64=1: also the
+                16 GiB f64 output)
 setup:
   ucx-wheel     the libucx-cu13 wheel's UCX from .devdeps (implied by the steps that need it)
 Settings: BCD_BASE=dir or BCD_BASE_REF=ref (bcd before/after), BCD_ROUNDS, KNN_REPS,
@@ -140,7 +149,7 @@ ucx_wheel() {
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
 STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma seg"
 STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm replay ucx-wheel"
-STEPS="$STEPS mm-diag knn-ranks startup write "
+STEPS="$STEPS mm-diag knn-ranks startup write e2e "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
     *" $step "*) ;;
@@ -152,7 +161,7 @@ for step in "$@"; do
   case $step in
     bcd|inflight) ;;
     ucx-wheel) need_wheel=1 ;;
-    multigpu|cma|seg|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps|startup|write)
+    multigpu|cma|seg|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps|startup|write|e2e)
       need_wheel=1 need_main=1 ;;
     *) need_main=1 ;;
   esac
@@ -634,6 +643,82 @@ t_run() {
   echo "$label: rc $?, end to end $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s; $(grep -E 'time:|^sweeps' "$log" | head -1)"
 }
 
+# e2e_run LABEL LOG CMD...: CMD's end to end time by the shell's clock, and the lines of
+# its own summary that say where the time went
+e2e_run() {
+  label=$1 log=$2
+  shift 2
+  t1=$(date +%s.%N)
+  timeout 300 "$@" > "$log" 2>&1
+  rc=$?
+  echo "$label: rc $rc, end to end $(awk "BEGIN{printf \"%.3f\", $(date +%s.%N) - $t1}") s (shell)"
+  grep -E 'time:|end to end|I/O:|method|windows|check:' "$log" | sed 's/^/    /' | head -8
+  grep -E 'phases' "$log" | sed 's/^/    /' | head -2
+}
+
+step_e2e() {   # issue 53: what users time, each figure beside its floor from this call
+  T=${TMPDIR:-/tmp}
+  echo "== start-up plus shutdown, GPUs opened (medians of 3; np 1 is one process alone)"
+  python3 bench/startup.py --build "$B" --np 1,2,4 --rounds 3 --variant now: \
+    --variant before:CASK_UCX_MEM_EVENTS=1 --json "$OUT/e2e_startup.json" \
+    > "$OUT/e2e_startup.txt" 2>&1
+  echo "startup rc=$?"; grep -v '^{' "$OUT/e2e_startup.txt"
+  echo "== buffers freed and reused between transfers (2 processes, the one GPU)"
+  for v in now before; do
+    e=; [ $v = before ] && e=CASK_UCX_MEM_EVENTS=1
+    for m in gpu host; do
+      env $e timeout 120 tests/dist/run.sh 2 "$B/tests/test_dist_ucx_reuse" $m 24 \
+        > "$OUT/e2e_reuse_${m}_$v.txt" 2>&1
+      echo "reuse $m $v: rc $?"; grep -E 'rounds|skipped|FAIL|failed' "$OUT/e2e_reuse_${m}_$v.txt" | head -3
+    done
+  done
+  for m in "auto 8192" "auto 4"; do   # KiB; GPU to GPU by cuda_ipc
+    timeout 120 tests/dist/run.sh 2 "$B/tests/test_dist_gpux" $m > "$OUT/e2e_gpux.txt" 2>&1
+    echo "test_dist_gpux $m: rc $?"; grep -iE 'expecting|ok|FAIL' "$OUT/e2e_gpux.txt" | head -3
+  done
+  echo "== cask-knn --generate 2^24 2^14: 1 process against 2 on the one GPU"
+  K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1"
+  for r in 1 2 3; do
+    e2e_run "round $r, 1 process" "$OUT/e2e_knn1_$r.txt" env CASK_STATS=1 $K
+    e2e_run "round $r, 2 processes" "$OUT/e2e_knn2_$r.txt" env CASK_STATS=1 $L 2 $K
+    e2e_run "round $r, 2 processes, before (CASK_UCX_MEM_EVENTS=1)" "$OUT/e2e_knn2b_$r.txt" \
+      env CASK_STATS=1 CASK_UCX_MEM_EVENTS=1 $L 2 $K
+  done
+  e2e_run "1 process --out" "$OUT/e2e_knn1_out.txt" $K --out $T/e2e_one.npy
+  e2e_run "2 processes --out (in place)" "$OUT/e2e_knn2_out.txt" $L 2 $K --out $T/e2e_two.npy
+  cmp -s $T/e2e_one.npy $T/e2e_two.npy && echo "  outputs identical" || echo "  OUTPUTS DIFFER"
+  rm -f $T/e2e_one.npy $T/e2e_two.npy
+  echo "== streamed 2^30 x 2^16 from the page cache (default window 2^24: 64 windows)"
+  D=${KNN_DIR:-/tmp/knn-stream}; mkdir -p "$D"; G=$B/apps/cask-knn-gen; KS=$B/apps/cask-knn
+  t1=$(date +%s)
+  [ -f "$D/o30.npy" ] || $G --rows 1073741824 --seed 11 --set obs "$D/o30.npy" > /dev/null
+  [ -f "$D/r16.npy" ] || $G --rows 65536 --seed 11 --set ref "$D/r16.npy" > /dev/null
+  sync; echo "inputs made and synced in $(( $(date +%s) - t1 )) s"
+  dd if="$D/o30.npy" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read, first (cache warmed): /'
+  dd if="$D/o30.npy" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read floor: /'
+  S="$KS --obs $D/o30.npy --ref $D/r16.npy --stream --method auto"
+  e2e_run "streamed auto, no --out (warm-up of the GPU and cache)" "$OUT/e2e_s30_w.txt" $S
+  e2e_run "streamed auto, no --out" "$OUT/e2e_s30.txt" $S
+  e2e_run "streamed auto, no --out, --read-ahead 0 --io-threads 4" "$OUT/e2e_s30_ra0.txt" \
+    $S --read-ahead 0 --io-threads 4
+  dd if="$D/o30.npy" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read floor, again: /'
+  dd if=/dev/zero of="$D/dd.bin" bs=16M count=512 conv=fdatasync 2>&1 | tail -1 \
+    | sed 's/^/dd write floor (8 GiB, fdatasync): /'
+  rm -f "$D/dd.bin"; sync
+  e2e_run "streamed auto --out-format compact (8 GiB, synced before its rename)" \
+    "$OUT/e2e_s30_c.txt" $S --out "$D/c30.npy" --out-format compact
+  ls -l "$D/c30.npy" 2>&1 | tail -1
+  python3 -c "import numpy as np, sys; a=np.load(sys.argv[1], mmap_mode='r'); print('compact output', a.dtype, a.shape, 'first index/dist', a[0]['index'], a[0]['dist'])" "$D/c30.npy" 2>&1 | tail -1
+  rm -f "$D/c30.npy"; sync
+  if [ "${E2E_F64:-0}" = 1 ]; then
+    dd if=/dev/zero of="$D/dd.bin" bs=16M count=1024 conv=fdatasync 2>&1 | tail -1 \
+      | sed 's/^/dd write floor (16 GiB, fdatasync): /'
+    rm -f "$D/dd.bin"; sync
+    e2e_run "streamed auto --out f64 (16 GiB)" "$OUT/e2e_s30_f.txt" $S --out "$D/f30.npy"
+    rm -f "$D/f30.npy"
+  fi
+}
+
 step_write() {   # --out in place against gathered, alternated; the same bytes as 1 process
   T=${TMPDIR:-/tmp}
   K="$B/apps/cask-knn --generate 2^22 2^12 --seed 1 --cpu-only"
@@ -975,6 +1060,7 @@ for step in "$@"; do
     gather) step_gather ;;
     startup) export CASK_LAUNCHER=local; step_startup; unset CASK_LAUNCHER ;;
     write) step_write ;;
+    e2e) export CASK_LAUNCHER=local; step_e2e; unset CASK_LAUNCHER ;;
     gpux) step_gpux ;;
     recover-gpu) step_recover_gpu ;;
     replay) step_replay ;;
