@@ -96,6 +96,18 @@ static void *alloc_bytes(const knn_alloc *a, size_t n)
     return a ? a->alloc(a->ctx, n) : malloc(n);
 }
 
+/* A slot's buffers for window rows of the run (stream_io_cfg.slot_alloc): nonzero if
+ * they cannot be had (what was had stays for slot_free). */
+static int slot_alloc(void *ctx, stream_slot *sl)
+{
+    const knn_stream_cfg *c = ctx;
+    int64_t n = c->nrows ? c->nrows : c->obs->n, W = c->window < n ? c->window : n;
+    size_t K = (size_t)k_of(c);
+    return knn_points_alloc(W, c->obs->f64, c->obs->degrees, c->alloc, &sl->obs) ||
+           !(sl->index = alloc_bytes(c->alloc, (size_t)W * K * sizeof(int32_t))) ||
+           !(sl->dist = alloc_bytes(c->alloc, (size_t)W * K * sizeof(float)));
+}
+
 /* Slots of window buffers for a run of nwin windows: read_ahead + 2 (the one searched,
  * the one written, the ones read ahead), no more than there are windows. */
 static int slots_of(const knn_stream_cfg *c, int64_t nwin)
@@ -116,7 +128,7 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
     cask_status st = CASK_OK;
     int64_t n = rows_of_run(c), W = c->window < n ? c->window : n, base = c->first_row;
     int64_t out_rows = c->out_rows ? c->out_rows : n;
-    int f64 = c->obs->f64, K = k_of(c), nslots = 0;
+    int K = k_of(c), nslots = 0;
     knn_plan plan = c->plan;
     double t_start = now_s();
 
@@ -134,16 +146,12 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
         goto agree;
     res->windows = (n + W - 1) / W;
     nslots = res->slots = slots_of(c, res->windows);
-    for (int s = 0; s < nslots; s++) {
-        if (knn_points_alloc(W, f64, c->obs->degrees, c->alloc, &sl[s].obs) ||
-            !(sl[s].index = alloc_bytes(c->alloc, (size_t)W * K * sizeof(int32_t))) ||
-            !(sl[s].dist = alloc_bytes(c->alloc, (size_t)W * K * sizeof(float)))) {
-            st = knn_errorf(CASK_ERR_NOMEM, err, errlen,
-                            "%s: out of memory for %d windows of %lld rows (--read-ahead "
-                            "%d, --window)", c->obs->name, nslots, (long long)W,
-                            c->read_ahead);
-            goto agree;
-        }
+    /* the first window's buffers now; the reader takes the others as it first fills
+     * them, while the search runs (pinning them is no start-up cost) */
+    if (slot_alloc((void *)c, &sl[0])) {
+        st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory for a window of "
+                        "%lld rows (--window)", c->obs->name, (long long)W);
+        goto agree;
     }
     if (samples_init(c, res)) {
         st = knn_errorf(CASK_ERR_NOMEM, err, errlen, "--check: out of memory");
@@ -196,7 +204,7 @@ agree:
     res->prune = plan.prune;
     /* the reader starts on window 1 while the references are prepared */
     stream_io_cfg ioc = {rt, c, sl, nslots, n, W, base, npy_off, 1,
-                         c->io_threads > 0 ? c->io_threads : 1};
+                         c->io_threads > 0 ? c->io_threads : 1, slot_alloc, (void *)c};
     if ((st = stream_io_start(&ioc, &io, err, errlen)))
         goto done;
     if ((st = knn_refs_create(rt, k, c->ref, &plan, &refs, err, errlen)))

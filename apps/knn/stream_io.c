@@ -174,6 +174,14 @@ static void *reader_main(void *arg)
             return NULL;   /* its slot's previous window is written: the slot is free */
         advise(io, w + 1);
         char err[KNN_ERRLEN];
+        stream_slot *sl = &io->cfg.slots[w % io->cfg.nslots];
+        if (!sl->obs.data && io->cfg.slot_alloc(io->cfg.slot_ctx, sl)) {
+            snprintf(err, sizeof err, "%s: out of memory for %d windows of %lld rows "
+                     "(--read-ahead %d, --window)", s->name, io->cfg.nslots,
+                     (long long)io->cfg.window, io->cfg.c->read_ahead);
+            fail(io, CASK_ERR_NOMEM, err);
+            return NULL;
+        }
         /* CSV is read a whole window at a time, in order: one part */
         cask_status st = run_parts(io, w, 0, s->by_range ? io->cfg.threads : 1, err,
                                    sizeof err);
@@ -181,7 +189,7 @@ static void *reader_main(void *arg)
             fail(io, st, err);
             return NULL;
         }
-        io->cfg.slots[w % io->cfg.nslots].obs.n = knn_rows_of(io->cfg.rows, io->cfg.window, w);
+        sl->obs.n = knn_rows_of(io->cfg.rows, io->cfg.window, w);
         advance(io, &io->read);
     }
     return NULL;

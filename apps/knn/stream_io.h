@@ -16,7 +16,9 @@
  *
  * The search, on the caller's thread, only waits for window w to be read
  * (stream_io_wait_read) and hands its results over (stream_io_computed). Memory is the
- * nslots slots the caller allocated: nothing here grows with the rows. */
+ * nslots slots, which the reader allocates as it first fills them (slot_alloc: pinned
+ * memory takes time to get, better spent beside the search than before it): nothing
+ * here grows with the rows. */
 #ifndef KNN_STREAM_IO_H
 #define KNN_STREAM_IO_H
 
@@ -43,6 +45,10 @@ typedef struct stream_io_cfg {
     int64_t npy_off;           /* .npy output: where row 0 goes; -1: CSV, in order */
     int64_t first_read;        /* first window the reader reads (those before: the caller) */
     int threads;               /* parallel reads / .npy writes of one window (>= 1) */
+    int (*slot_alloc)(void *ctx, stream_slot *sl);   /* a slot's buffers, by the reader
+                                * before it first fills one without (obs.data NULL);
+                                * nonzero: out of memory */
+    void *slot_ctx;
 } stream_io_cfg;
 
 typedef struct stream_io stream_io;
