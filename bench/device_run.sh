@@ -659,10 +659,17 @@ e2e_run() {
 step_e2e() {   # issue 53: what users time, each figure beside its floor from this call
   T=${TMPDIR:-/tmp}
   echo "== start-up plus shutdown, GPUs opened (medians of 3; np 1 is one process alone)"
+  # now: UCX without its memory hooks; before: with them (CASK_UCX_MEM_EVENTS=1);
+  # nocudaucx: also without UCX's CUDA modules (a diagnostic: such ranks could not move
+  # GPU memory by UCX), to tell UCX's CUDA start-up from the GPUs' own
   python3 bench/startup.py --build "$B" --np 1,2,4 --rounds 3 --variant now: \
-    --variant before:CASK_UCX_MEM_EVENTS=1 --json "$OUT/e2e_startup.json" \
-    > "$OUT/e2e_startup.txt" 2>&1
+    --variant before:CASK_UCX_MEM_EVENTS=1 --variant 'nocudaucx:UCX_MODULES=^cuda*' \
+    --json "$OUT/e2e_startup.json" > "$OUT/e2e_startup.txt" 2>&1
   echo "startup rc=$?"; grep -v '^{' "$OUT/e2e_startup.txt"
+  echo "-- the floor: the same job --cpu-only (no GPU opened)"
+  python3 bench/startup.py --build "$B" --np 1,2,4 --rounds 3 --cpu-only \
+    --json "$OUT/e2e_startup.json" > "$OUT/e2e_startup_cpu.txt" 2>&1
+  echo "startup --cpu-only rc=$?"; grep -v '^{' "$OUT/e2e_startup_cpu.txt"
   echo "== buffers freed and reused between transfers (2 processes, the one GPU)"
   for v in now before; do
     e=; [ $v = before ] && e=CASK_UCX_MEM_EVENTS=1
