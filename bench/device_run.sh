@@ -92,7 +92,8 @@ two GPUs of one host:
                 processes end to end, without and with --out; streamed 2^30 x 2^16 from the
                 page cache (no --out, and --out-format compact) with dd's read and
                 fdatasync'ed write of the same bytes in the same call (E2E_F64=1: also the
-                16 GiB f64 output)
+                16 GiB f64 output; smaller: E2E_KNN="2^22 2^12" E2E_OBS_LOG2=28
+                E2E_REF_LOG2=16)
 setup:
   ucx-wheel     the libucx-cu13 wheel's UCX from .devdeps (implied by the steps that need it)
 Settings: BCD_BASE=dir or BCD_BASE_REF=ref (bcd before/after), BCD_ROUNDS, KNN_REPS,
@@ -658,6 +659,11 @@ e2e_run() {
 
 step_e2e() {   # issue 53: what users time, each figure beside its floor from this call
   T=${TMPDIR:-/tmp}
+  # sizes (smaller for a trial run elsewhere): cask-knn's, and the streamed file's rows
+  # and references as powers of 2 (the file is 8 x 2^E2E_OBS_LOG2 bytes, >= 2^21 rows)
+  E2E_KNN=${E2E_KNN:-2^24 2^14}
+  lo=${E2E_OBS_LOG2:-30} lr=${E2E_REF_LOG2:-16}
+  rows=$((1 << lo)) blocks=$((1 << (lo - 21)))   # dd's 16 MiB blocks of 8-byte rows
   echo "== start-up plus shutdown, GPUs opened (medians of 3; np 1 is one process alone)"
   # now: UCX without its memory hooks; before: with them (CASK_UCX_MEM_EVENTS=1);
   # nocudaucx: also without UCX's CUDA modules (a diagnostic: such ranks could not move
@@ -683,8 +689,8 @@ step_e2e() {   # issue 53: what users time, each figure beside its floor from th
     timeout 120 tests/dist/run.sh 2 "$B/tests/test_dist_gpux" $m > "$OUT/e2e_gpux.txt" 2>&1
     echo "test_dist_gpux $m: rc $?"; grep -iE 'expecting|ok|FAIL' "$OUT/e2e_gpux.txt" | head -3
   done
-  echo "== cask-knn --generate 2^24 2^14: 1 process against 2 on the one GPU"
-  K="$B/apps/cask-knn --generate 2^24 2^14 --seed 1"
+  echo "== cask-knn --generate $E2E_KNN: 1 process against 2 on the one GPU"
+  K="$B/apps/cask-knn --generate $E2E_KNN --seed 1"
   for r in 1 2 3; do
     e2e_run "round $r, 1 process" "$OUT/e2e_knn1_$r.txt" env CASK_STATS=1 $K
     e2e_run "round $r, 2 processes" "$OUT/e2e_knn2_$r.txt" env CASK_STATS=1 $L 2 $K
@@ -695,33 +701,34 @@ step_e2e() {   # issue 53: what users time, each figure beside its floor from th
   e2e_run "2 processes --out (in place)" "$OUT/e2e_knn2_out.txt" $L 2 $K --out $T/e2e_two.npy
   cmp -s $T/e2e_one.npy $T/e2e_two.npy && echo "  outputs identical" || echo "  OUTPUTS DIFFER"
   rm -f $T/e2e_one.npy $T/e2e_two.npy
-  echo "== streamed 2^30 x 2^16 from the page cache (default window 2^24: 64 windows)"
+  echo "== streamed 2^$lo x 2^$lr from the page cache (default window 2^24)"
   D=${KNN_DIR:-/tmp/knn-stream}; mkdir -p "$D"; G=$B/apps/cask-knn-gen; KS=$B/apps/cask-knn
+  O=$D/o$lo.npy R=$D/r$lr.npy
   t1=$(date +%s)
-  [ -f "$D/o30.npy" ] || $G --rows 1073741824 --seed 11 --set obs "$D/o30.npy" > /dev/null
-  [ -f "$D/r16.npy" ] || $G --rows 65536 --seed 11 --set ref "$D/r16.npy" > /dev/null
+  [ -f "$O" ] || $G --rows $rows --seed 11 --set obs "$O" > /dev/null
+  [ -f "$R" ] || $G --rows $((1 << lr)) --seed 11 --set ref "$R" > /dev/null
   sync; echo "inputs made and synced in $(( $(date +%s) - t1 )) s"
-  dd if="$D/o30.npy" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read, first (cache warmed): /'
-  dd if="$D/o30.npy" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read floor: /'
-  S="$KS --obs $D/o30.npy --ref $D/r16.npy --stream --method auto"
+  dd if="$O" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read, first (cache warmed): /'
+  dd if="$O" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read floor: /'
+  S="$KS --obs $O --ref $R --stream --method auto"
   e2e_run "streamed auto, no --out (warm-up of the GPU and cache)" "$OUT/e2e_s30_w.txt" $S
   e2e_run "streamed auto, no --out" "$OUT/e2e_s30.txt" $S
   e2e_run "streamed auto, no --out, --read-ahead 0 --io-threads 4" "$OUT/e2e_s30_ra0.txt" \
     $S --read-ahead 0 --io-threads 4
-  dd if="$D/o30.npy" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read floor, again: /'
-  dd if=/dev/zero of="$D/dd.bin" bs=16M count=512 conv=fdatasync 2>&1 | tail -1 \
-    | sed 's/^/dd write floor (8 GiB, fdatasync): /'
+  dd if="$O" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read floor, again: /'
+  dd if=/dev/zero of="$D/dd.bin" bs=16M count=$blocks conv=fdatasync 2>&1 | tail -1 \
+    | sed 's/^/dd write floor (the compact bytes, fdatasync): /'
   rm -f "$D/dd.bin"; sync
-  e2e_run "streamed auto --out-format compact (8 GiB, synced before its rename)" \
+  e2e_run "streamed auto --out-format compact (synced before its rename)" \
     "$OUT/e2e_s30_c.txt" $S --out "$D/c30.npy" --out-format compact
   ls -l "$D/c30.npy" 2>&1 | tail -1
   python3 -c "import numpy as np, sys; a=np.load(sys.argv[1], mmap_mode='r'); print('compact output', a.dtype, a.shape, 'first index/dist', a[0]['index'], a[0]['dist'])" "$D/c30.npy" 2>&1 | tail -1
   rm -f "$D/c30.npy"; sync
   if [ "${E2E_F64:-0}" = 1 ]; then
-    dd if=/dev/zero of="$D/dd.bin" bs=16M count=1024 conv=fdatasync 2>&1 | tail -1 \
-      | sed 's/^/dd write floor (16 GiB, fdatasync): /'
+    dd if=/dev/zero of="$D/dd.bin" bs=16M count=$((2 * blocks)) conv=fdatasync 2>&1 | tail -1 \
+      | sed 's/^/dd write floor (the f64 bytes, fdatasync): /'
     rm -f "$D/dd.bin"; sync
-    e2e_run "streamed auto --out f64 (16 GiB)" "$OUT/e2e_s30_f.txt" $S --out "$D/f30.npy"
+    e2e_run "streamed auto --out f64" "$OUT/e2e_s30_f.txt" $S --out "$D/f30.npy"
     rm -f "$D/f30.npy"
   fi
 }
