@@ -180,7 +180,12 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
                         "not %lld", c->obs->name, (long long)c->obs->window, (long long)W);
         goto agree;
     }
-    if ((st = knn_obs_source_read(c->obs, base, W, &sl[0].obs, err, errlen)))
+    /* the reader starts now: the first window in parallel reads like the others, then
+     * the windows ahead while the references are prepared */
+    stream_io_cfg ioc = {rt, c, sl, nslots, n, W, base, npy_off,
+                         c->io_threads > 0 ? c->io_threads : 1, slot_alloc, (void *)c};
+    if ((st = stream_io_start(&ioc, &io, err, errlen)) ||
+        (st = stream_io_wait_read(io, 0, NULL, err, errlen)))
         goto agree;
     res->t_first_load = now_s() - t;
     /* auto: the first window stands for the file (as the whole input does in memory) */
@@ -202,11 +207,6 @@ agree:
         plan.ref_chunk = c->brute_ref_chunk;
     }
     res->prune = plan.prune;
-    /* the reader starts on window 1 while the references are prepared */
-    stream_io_cfg ioc = {rt, c, sl, nslots, n, W, base, npy_off, 1,
-                         c->io_threads > 0 ? c->io_threads : 1, slot_alloc, (void *)c};
-    if ((st = stream_io_start(&ioc, &io, err, errlen)))
-        goto done;
     if ((st = knn_refs_create(rt, k, c->ref, &plan, &refs, err, errlen)))
         goto done;
 
@@ -214,7 +214,7 @@ agree:
     for (int64_t w = 0; w < res->windows; w++) {
         stream_slot *cur = &sl[w % nslots];
         int64_t first = w * W, rows = knn_rows_of(n, W, w);
-        if (w > 0 && (st = stream_io_wait_read(io, w, &res->t_wait_read, err, errlen)))
+        if ((st = stream_io_wait_read(io, w, &res->t_wait_read, err, errlen)))
             goto done;
         if (cur->job && cur->job_rows != rows) {
             knn_job_destroy(cur->job);

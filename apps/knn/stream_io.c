@@ -169,7 +169,7 @@ static void *reader_main(void *arg)
 {
     stream_io *io = arg;
     const knn_obs_source *s = io->cfg.c->obs;
-    for (int64_t w = io->cfg.first_read; w < io->nwin; w++) {
+    for (int64_t w = 0; w < io->nwin; w++) {
         if (!wait_past(io, &io->written, w - io->cfg.nslots))
             return NULL;   /* its slot's previous window is written: the slot is free */
         advise(io, w + 1);
@@ -271,7 +271,6 @@ cask_status stream_io_start(const stream_io_cfg *cfg, stream_io **out, char *err
     if (io->cfg.threads < 1)
         io->cfg.threads = 1;
     io->nwin = (cfg->rows + cfg->window - 1) / cfg->window;
-    io->read = cfg->first_read;
     pthread_mutex_init(&io->mu, NULL);
     pthread_cond_init(&io->cv, NULL);
     io->reader_started = pthread_create(&io->reader, NULL, reader_main, io) == 0;

@@ -43,7 +43,6 @@ typedef struct stream_io_cfg {
     int64_t rows, window;      /* rows of the run, rows a window */
     int64_t base;              /* file row of the run's row 0 */
     int64_t npy_off;           /* .npy output: where row 0 goes; -1: CSV, in order */
-    int64_t first_read;        /* first window the reader reads (those before: the caller) */
     int threads;               /* parallel reads / .npy writes of one window (>= 1) */
     int (*slot_alloc)(void *ctx, stream_slot *sl);   /* a slot's buffers, by the reader
                                 * before it first fills one without (obs.data NULL);
