@@ -4,8 +4,8 @@
  *
  * Before loading it, the UCX environment gets cask's defaults, each only where the
  * user set nothing (UCX reads its memory-hook settings once, when its libraries load):
- *   every process (unless CASK_UCX_MEM_EVENTS=1, or the user set UCX_MEM_EVENTS or
- *   asked for UCX_RCACHE_ENABLE)
+ *   every process on a host without RDMA devices (/sys/class/infiniband empty), unless
+ *   CASK_UCX_MEM_EVENTS=1 or the user set UCX_MEM_EVENTS or asked for UCX_RCACHE_ENABLE
  *     UCX_MEM_EVENTS=no     UCX's memory hooks stay out of libc and CUDA. With them UCX
  *                           1.22 patches mmap, munmap, brk... in place, each patch
  *                           followed by a 50 ms grace period, and with its CUDA module
@@ -29,15 +29,22 @@
  *                  events. cuda_copy registers nothing it keeps. NCCL is not UCX.
  *     memory types cask names the memory type of every send and receive, so UCX's
  *                  memory-type cache (also fed by the hooks) is not consulted.
+ *   Where the host has RDMA devices, UCX's verbs transports (a UCX built with them: not
+ *   the wheel) register host memory with the HCA, and without the cache every
+ *   rendezvous would pin its buffer anew (correct, but ibv_reg_mr of each MiB costs
+ *   about what sending it does): there a process with GPUs keeps UCX's defaults unless
+ *   CASK_UCX_MEM_EVENTS=0.
  *   a process that moves no CUDA memory (xport_ucx_config.no_cuda: no GPU, or --cpu-only)
  *     UCX_MODULES=^cuda*    UCX's CUDA modules are not loaded (they would initialise the
  *                           driver where a GPU is visible); memory events off as above
  * CASK_UCX_MEM_EVENTS=1 gives a process with GPUs UCX's own defaults back (hooks and
- * registration cache: the behaviour before issue 53, for comparison).
+ * registration cache: the behaviour before issue 53, for comparison), =0 turns them off
+ * on any host; unset, the RDMA devices decide.
  * The first transport of the process decides; later ones get the same UCX.
  *
  * The module's handle and table are the one process-wide state here: written once,
  * under pthread_once, then only read, as the dynamic linker's own tables are. */
+#include <dirent.h>
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -62,11 +69,19 @@ static void set_default(const char *name, const char *value)
         setenv(name, value, 0);
 }
 
-/* 1 if the environment variable is set to anything but "" or "0". */
-static int env_on(const char *name)
+/* 1 if the host has an RDMA device (an InfiniBand or RoCE adapter the kernel knows),
+ * which UCX's verbs transports would register memory with. */
+static int rdma_devices(void)
 {
-    const char *v = getenv(name);
-    return v && *v && strcmp(v, "0") != 0;
+    DIR *d = opendir("/sys/class/infiniband");
+    if (!d)
+        return 0;
+    int any = 0;
+    struct dirent *e;
+    while (!any && (e = readdir(d)))
+        any = e->d_name[0] != '.';
+    closedir(d);
+    return any;
 }
 
 /* Whether the user asked for UCX's registration cache (UCX_RCACHE_ENABLE other than
@@ -96,7 +111,9 @@ static void module_path(char *buf, size_t len)
 static void load_module(void)
 {
     int no_cuda = atomic_load(&ucx_mod.no_cuda);
-    if (no_cuda || !env_on("CASK_UCX_MEM_EVENTS")) {
+    const char *want = getenv("CASK_UCX_MEM_EVENTS");
+    int off = no_cuda ? 1 : want && *want ? !strcmp(want, "0") : !rdma_devices();
+    if (off) {
         if (!getenv("UCX_MEM_EVENTS") && !rcache_asked()) {
             set_default("UCX_MEM_EVENTS", "no");
             set_default("UCX_RCACHE_ENABLE", "n");
