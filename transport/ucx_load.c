@@ -4,8 +4,8 @@
  *
  * Before loading it, the UCX environment gets cask's defaults, each only where the
  * user set nothing (UCX reads its memory-hook settings once, when its libraries load):
- *   every process on a host without RDMA devices (/sys/class/infiniband empty), unless
- *   CASK_UCX_MEM_EVENTS=1 or the user set UCX_MEM_EVENTS or asked for UCX_RCACHE_ENABLE
+ *   every process (unless CASK_UCX_MEM_EVENTS=1, or the user set UCX_MEM_EVENTS or
+ *   asked for UCX_RCACHE_ENABLE, or verbs could be used: below)
  *     UCX_MEM_EVENTS=no     UCX's memory hooks stay out of libc and CUDA. With them UCX
  *                           1.22 patches mmap, munmap, brk... in place, each patch
  *                           followed by a 50 ms grace period, and with its CUDA module
@@ -29,17 +29,18 @@
  *                  events. cuda_copy registers nothing it keeps. NCCL is not UCX.
  *     memory types cask names the memory type of every send and receive, so UCX's
  *                  memory-type cache (also fed by the hooks) is not consulted.
- *   Where the host has RDMA devices, UCX's verbs transports (a UCX built with them: not
- *   the wheel) register host memory with the HCA, and without the cache every
- *   rendezvous would pin its buffer anew (correct, but ibv_reg_mr of each MiB costs
- *   about what sending it does): there a process with GPUs keeps UCX's defaults unless
- *   CASK_UCX_MEM_EVENTS=0.
+ *   Where the host has RDMA devices (/sys/class/infiniband) and this UCX has verbs
+ *   modules (libuct_ib* where it loads its modules: Debian's and cluster builds; the
+ *   wheel has none), UCX's verbs transports register host memory with the adapter, and
+ *   without the cache every rendezvous would pin its buffer anew (correct, but
+ *   ibv_reg_mr of a MiB costs about what sending it does): there a process with GPUs
+ *   keeps UCX's defaults unless CASK_UCX_MEM_EVENTS=0.
  *   a process that moves no CUDA memory (xport_ucx_config.no_cuda: no GPU, or --cpu-only)
  *     UCX_MODULES=^cuda*    UCX's CUDA modules are not loaded (they would initialise the
  *                           driver where a GPU is visible); memory events off as above
  * CASK_UCX_MEM_EVENTS=1 gives a process with GPUs UCX's own defaults back (hooks and
  * registration cache: the behaviour before issue 53, for comparison), =0 turns them off
- * on any host; unset, the RDMA devices decide.
+ * on any host; unset, the verbs test above decides.
  * The first transport of the process decides; later ones get the same UCX.
  *
  * The module's handle and table are the one process-wide state here: written once,
@@ -69,19 +70,36 @@ static void set_default(const char *name, const char *value)
         setenv(name, value, 0);
 }
 
-/* 1 if the host has an RDMA device (an InfiniBand or RoCE adapter the kernel knows),
- * which UCX's verbs transports would register memory with. */
-static int rdma_devices(void)
+/* 1 if folder has an entry whose name starts with prefix ("": any but . and ..). */
+static int has_entry(const char *folder, const char *prefix)
 {
-    DIR *d = opendir("/sys/class/infiniband");
+    DIR *d = opendir(folder);
     if (!d)
         return 0;
     int any = 0;
     struct dirent *e;
     while (!any && (e = readdir(d)))
-        any = e->d_name[0] != '.';
+        any = e->d_name[0] != '.' && !strncmp(e->d_name, prefix, strlen(prefix));
     closedir(d);
     return any;
+}
+
+#ifndef CASK_UCX_MODULE_DIR
+#define CASK_UCX_MODULE_DIR ""
+#endif
+
+/* 1 if UCX could register memory with an RDMA adapter here: the host has one (an
+ * InfiniBand or RoCE device the kernel knows) and UCX has its verbs modules where it
+ * loads modules from (UCX_MODULE_DIR, else the folder of the UCX cask was built with;
+ * unknown: assumed to have them). */
+static int verbs_possible(void)
+{
+    if (!has_entry("/sys/class/infiniband", ""))
+        return 0;
+    const char *dir = getenv("UCX_MODULE_DIR");
+    if (!dir || !*dir)
+        dir = CASK_UCX_MODULE_DIR;
+    return !*dir || has_entry(dir, "libuct_ib");
 }
 
 /* Whether the user asked for UCX's registration cache (UCX_RCACHE_ENABLE other than
@@ -112,7 +130,7 @@ static void load_module(void)
 {
     int no_cuda = atomic_load(&ucx_mod.no_cuda);
     const char *want = getenv("CASK_UCX_MEM_EVENTS");
-    int off = no_cuda ? 1 : want && *want ? !strcmp(want, "0") : !rdma_devices();
+    int off = no_cuda ? 1 : want && *want ? !strcmp(want, "0") : !verbs_possible();
     if (off) {
         if (!getenv("UCX_MEM_EVENTS") && !rcache_asked()) {
             set_default("UCX_MEM_EVENTS", "no");
