@@ -5,9 +5,11 @@
  * doubles (2^22 -> 2^23), where the in-memory path's grows; the compact format
  * (--out-format compact) streams to the same bytes as in memory at any read-ahead and
  * parallelism, holds the f64 values in half the bytes, and reading ahead costs its windows
- * of memory and no more. */
+ * of memory and no more; a write failing mid-stream fails the run and leaves nothing. */
 #include <criterion/criterion.h>
 
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,6 +43,8 @@ static void teardown(void)
 
 /* Runs argv (NULL-terminated), stdout/stderr to dir/log; returns the exit status and
  * the child's peak resident set in KiB (ru_maxrss of wait4, the VmHWM of the child). */
+static rlim_t child_fsize;   /* nonzero: the child's file-size limit (RLIMIT_FSIZE) */
+
 static int run(char *const argv[], long *maxrss_kib)
 {
     char log[128];
@@ -50,6 +54,12 @@ static int run(char *const argv[], long *maxrss_kib)
     if (pid == 0) {
         if (!freopen(log, "a", stderr) || !freopen(log, "a", stdout))
             _exit(126);
+        if (child_fsize) {   /* writes past it fail with EFBIG instead of a signal */
+            struct rlimit rl = {child_fsize, child_fsize};
+            signal(SIGXFSZ, SIG_IGN);
+            if (setrlimit(RLIMIT_FSIZE, &rl))
+                _exit(125);
+        }
         execv(argv[0], argv);
         _exit(127);
     }
@@ -407,4 +417,29 @@ Test(knn_stream, read_ahead_memory_bounded_by_its_windows)
                  "%ld KiB)", r0, r4);
     cr_assert_lt(r4 - r0, 6 * window_kib, "4 windows read ahead took more than 6 windows' "
                  "memory (%ld -> %ld KiB)", r0, r4);
+}
+
+/* A write that fails in the middle of the stream (here past the file-size limit: EFBIG),
+ * on the writer's thread while later windows compute, fails the run naming the file and
+ * the reason, and nothing is left under either name. */
+Test(knn_stream, a_failed_write_fails_the_run_and_leaves_nothing)
+{
+    gen("obs", "100003", "obs.npy");
+    gen("ref", "300", "ref.npy");
+    child_fsize = 1 << 20;   /* the f64 results take 1.6 MB */
+    const char *x[] = {"--stream", "--window", "8192", NULL};
+    int rc = knn_x("obs.npy", "s.npy", x, NULL);
+    child_fsize = 0;
+    const char *log = read_log();
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, log);
+    cr_assert(strstr(log, "s.npy: write failed: ") && strstr(log, strerror(EFBIG)), "%s", log);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -q '^s\\.npy'", dir);
+    cr_assert_neq(system(cmd), 0, "a failed run left s.npy or its temporary file");
+    /* and the same run within the limit, compact (0.8 MB), succeeds */
+    child_fsize = 1 << 20;
+    const char *y[] = {"--stream", "--window", "8192", "--out-format", "compact", NULL};
+    rc = knn_x("obs.npy", "s.npy", y, NULL);
+    child_fsize = 0;
+    cr_assert_eq(rc, 0, "%s", read_log());
 }
