@@ -86,6 +86,16 @@ two GPUs of one host:
                 process per GPU
   chol          tiled Cholesky (bench/chol_device.sh, CHOL_PART=gpu|cpu): cask-chol against
                 cuSOLVER (PyTorch), PyTorch CPU, SciPy, NumPy, dask.array, StarPU
+  e2e           issue 53, end to end as users time it, one call (~5 min after the build):
+                bench/startup.py --np 1,2,4 with the GPUs opened, UCX's memory events off
+                (now) against on (CASK_UCX_MEM_EVENTS=1, before), alternated; test_ucx_reuse
+                (buffers freed and reused between transfers, GPU by cuda_ipc and host) both
+                ways, test_dist_gpux (GPU to GPU); cask-knn --generate 2^24 2^14 on 1 and 2
+                processes end to end, without and with --out; streamed 2^30 x 2^16 from the
+                page cache (no --out, and --out-format compact) with dd's read and
+                fdatasync'ed write of the same bytes in the same call (E2E_F64=1: also the
+                16 GiB f64 output; smaller: E2E_KNN="2^22 2^12" E2E_OBS_LOG2=28
+                E2E_REF_LOG2=16)
 setup:
   ucx-wheel     the libucx-cu13 wheel's UCX from .devdeps (implied by the steps that need it)
 Settings: BCD_BASE=dir or BCD_BASE_REF=ref (bcd before/after), BCD_ROUNDS, KNN_REPS,
@@ -142,7 +152,7 @@ ucx_wheel() {
 STEPS=" unit gpu gpubench sched schedtrace bcd knn knnapp knn-methods trace jacobi fusion dashboard"
 STEPS="$STEPS dist distgpu xport-1gpu perftest jacobi-1gpu knn-1gpu mps multigpu hog inflight cma seg"
 STEPS="$STEPS gather gpux recover-gpu knn-k knn-stream knn-floor cpu-arrays cpu-diag cpu-mm replay ucx-wheel"
-STEPS="$STEPS mm-diag knn-ranks startup write chol "
+STEPS="$STEPS mm-diag knn-ranks startup write chol e2e "
 for step in "$@"; do   # a typo fails before the build, not after it
   case $STEPS in
     *" $step "*) ;;
@@ -154,7 +164,7 @@ for step in "$@"; do
   case $step in
     bcd|inflight) ;;
     ucx-wheel) need_wheel=1 ;;
-    multigpu|cma|seg|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps|startup|write)
+    multigpu|cma|seg|gather|gpux|recover-gpu|knn-k|xport-1gpu|perftest|jacobi-1gpu|knn-1gpu|mps|startup|write|e2e)
       need_wheel=1 need_main=1 ;;
     *) need_main=1 ;;
   esac
@@ -636,6 +646,95 @@ t_run() {
   echo "$label: rc $?, end to end $(awk "BEGIN{printf \"%.2f\", $(date +%s.%N) - $t1}") s; $(grep -E 'time:|^sweeps' "$log" | head -1)"
 }
 
+# e2e_run LABEL LOG CMD...: CMD's end to end time by the shell's clock, and the lines of
+# its own summary that say where the time went
+e2e_run() {
+  label=$1 log=$2
+  shift 2
+  t1=$(date +%s.%N)
+  timeout 300 "$@" > "$log" 2>&1
+  rc=$?
+  echo "$label: rc $rc, end to end $(awk "BEGIN{printf \"%.3f\", $(date +%s.%N) - $t1}") s (shell)"
+  grep -E 'time:|end to end|I/O:|method|windows|check:' "$log" | sed 's/^/    /' | head -8
+  grep -E 'phases' "$log" | sed 's/^/    /' | head -2
+}
+
+step_e2e() {   # issue 53: what users time, each figure beside its floor from this call
+  T=${TMPDIR:-/tmp}
+  # sizes (smaller for a trial run elsewhere): cask-knn's, and the streamed file's rows
+  # and references as powers of 2 (the file is 8 x 2^E2E_OBS_LOG2 bytes, >= 2^21 rows)
+  E2E_KNN=${E2E_KNN:-2^24 2^14}
+  lo=${E2E_OBS_LOG2:-30} lr=${E2E_REF_LOG2:-16}
+  rows=$((1 << lo)) blocks=$((1 << (lo - 21)))   # dd's 16 MiB blocks of 8-byte rows
+  echo "== start-up plus shutdown, GPUs opened (medians of 3; np 1 is one process alone)"
+  # now: UCX without its memory hooks; before: with them (CASK_UCX_MEM_EVENTS=1);
+  # nocudaucx: also without UCX's CUDA modules (a diagnostic: such ranks could not move
+  # GPU memory by UCX), to tell UCX's CUDA start-up from the GPUs' own
+  python3 bench/startup.py --build "$B" --np 1,2,4 --rounds 3 --variant now: \
+    --variant before:CASK_UCX_MEM_EVENTS=1 --variant 'nocudaucx:UCX_MODULES=^cuda*' \
+    --json "$OUT/e2e_startup.json" > "$OUT/e2e_startup.txt" 2>&1
+  echo "startup rc=$?"; grep -v '^{' "$OUT/e2e_startup.txt"
+  echo "-- the floor: the same job --cpu-only (no GPU opened)"
+  python3 bench/startup.py --build "$B" --np 1,2,4 --rounds 3 --cpu-only \
+    --json "$OUT/e2e_startup.json" > "$OUT/e2e_startup_cpu.txt" 2>&1
+  echo "startup --cpu-only rc=$?"; grep -v '^{' "$OUT/e2e_startup_cpu.txt"
+  echo "== buffers freed and reused between transfers (2 processes, the one GPU)"
+  for v in now before; do
+    e=; [ $v = before ] && e=CASK_UCX_MEM_EVENTS=1
+    for m in gpu host; do
+      env $e timeout 120 tests/dist/run.sh 2 "$B/tests/test_dist_ucx_reuse" $m 24 \
+        > "$OUT/e2e_reuse_${m}_$v.txt" 2>&1
+      echo "reuse $m $v: rc $?"; grep -E 'rounds|skipped|FAIL|failed' "$OUT/e2e_reuse_${m}_$v.txt" | head -3
+    done
+  done
+  for m in "auto 8192" "auto 4"; do   # KiB; GPU to GPU by cuda_ipc
+    timeout 120 tests/dist/run.sh 2 "$B/tests/test_dist_gpux" $m > "$OUT/e2e_gpux.txt" 2>&1
+    echo "test_dist_gpux $m: rc $?"; grep -iE 'expecting|ok|FAIL' "$OUT/e2e_gpux.txt" | head -3
+  done
+  echo "== cask-knn --generate $E2E_KNN: 1 process against 2 on the one GPU"
+  K="$B/apps/cask-knn --generate $E2E_KNN --seed 1"
+  for r in 1 2 3; do
+    e2e_run "round $r, 1 process" "$OUT/e2e_knn1_$r.txt" env CASK_STATS=1 $K
+    e2e_run "round $r, 2 processes" "$OUT/e2e_knn2_$r.txt" env CASK_STATS=1 $L 2 $K
+    e2e_run "round $r, 2 processes, before (CASK_UCX_MEM_EVENTS=1)" "$OUT/e2e_knn2b_$r.txt" \
+      env CASK_STATS=1 CASK_UCX_MEM_EVENTS=1 $L 2 $K
+  done
+  e2e_run "1 process --out" "$OUT/e2e_knn1_out.txt" $K --out $T/e2e_one.npy
+  e2e_run "2 processes --out (in place)" "$OUT/e2e_knn2_out.txt" $L 2 $K --out $T/e2e_two.npy
+  cmp -s $T/e2e_one.npy $T/e2e_two.npy && echo "  outputs identical" || echo "  OUTPUTS DIFFER"
+  rm -f $T/e2e_one.npy $T/e2e_two.npy
+  echo "== streamed 2^$lo x 2^$lr from the page cache (default window 2^24)"
+  D=${KNN_DIR:-/tmp/knn-stream}; mkdir -p "$D"; G=$B/apps/cask-knn-gen; KS=$B/apps/cask-knn
+  O=$D/o$lo.npy R=$D/r$lr.npy
+  t1=$(date +%s)
+  [ -f "$O" ] || $G --rows $rows --seed 11 --set obs "$O" > /dev/null
+  [ -f "$R" ] || $G --rows $((1 << lr)) --seed 11 --set ref "$R" > /dev/null
+  sync; echo "inputs made and synced in $(( $(date +%s) - t1 )) s"
+  dd if="$O" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read, first (cache warmed): /'
+  dd if="$O" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read floor: /'
+  S="$KS --obs $O --ref $R --stream --method auto"
+  e2e_run "streamed auto, no --out (warm-up of the GPU and cache)" "$OUT/e2e_s30_w.txt" $S
+  e2e_run "streamed auto, no --out" "$OUT/e2e_s30.txt" $S
+  e2e_run "streamed auto, no --out, --read-ahead 0 --io-threads 4" "$OUT/e2e_s30_ra0.txt" \
+    $S --read-ahead 0 --io-threads 4
+  dd if="$O" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read floor, again: /'
+  dd if=/dev/zero of="$D/dd.bin" bs=16M count=$blocks conv=fdatasync 2>&1 | tail -1 \
+    | sed 's/^/dd write floor (the compact bytes, fdatasync): /'
+  rm -f "$D/dd.bin"; sync
+  e2e_run "streamed auto --out-format compact (synced before its rename)" \
+    "$OUT/e2e_s30_c.txt" $S --out "$D/c30.npy" --out-format compact
+  ls -l "$D/c30.npy" 2>&1 | tail -1
+  python3 -c "import numpy as np, sys; a=np.load(sys.argv[1], mmap_mode='r'); print('compact output', a.dtype, a.shape, 'first index/dist', a[0]['index'], a[0]['dist'])" "$D/c30.npy" 2>&1 | tail -1
+  rm -f "$D/c30.npy"; sync
+  if [ "${E2E_F64:-0}" = 1 ]; then
+    dd if=/dev/zero of="$D/dd.bin" bs=16M count=$((2 * blocks)) conv=fdatasync 2>&1 | tail -1 \
+      | sed 's/^/dd write floor (the f64 bytes, fdatasync): /'
+    rm -f "$D/dd.bin"; sync
+    e2e_run "streamed auto --out f64" "$OUT/e2e_s30_f.txt" $S --out "$D/f30.npy"
+    rm -f "$D/f30.npy"
+  fi
+}
+
 step_write() {   # --out in place against gathered, alternated; the same bytes as 1 process
   T=${TMPDIR:-/tmp}
   K="$B/apps/cask-knn --generate 2^22 2^12 --seed 1 --cpu-only"
@@ -977,6 +1076,7 @@ for step in "$@"; do
     gather) step_gather ;;
     startup) export CASK_LAUNCHER=local; step_startup; unset CASK_LAUNCHER ;;
     write) step_write ;;
+    e2e) export CASK_LAUNCHER=local; step_e2e; unset CASK_LAUNCHER ;;
     gpux) step_gpux ;;
     recover-gpu) step_recover_gpu ;;
     replay) step_replay ;;

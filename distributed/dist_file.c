@@ -15,6 +15,9 @@
  * unless a survivor wrote them again: the commit then names them, and the file never
  * appears with a hole.
  *
+ * Durability: every rank that wrote into the file fdatasyncs it before the commit's
+ * exchange (a failed sync vetoes), and the leader fsyncs the folder after the rename.
+ *
  * Test hook (off unless set): CASK_DIST_TEST_KILL_WRITE=R:wN makes rank R SIGKILL
  * itself in its N-th cask_dist_file_pwrite once it wrote the first half of the bytes;
  * R:mN at its N-th cask_dist_file_mark, before it marks (the unit's bytes are written);
@@ -471,6 +474,25 @@ static void ranges(char *buf, size_t len, const uint64_t *m, int64_t n, int want
     }
 }
 
+/* The rename itself made durable (best effort: the data already are). */
+static void sync_folder(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == dir)
+        slash[1] = '\0';
+    else if (slash)
+        *slash = '\0';
+    else
+        snprintf(dir, sizeof dir, ".");
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+}
+
 cask_status cask_dist_file_commit(cask_dist_file *f, int ok, int64_t nunits, int64_t size)
 {
     if (!f || nunits < 0)
@@ -478,6 +500,14 @@ cask_status cask_dist_file_commit(cask_dist_file *f, int ok, int64_t nunits, int
     if (f->kill_kind == 'c')
         raise(SIGKILL);   /* test hook: its parts are written, not reported */
     char why[512] = "";
+    /* Durable when it appears: each rank that wrote into the file (every rank in place,
+     * the root gathered) syncs its bytes to the disk before the verdict, so the leader's
+     * rename never names a file whose data a crash could still lose. */
+    if (ok && f->fd >= 0 && fdatasync(f->fd) != 0 && errno != EINVAL && errno != EROFS) {
+        snprintf(why, sizeof why, "rank %d: fdatasync of %s: %s", f->rank, f->tmp,
+                 strerror(errno));
+        ok = 0;
+    }
     if (f->in_place && f->fd >= 0) {
         if (close(f->fd) != 0) {
             snprintf(why, sizeof why, "rank %d: closing %s: %s", f->rank, f->tmp, strerror(errno));
@@ -527,7 +557,7 @@ cask_status cask_dist_file_commit(cask_dist_file *f, int ok, int64_t nunits, int
         else if (rename(f->tmp, f->path) != 0)
             file_error(f, "%s: cannot rename %s to it: %s", f->path, f->tmp, strerror(errno));
         else
-            renamed = 1;
+            renamed = 1, sync_folder(f->path);
         if (!renamed) {
             renamed = 2;
             unlink(f->tmp);

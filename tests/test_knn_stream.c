@@ -2,9 +2,14 @@
  * binaries (paths in $CASK_KNN and $CASK_KNN_GEN): the streamed output is byte for byte
  * the in-memory one (.npy and CSV, several window sizes, a ragged last window), and the
  * peak resident memory of a streamed run stays flat when the number of observations
- * doubles (2^22 -> 2^23), where the in-memory path's grows. */
+ * doubles (2^22 -> 2^23), where the in-memory path's grows; the compact format
+ * (--out-format compact) streams to the same bytes as in memory at any read-ahead and
+ * parallelism, holds the f64 values in half the bytes, and reading ahead costs its windows
+ * of memory and no more; a write failing mid-stream fails the run and leaves nothing. */
 #include <criterion/criterion.h>
 
+#include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +43,8 @@ static void teardown(void)
 
 /* Runs argv (NULL-terminated), stdout/stderr to dir/log; returns the exit status and
  * the child's peak resident set in KiB (ru_maxrss of wait4, the VmHWM of the child). */
+static rlim_t child_fsize;   /* nonzero: the child's file-size limit (RLIMIT_FSIZE) */
+
 static int run(char *const argv[], long *maxrss_kib)
 {
     char log[128];
@@ -47,6 +54,12 @@ static int run(char *const argv[], long *maxrss_kib)
     if (pid == 0) {
         if (!freopen(log, "a", stderr) || !freopen(log, "a", stdout))
             _exit(126);
+        if (child_fsize) {   /* writes past it fail with EFBIG instead of a signal */
+            struct rlimit rl = {child_fsize, child_fsize};
+            signal(SIGXFSZ, SIG_IGN);
+            if (setrlimit(RLIMIT_FSIZE, &rl))
+                _exit(125);
+        }
         execv(argv[0], argv);
         _exit(127);
     }
@@ -284,4 +297,149 @@ Test(knn_stream, peak_memory_flat_when_n_doubles)
     /* streamed: flat within 8 MiB of noise */
     cr_assert_lt(s23 - s22, 8 * 1024, "streamed peak RSS grew from %ld to %ld KiB", s22, s23);
     cr_assert_lt(s23, m23, "streaming should use less memory than the in-memory path");
+}
+
+/* cask-knn --obs OBS --ref ref.npy --out OUT --cpu-only -q then the NULL-ended extras */
+static int knn_x(const char *obs, const char *out, const char *const *extra, long *rss)
+{
+    char o[128], r[128], w[128];
+    snprintf(o, sizeof o, "%s/%s", dir, obs);
+    snprintf(r, sizeof r, "%s/ref.npy", dir);
+    snprintf(w, sizeof w, "%s/%s", dir, out);
+    char *argv[32] = {(char *)env_path("CASK_KNN"), "--obs", o, "--ref", r, "--out", w,
+                      "--cpu-only", "-q"};
+    int k = 9;
+    for (int i = 0; extra[i] && k < 31; i++)
+        argv[k++] = (char *)extra[i];
+    argv[k] = NULL;
+    return run(argv, rss);
+}
+
+static unsigned char *load(const char *name, size_t *len)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    *len = (size_t)ftell(f);
+    rewind(f);
+    unsigned char *b = malloc(*len);
+    cr_assert_eq(fread(b, 1, *len, f), *len);
+    fclose(f);
+    return b;
+}
+
+/* The compact format streams too: the same bytes as in memory whatever the windows read
+ * ahead, the parallel reads and writes, and the window (a ragged last one included). */
+Test(knn_stream, compact_identical_to_in_memory_at_any_read_ahead)
+{
+    gen("obs", "100003", "obs.npy");
+    gen("ref", "300", "ref.npy");
+    const char *mem[] = {"--no-stream", "--out-format", "compact", NULL};
+    cr_assert_eq(knn_x("obs.npy", "mem.npy", mem, NULL), 0);
+    const char *mem64[] = {"--no-stream", NULL};
+    cr_assert_eq(knn_x("obs.npy", "mem64.npy", mem64, NULL), 0);
+    static const char *cases[][3] = {   /* read-ahead, io-threads, window */
+        {"0", "1", "1000"}, {"1", "3", "7777"}, {"5", "8", "65536"}, {"16", "64", "1000"},
+        {"2", "8", "200000"}};
+    for (int i = 0; i < 5; i++) {
+        const char *x[] = {"--stream", "--read-ahead", cases[i][0], "--io-threads",
+                           cases[i][1], "--window", cases[i][2], "--out-format", "compact",
+                           NULL};
+        cr_assert_eq(knn_x("obs.npy", "s.npy", x, NULL), 0, "%s", read_log());
+        cr_assert(same_file("mem.npy", "s.npy"), "compact output differs: read-ahead %s, "
+                  "io-threads %s, window %s", cases[i][0], cases[i][1], cases[i][2]);
+        const char *y[] = {"--stream", "--read-ahead", cases[i][0], "--io-threads",
+                           cases[i][1], "--window", cases[i][2], NULL};
+        cr_assert_eq(knn_x("obs.npy", "s64.npy", y, NULL), 0);
+        cr_assert(same_file("mem64.npy", "s64.npy"), "f64 output differs: read-ahead %s, "
+                  "io-threads %s, window %s", cases[i][0], cases[i][1], cases[i][2]);
+    }
+    /* K results a row: (N, K) records */
+    const char *mk[] = {"--no-stream", "--k", "4", "--out-format", "compact", NULL};
+    cr_assert_eq(knn_x("obs.npy", "memk.npy", mk, NULL), 0);
+    const char *sk[] = {"--stream", "--window", "9999", "--k", "4", "--out-format", "compact",
+                        NULL};
+    cr_assert_eq(knn_x("obs.npy", "sk.npy", sk, NULL), 0);
+    cr_assert(same_file("memk.npy", "sk.npy"), "compact --k 4 output differs");
+}
+
+/* Compact holds what f64 holds: the index exactly, the distance as the float32 the
+ * search computed (f64 widens that same float). Half the bytes a row. */
+Test(knn_stream, compact_holds_the_f64_values_in_half_the_bytes)
+{
+    gen("obs", "50001", "obs.npy");
+    gen("ref", "500", "ref.npy");
+    const char *c[] = {"--stream", "--window", "8192", "--out-format", "compact", NULL};
+    const char *f[] = {"--stream", "--window", "8192", "--out-format", "f64", NULL};
+    cr_assert_eq(knn_x("obs.npy", "c.npy", c, NULL), 0);
+    cr_assert_eq(knn_x("obs.npy", "f.npy", f, NULL), 0);
+    size_t lc, lf;
+    unsigned char *bc = load("c.npy", &lc), *bf = load("f.npy", &lf);
+    size_t hc = (size_t)(bc[8] | bc[9] << 8) + 10, hf = (size_t)(bf[8] | bf[9] << 8) + 10;
+    cr_assert_eq(lc - hc, (size_t)50001 * 8);
+    cr_assert_eq(lf - hf, (size_t)50001 * 16);
+    cr_assert(strstr((const char *)bc + 10, "'descr': [('index', '<i4'), ('dist', '<f4')]"));
+    for (size_t i = 0; i < 50001; i++) {
+        int32_t idx;
+        float d;
+        double v[2];
+        memcpy(&idx, bc + hc + 8 * i, 4);
+        memcpy(&d, bc + hc + 8 * i + 4, 4);
+        memcpy(v, bf + hf + 16 * i, 16);
+        cr_assert(idx == (int32_t)v[0] && (double)d == v[1], "row %zu: %d %g against %g %g",
+                  i, idx, d, v[0], v[1]);
+    }
+    free(bc);
+    free(bf);
+    const char *csv[] = {"--out-format", "compact", NULL};
+    cr_assert_eq(knn_x("obs.npy", "c.csv", csv, NULL), 2, "compact is for .npy results");
+    cr_assert(strstr(read_log(), "--out-format applies to .npy results"));
+}
+
+/* Reading ahead costs its windows of memory and no more: peak RSS with 4 windows read
+ * ahead against none is about 4 windows (2^19 rows: 4 MiB of float32 observations and
+ * 4 MiB of results each), and reading ahead changes no byte. */
+Test(knn_stream, read_ahead_memory_bounded_by_its_windows)
+{
+    gen("obs", "2^22", "obs.npy");
+    gen("ref", "16", "ref.npy");
+    long r0, r4;
+    const char *a[] = {"--stream", "--window", "2^19", "--read-ahead", "0", NULL};
+    const char *b[] = {"--stream", "--window", "2^19", "--read-ahead", "4", NULL};
+    cr_assert_eq(knn_x("obs.npy", "a.npy", a, &r0), 0);
+    cr_assert_eq(knn_x("obs.npy", "b.npy", b, &r4), 0);
+    cr_assert(same_file("a.npy", "b.npy"));
+    fprintf(stderr, "peak RSS KiB: read-ahead 0 %ld, 4 %ld\n", r0, r4);
+    const long window_kib = 8 * 1024;
+    cr_assert_gt(r4 - r0, 2 * window_kib, "4 windows read ahead should hold them (%ld -> "
+                 "%ld KiB)", r0, r4);
+    cr_assert_lt(r4 - r0, 6 * window_kib, "4 windows read ahead took more than 6 windows' "
+                 "memory (%ld -> %ld KiB)", r0, r4);
+}
+
+/* A write that fails in the middle of the stream (here past the file-size limit: EFBIG),
+ * on the writer's thread while later windows compute, fails the run naming the file and
+ * the reason, and nothing is left under either name. */
+Test(knn_stream, a_failed_write_fails_the_run_and_leaves_nothing)
+{
+    gen("obs", "100003", "obs.npy");
+    gen("ref", "300", "ref.npy");
+    child_fsize = 1 << 20;   /* the f64 results take 1.6 MB */
+    const char *x[] = {"--stream", "--window", "8192", NULL};
+    int rc = knn_x("obs.npy", "s.npy", x, NULL);
+    child_fsize = 0;
+    const char *log = read_log();
+    cr_assert_eq(rc, 1, "exit %d: %s", rc, log);
+    cr_assert(strstr(log, "s.npy: write failed: ") && strstr(log, strerror(EFBIG)), "%s", log);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "ls %s | grep -q '^s\\.npy'", dir);
+    cr_assert_neq(system(cmd), 0, "a failed run left s.npy or its temporary file");
+    /* and the same run within the limit, compact (0.8 MB), succeeds */
+    child_fsize = 1 << 20;
+    const char *y[] = {"--stream", "--window", "8192", "--out-format", "compact", NULL};
+    rc = knn_x("obs.npy", "s.npy", y, NULL);
+    child_fsize = 0;
+    cr_assert_eq(rc, 0, "%s", read_log());
 }

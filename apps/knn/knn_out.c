@@ -25,24 +25,35 @@ cask_status knn_sink_write(const knn_sink *s, const void *buf, size_t len, int64
     return CASK_OK;
 }
 
-cask_status knn_npy_put_rows(const knn_sink *s, const int32_t *index, const float *dist,
-                             int64_t first, int64_t n, int k, int64_t data_off, char *err,
-                             size_t errlen)
+cask_status knn_rows_put(const knn_sink *s, knn_out_format f, const int32_t *index,
+                         const float *dist, int64_t first, int64_t n, int k, int64_t data_off,
+                         char *err, size_t errlen)
 {
-    enum { BLOCK = 1 << 16 };   /* values a write: 2 MiB */
+    enum { BLOCK = 1 << 16 };   /* results a write: 2 MiB (f64), 512 KiB (compact) */
     const int64_t K = k > 1 ? k : 1, total = n * K;
-    double *buf = malloc((size_t)(total < BLOCK ? total : BLOCK) * 2 * sizeof *buf);
+    const size_t vb = knn_out_row_bytes(f, 1);   /* bytes a result */
+    void *buf = malloc((size_t)(total < BLOCK ? total : BLOCK) * vb);
     if (!buf)
         return knn_errorf(CASK_ERR_NOMEM, err, errlen, "%s: out of memory", s->name);
     cask_status st = CASK_OK;
     for (int64_t i = 0; i < total && !st; i += BLOCK) {
         int64_t c = total - i < BLOCK ? total - i : BLOCK;
-        knn_npy_pack(buf, index + i, dist + i, c);
-        st = knn_sink_write(s, buf, (size_t)c * 2 * sizeof *buf,
-                            data_off + (first * K + i) * 2 * (int64_t)sizeof *buf, err, errlen);
+        if (f == KNN_OUT_COMPACT)
+            knn_compact_pack(buf, index + i, dist + i, c);
+        else
+            knn_npy_pack(buf, index + i, dist + i, c);
+        st = knn_sink_write(s, buf, (size_t)c * vb, data_off + (first * K + i) * (int64_t)vb,
+                            err, errlen);
     }
     free(buf);
     return st;
+}
+
+cask_status knn_npy_put_rows(const knn_sink *s, const int32_t *index, const float *dist,
+                             int64_t first, int64_t n, int k, int64_t data_off, char *err,
+                             size_t errlen)
+{
+    return knn_rows_put(s, KNN_OUT_F64, index, dist, first, n, k, data_off, err, errlen);
 }
 
 size_t knn_out_csv_format(char *buf, int64_t first, const int32_t *index, const float *dist,

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include "cask/cask.h"
 #include "cask/distributed.h"
+#include "out_compact.h"
 #include "points.h"
 
 /* Where rows are written: a file of the job (file), or a descriptor (fd, one process). */
@@ -27,7 +28,12 @@ cask_status knn_sink_write(const knn_sink *s, const void *buf, size_t len, int64
                            char *err, size_t errlen);
 
 /* Results of rows first .. first+n-1 (index, dist: k values a row, row first's first)
- * written as .npy rows (knn_npy_pack) of a file whose row 0 starts at data_off. */
+ * written as .npy rows of format f (out_compact.h) of a file whose row 0 starts at
+ * data_off. Thread safe (pwrite at offsets). */
+cask_status knn_rows_put(const knn_sink *s, knn_out_format f, const int32_t *index,
+                         const float *dist, int64_t first, int64_t n, int k, int64_t data_off,
+                         char *err, size_t errlen);
+/* knn_rows_put in the f64 format (knn_npy_pack). */
 cask_status knn_npy_put_rows(const knn_sink *s, const int32_t *index, const float *dist,
                              int64_t first, int64_t n, int k, int64_t data_off, char *err,
                              size_t errlen);

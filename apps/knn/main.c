@@ -36,6 +36,7 @@
 #include "kout.h"
 #include "main_stream.h"
 #include "options.h"
+#include "out_compact.h"
 #include "points.h"
 #include "same_input.h"
 #include "write_par.h"
@@ -193,6 +194,10 @@ int main(int argc, char **argv)
             failed = 1;
         else if (strcmp(out.tmp_path, tmp_path_copy))   /* the names must agree */
             snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s", out.tmp_path);
+    } else if (o.out_path && o.out_format == KNN_OUT_COMPACT) {
+        failed = 1;   /* every rank has the same options: all of them say so */
+        snprintf(err, sizeof err, "%s: --out-format compact is written by one process; "
+                 "across ranks the results are f64 (the default)", o.out_path);
     } else if (o.out_path) {
         if (knn_out_open(cl.dist, prog, o.out_path, o.write_mode, &dout, err, sizeof err))
             failed = 1;
@@ -231,7 +236,8 @@ int main(int argc, char **argv)
     if (streamed) {
         knn_stream_main_args sa = {
             prog, rt, &info, &kernels, &alloc, &src, o.ref_path, ro, &ref, &out, &dout, o.out_path,
-            o.window, o.chunk, o.ref_chunk, o.k, o.method, scale, o.quiet, o.check, &cl};
+            o.window, o.chunk, o.ref_chunk, o.k, o.method, scale, o.quiet, o.check, &cl,
+            (knn_out_format)o.out_format, o.read_ahead, o.io_threads};
         rc = knn_stream_main(&sa);
         knn_obs_source_close(&src);
         tmp_armed = 0;
@@ -504,6 +510,8 @@ int main(int argc, char **argv)
         FILE *f = nranks > 1 ? knn_out_stream(&dout, err, sizeof err) : out.f;
         if (!f)
             st = CASK_ERR_IO;
+        else if (npy && o.out_format == KNN_OUT_COMPACT)
+            st = knn_compact_write(f, o.out_path, index, dist, obs.n, o.k, err, sizeof err);
         else if (o.k > 1)
             st = npy ? knn_knpy_write(f, o.out_path, index, dist, obs.n, o.k, err, sizeof err)
                      : knn_kcsv_write(f, o.out_path, index, dist, obs.n, o.k, err, sizeof err);

@@ -112,6 +112,9 @@ int knn_stream_main(const knn_stream_main_args *a)
     c.nworkers = a->info->ncpu_workers;
     c.check = a->check;
     c.alloc = a->alloc;
+    c.out_format = a->out_format;
+    c.read_ahead = a->read_ahead;
+    c.io_threads = a->io_threads;
 
     knn_stream_result r;
     int rc = 1, check_failed = 0;
@@ -187,9 +190,15 @@ int knn_stream_main(const knn_stream_main_args *a)
                 (long long)(c.plan.ref_chunk < m ? c.plan.ref_chunk : m), r.ntasks);
         fprintf(stderr,
                 "%s: time: load %.3f s (references, first window), compute %.3f s (sum over "
-                "windows), waiting for I/O %.3f s, total %.3f s%s\n",
-                prog, t_ref + r.t_first_load, r.t_compute, r.t_wait_io,
-                t_ref + r.t_total + t_commit, out_path ? " (output written as it came)" : "");
+                "windows), waiting for I/O %.3f s (reads %.3f, writes after the last window "
+                "%.3f), total %.3f s%s\n",
+                prog, t_ref + r.t_first_load, r.t_compute, r.t_wait_io, r.t_wait_read,
+                r.t_wait_write, t_ref + r.t_total + t_commit,
+                out_path ? " (output written as it came)" : "");
+        fprintf(stderr, "%s: I/O: %d windows of buffers (--read-ahead %d), %d parallel reads "
+                "and writes a window%s%s\n", prog, r.slots, a->read_ahead, a->io_threads,
+                out_path && P == 1 ? "; the output synced to disk before its rename" : "",
+                out_path && P == 1 ? " (in the total)" : "");
         fprintf(stderr, "%s: %.4g pairs/s (compute), %.4g pairs/s (end to end)\n", prog,
                 r.t_compute > 0 ? mine / r.t_compute : 0, mine / (t_ref + r.t_total + t_commit));
     }

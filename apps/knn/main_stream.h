@@ -34,6 +34,9 @@ typedef struct knn_stream_main_args {
     int quiet;
     int64_t check;
     knn_cluster *cl;           /* the job (one rank: alone); each rank streams its share */
+    knn_out_format out_format; /* .npy results: f64 or compact (one process) */
+    int read_ahead;            /* windows read ahead of the one computing */
+    int io_threads;            /* parallel reads and .npy writes of a window */
 } knn_stream_main_args;
 
 /* Returns cask-knn's exit status (0, 1 data or run error, 3 check failed); messages on

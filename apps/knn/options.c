@@ -1,5 +1,6 @@
 /* options.c: cask-knn's command line (options.h). */
 #include "options.h"
+#include "out_compact.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -62,6 +63,12 @@ static void usage(FILE *f)
 "  --stream, --no-stream   read observations and write results window by window\n"
 "                          (default: when the file has more rows than a window)\n"
 "  --window ROWS           observation rows per streamed window (default 2^24)\n"
+"  --read-ahead W          streamed: windows read ahead of the one computing (default 2;\n"
+"                          memory: W + 2 windows of observations and results)\n"
+"  --io-threads N          streamed: parallel reads and .npy writes of a window (default 8)\n"
+"  --out-format F          .npy results: f64 ((N, 2) float64 [ref_index, distance], the\n"
+"                          default) or compact (records of int32 index, float32 dist:\n"
+"                          8 bytes a result instead of 16; one process)\n"
 "  -h, --help, --version\n"
 "Counts accept powers such as 2^24. Exit status: 0 ok, 1 data or run error,\n"
 "2 usage error, 3 check failed.\n",
@@ -125,7 +132,7 @@ void knn_parse_args(int argc, char **argv, options *o)
         O_OBS = 256, O_REF, O_OUT, O_LATCOL, O_LONCOL, O_RADIANS, O_WRAP, O_GENERATE,
         O_SEED, O_UNITS, O_GPUS, O_CPU_ONLY, O_THREADS, O_CHUNK, O_REF_CHUNK, O_REPEAT,
         O_CHECK, O_DOT, O_VERSION, O_STREAM, O_NO_STREAM, O_WINDOW, O_K, O_METHOD,
-        O_CLUSTERS, O_WRITE_MODE
+        O_CLUSTERS, O_WRITE_MODE, O_OUT_FORMAT, O_READ_AHEAD, O_IO_THREADS
     };
     static const struct option longs[] = {
         {"obs", required_argument, 0, O_OBS},
@@ -153,6 +160,9 @@ void knn_parse_args(int argc, char **argv, options *o)
         {"method", required_argument, 0, O_METHOD},
         {"clusters", required_argument, 0, O_CLUSTERS},
         {"write-mode", required_argument, 0, O_WRITE_MODE},
+        {"out-format", required_argument, 0, O_OUT_FORMAT},
+        {"read-ahead", required_argument, 0, O_READ_AHEAD},
+        {"io-threads", required_argument, 0, O_IO_THREADS},
         {"quiet", no_argument, 0, 'q'},
         {"help", no_argument, 0, 'h'},
         {"version", no_argument, 0, O_VERSION},
@@ -167,6 +177,10 @@ void knn_parse_args(int argc, char **argv, options *o)
     o->window = (int64_t)1 << 24;
     o->k = 1;
     o->method = KNN_METHOD_AUTO;
+    o->out_format = KNN_OUT_F64;
+    o->read_ahead = 2;
+    o->io_threads = 8;
+    int format_set = 0;
     opterr = 0;
     for (;;) {
         int c = getopt_long(argc, argv, "+:qh", longs, NULL);
@@ -245,6 +259,28 @@ void knn_parse_args(int argc, char **argv, options *o)
         case O_STREAM: o->stream = 1; break;
         case O_NO_STREAM: o->stream = 0; break;
         case O_WINDOW: o->window = need_count("--window", optarg, 1); break;
+        case O_OUT_FORMAT: {
+            knn_out_format f;
+            if (knn_out_format_parse(optarg, &f))
+                usage_error("--out-format: '%s' is not compact or f64", optarg);
+            o->out_format = (int)f;
+            format_set = 1;
+            break;
+        }
+        case O_READ_AHEAD: {
+            int64_t v = need_count("--read-ahead", optarg, 0);
+            if (v > 16)
+                usage_error("--read-ahead: %lld windows is more than 16", (long long)v);
+            o->read_ahead = (int)v;
+            break;
+        }
+        case O_IO_THREADS: {
+            int64_t v = need_count("--io-threads", optarg, 1);
+            if (v > 64)
+                usage_error("--io-threads: %lld is more than 64", (long long)v);
+            o->io_threads = (int)v;
+            break;
+        }
         case O_K: {
             int64_t v = need_count("--k", optarg, 1);
             if (v > CASK_KNN_KMAX)
@@ -311,5 +347,7 @@ void knn_parse_args(int argc, char **argv, options *o)
         o->gpus = 0;
     if (o->out_path && !*o->out_path)
         usage_error("--out: empty file name");
+    if (format_set && (!o->out_path || !knn_path_is_npy(o->out_path)))
+        usage_error("--out-format applies to .npy results (--out FILE.npy)");
 }
 

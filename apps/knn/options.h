@@ -26,6 +26,9 @@ typedef struct options {
     int method;        /* KNN_METHOD_* */
     int64_t clusters;  /* --generate: blobs, 0 = uniform */
     int write_mode;    /* cask_dist_write_mode: across ranks, who writes --out */
+    int out_format;    /* knn_out_format (out_compact.h): .npy results, f64 or compact */
+    int read_ahead;    /* streamed: windows read ahead of the one computing */
+    int io_threads;    /* streamed: parallel reads (and .npy writes) of one window */
 } options;
 
 enum { KNN_METHOD_AUTO, KNN_METHOD_BRUTE, KNN_METHOD_PRUNED };

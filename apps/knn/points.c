@@ -180,8 +180,41 @@ cask_status knn_fclose_checked(FILE *f, const char *name, char *err, size_t errl
     return CASK_OK;
 }
 
+/* Durability: the data reach the disk (fdatasync) before the rename makes the file
+ * appear, and the rename itself does (fsync of the folder) before commit returns. A
+ * crash then leaves the old FILE or the whole new one, never a short one under its name.
+ * A file system that cannot sync (EINVAL: a pipe, some FUSE) is not an error. */
+static int sync_data(FILE *f)
+{
+    if (fflush(f) != 0)
+        return -1;
+    return fdatasync(fileno(f)) != 0 && errno != EINVAL && errno != EROFS ? -1 : 0;
+}
+
+static void sync_folder_of(const char *path)
+{
+    char *dir = strdup(path);
+    if (!dir)
+        return;
+    char *slash = strrchr(dir, '/');
+    const char *d = slash ? (slash == dir ? "/" : (*slash = 0, dir)) : ".";
+    int fd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd >= 0) {
+        (void)fsync(fd);   /* best effort: the data themselves are already synced */
+        close(fd);
+    }
+    free(dir);
+}
+
 cask_status knn_outfile_commit(knn_outfile *o, char *err, size_t errlen)
 {
+    if (sync_data(o->f) != 0) {
+        int e = errno;
+        knn_errorf(CASK_ERR_IO, err, errlen, "%s: fdatasync of %s failed: %s", o->path,
+                   o->tmp_path, strerror(e));
+        knn_outfile_abort(o);
+        return CASK_ERR_IO;
+    }
     cask_status st = knn_fclose_checked(o->f, o->path, err, errlen);
     o->f = NULL;
     if (st) {
@@ -195,6 +228,7 @@ cask_status knn_outfile_commit(knn_outfile *o, char *err, size_t errlen)
         knn_outfile_abort(o);
         return CASK_ERR_IO;
     }
+    sync_folder_of(o->path);
     free(o->tmp_path);
     free(o->path);
     memset(o, 0, sizeof *o);

@@ -171,7 +171,8 @@ size_t knn_csv_format(char *buf, int64_t first, const int32_t *index, const floa
 int knn_path_is_npy(const char *name);
 
 /* An output file written all-or-nothing: open creates NAME.tmp.PID beside it (failing
- * early if the folder is not writable), commit flushes, fsyncs and renames it to NAME,
+ * early if the folder is not writable), commit flushes, fdatasyncs, renames it to NAME
+ * and fsyncs the folder (the data are on disk before the name appears),
  * abort removes it. Exactly one of commit/abort must follow a successful open. */
 typedef struct knn_outfile {
     FILE *f;

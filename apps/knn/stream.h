@@ -1,9 +1,10 @@
 /* stream.h: cask-knn over observation files larger than memory. The observations of a
  * .npy file are read window by window by offset (npy_source.c), searched by the task
  * graph of knn_graph.h built once per window size, and the results of each window are
- * appended to the output file while the next window computes: two windows of buffers in
- * all, so memory stays flat however many rows the file has. The output bytes are those
- * of the in-memory path. */
+ * written to the output file while later windows compute; windows are read ahead while
+ * earlier ones compute (stream_io.h). A fixed number of windows of buffers in all
+ * (read_ahead + 2), so memory stays flat however many rows the file has. The output
+ * bytes are those of the in-memory path. */
 #ifndef KNN_STREAM_H
 #define KNN_STREAM_H
 
@@ -12,6 +13,7 @@
 #include "cask/cask.h"
 #include "cask/distributed.h"
 #include "knn_graph.h"
+#include "out_compact.h"
 #include "points.h"
 
 /* A .npy point file open for reading rows by offset. */
@@ -93,13 +95,23 @@ typedef struct knn_stream_cfg {
     int nworkers;              /* CPU workers, sizes the CSV formatting waves */
     int64_t check;             /* observations to sample for --check (0: none) */
     const knn_alloc *alloc;    /* window buffers (pinned host memory) */
+    knn_out_format out_format; /* .npy rows: f64 or compact */
+    int read_ahead;            /* windows read ahead of the one searched (0 .. 16): the
+                                * run holds read_ahead + 2 windows of buffers */
+    int io_threads;            /* parallel reads and .npy writes of one window (>= 1) */
 } knn_stream_cfg;
+
+/* Most windows of buffers a run holds (read_ahead 16). */
+#define KNN_STREAM_MAX_SLOTS 18
 
 typedef struct knn_stream_result {
     int64_t windows;
     double t_first_load;       /* reading the first window */
     double t_compute;          /* sum over windows of submit .. results in host memory */
-    double t_wait_io;          /* time the graph waited for reads/writes of other windows */
+    double t_wait_io;          /* t_wait_read + t_wait_write */
+    double t_wait_read;        /* the search waiting for windows to be read */
+    double t_wait_write;       /* after the last search, waiting for the writes */
+    int slots;                 /* windows of buffers held */
     double t_total;
     int64_t obs_chunks;        /* of a full window */
     int64_t ref_chunks;

@@ -333,12 +333,13 @@ cask_status cask_dist_file_exchange(cask_dist_file *f, int ok, int64_t nunits);
  * or -1. */
 int64_t cask_dist_file_missing(const cask_dist_file *f, int64_t from);
 
-/* Ends the writing. In place, collective: each rank closes its descriptor first (a
- * file system that reports write errors late, NFS, reports them there: a failure is a
- * veto), then an exchange as above; if no rank vetoed, every unit in [0, nunits) was
+/* Ends the writing. In place, collective: each rank syncs its bytes to the disk
+ * (fdatasync) and closes its descriptor first (a file system that reports write errors
+ * late, NFS, reports them there: a failure is a veto; gathered, the root syncs), then an
+ * exchange as above; if no rank vetoed, every unit in [0, nunits) was
  * marked by some rank and (size >= 0) the file holds size bytes, one rank (the lowest
  * that answered: rank 0 unless it was lost) renames the temporary file to its name and
- * tells the others; otherwise it removes it. Gathered: the root alone (the others need
+ * tells the others (and syncs the folder); otherwise it removes it. Gathered: the root alone (the others need
  * not call it, and it may have left the job by then), with the units it marked.
  * Returns CASK_OK when the file was renamed, the same on every rank; else CASK_ERR_IO
  * with the message (cask_dist_file_error) naming the missing units and the ranks that

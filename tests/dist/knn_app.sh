@@ -11,6 +11,8 @@
 #   knn_app.sh NP CASK_KNN stream   --stream across ranks (each its share of a .npy file,
 #                                   its rows written in place): one process's bytes; CSV
 #                                   output refused on every rank
+#   knn_app.sh NP CASK_KNN compact  --out-format compact refused on every rank (it is one
+#                                   process's), nothing left
 #
 # The ranks are started by run.sh (mpirun; exit 77, SKIP, without it). Small and on CPU,
 # one worker per rank: a few seconds on 2 cores.
@@ -114,6 +116,24 @@ stream)
     { echo "FAIL: a CSV file was left"; exit 1; }
   echo "ok: CSV output streamed across $np ranks refused on every rank, nothing left"
   ;;
-*) echo "usage: knn_app.sh NP CASK_KNN same|kpruned|badinput|stream"; exit 2 ;;
+compact)
+  # --out-format compact is one process's: across ranks every rank refuses it at once
+  # (where the output is opened, before the choice of in memory or streamed), rank 0
+  # says why, and no file is left
+  mkdir "$tmp/rc"
+  export KNN_RC_DIR="$tmp/rc"
+  "$here/run.sh" "$np" sh -c '"$@" 2>> "$KNN_RC_DIR/err"; echo $? > "$KNN_RC_DIR/rc.${OMPI_COMM_WORLD_RANK:-${PMIX_RANK:-$$}}"' \
+    sh "$knn" $gen --out "$tmp/many.npy" --out-format compact
+  rc=$?
+  [ $rc -eq 77 ] && exit 77
+  for f in "$tmp"/rc/rc.*; do
+    [ "$(cat "$f")" = 1 ] || { echo "FAIL: ${f##*/} exited $(cat "$f") on --out-format compact"; exit 1; }
+  done
+  [ "$(ls "$tmp"/rc/rc.* | wc -l)" -eq "$np" ] || { echo "FAIL: not every rank ended"; exit 1; }
+  grep -q "compact is written by one process" "$tmp/rc/err" || { cat "$tmp/rc/err"; echo "FAIL: no clear message"; exit 1; }
+  ! ls "$tmp"/many.npy* > /dev/null 2>&1 || { echo "FAIL: a file was left"; exit 1; }
+  echo "ok: --out-format compact across $np ranks refused on every rank, nothing left"
+  ;;
+*) echo "usage: knn_app.sh NP CASK_KNN same|kpruned|badinput|stream|compact"; exit 2 ;;
 esac
 exit 0
