@@ -16,7 +16,11 @@
  *
  * Handles: one cuSOLVER and one cuBLAS handle per (device, stream), with potrf's
  * workspace and info words, made on the stream's first tile (creating a handle and
- * allocating synchronise once) and freed with the array context. */
+ * allocating synchronise once) and freed with the array context.
+ *
+ * cuSOLVER is opened by the first POTRF (dlopen), not linked: its library and those it
+ * needs are about 45 MiB of pages and start-up time for every process, also those that
+ * never factor a matrix (OpenBLAS is opened lazily for the same reason, blas_load.h). */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <pthread.h>
@@ -27,10 +31,65 @@
 #define LA_GPU 1
 #include <cublas_v2.h>
 #include <cusolverDn.h>
+#include <dlfcn.h>
 #endif
 
 #ifdef LA_GPU
 #define LA_SLOTS 64      /* POTRFs one stream may have in flight (host-function records) */
+
+/* cuSOLVER's entry points, opened once (sol_load). */
+struct sol_fns {
+    cusolverStatus_t (*create)(cusolverDnHandle_t *);
+    cusolverStatus_t (*destroy)(cusolverDnHandle_t);
+    cusolverStatus_t (*set_stream)(cusolverDnHandle_t, cudaStream_t);
+    cusolverStatus_t (*dbuf)(cusolverDnHandle_t, cublasFillMode_t, int, double *, int, int *);
+    cusolverStatus_t (*sbuf)(cusolverDnHandle_t, cublasFillMode_t, int, float *, int, int *);
+    cusolverStatus_t (*dpotrf)(cusolverDnHandle_t, cublasFillMode_t, int, double *, int,
+                               double *, int, int *);
+    cusolverStatus_t (*spotrf)(cusolverDnHandle_t, cublasFillMode_t, int, float *, int,
+                               float *, int, int *);
+};
+static pthread_once_t sol_once = PTHREAD_ONCE_INIT;
+static sol_fns sol;
+static const sol_fns *sol_ok;
+static char sol_err[256];
+
+static void sol_open(void)
+{
+    static const char *const names[] = {
+#ifdef CASK_CUSOLVER_DIR
+        CASK_CUSOLVER_DIR "/libcusolver.so",
+#endif
+        "libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"
+    };
+    void *h = NULL;
+    for (size_t i = 0; !h && i < sizeof names / sizeof names[0]; i++)
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(sol_err, sizeof sol_err, "cuSOLVER could not be opened: %s", dlerror());
+        return;
+    }
+    *(void **)&sol.create = dlsym(h, "cusolverDnCreate");
+    *(void **)&sol.destroy = dlsym(h, "cusolverDnDestroy");
+    *(void **)&sol.set_stream = dlsym(h, "cusolverDnSetStream");
+    *(void **)&sol.dbuf = dlsym(h, "cusolverDnDpotrf_bufferSize");
+    *(void **)&sol.sbuf = dlsym(h, "cusolverDnSpotrf_bufferSize");
+    *(void **)&sol.dpotrf = dlsym(h, "cusolverDnDpotrf");
+    *(void **)&sol.spotrf = dlsym(h, "cusolverDnSpotrf");
+    if (!sol.create || !sol.destroy || !sol.set_stream || !sol.dbuf || !sol.sbuf ||
+        !sol.dpotrf || !sol.spotrf) {
+        snprintf(sol_err, sizeof sol_err, "cuSOLVER lacks cusolverDn[DS]potrf or its handles");
+        return;
+    }
+    sol_ok = &sol;
+}
+
+/* cuSOLVER, opened at the first call (thread safe); NULL and the reason in sol_err. */
+static const sol_fns *sol_load(void)
+{
+    pthread_once(&sol_once, sol_open);
+    return sol_ok;
+}
 
 struct la_entry {
     cudaStream_t stream;
@@ -71,10 +130,12 @@ static la_entry *entry_of(la_cache *c, cudaStream_t s, char *err, size_t errlen)
         x->stream = s;
         x->device = dev;
         const char *what = NULL;
-        if (cublasCreate(&x->blas) != CUBLAS_STATUS_SUCCESS) what = "cublasCreate";
+        const sol_fns *f = sol_load();
+        if (!f) what = sol_err;
+        else if (cublasCreate(&x->blas) != CUBLAS_STATUS_SUCCESS) what = "cublasCreate";
         else if (cublasSetStream(x->blas, s) != CUBLAS_STATUS_SUCCESS) what = "cublasSetStream";
-        else if (cusolverDnCreate(&x->sol) != CUSOLVER_STATUS_SUCCESS) what = "cusolverDnCreate";
-        else if (cusolverDnSetStream(x->sol, s) != CUSOLVER_STATUS_SUCCESS)
+        else if (f->create(&x->sol) != CUSOLVER_STATUS_SUCCESS) what = "cusolverDnCreate";
+        else if (f->set_stream(x->sol, s) != CUSOLVER_STATUS_SUCCESS)
             what = "cusolverDnSetStream";
         else if (cudaMalloc(&x->dinfo, LA_SLOTS * sizeof(int)) != cudaSuccess)
             what = "cudaMalloc (info words)";
@@ -84,7 +145,7 @@ static la_entry *entry_of(la_cache *c, cudaStream_t s, char *err, size_t errlen)
         if (what) {
             snprintf(err, errlen, "%s failed on GPU %d", what, dev);
             if (x->blas) cublasDestroy(x->blas);
-            if (x->sol) cusolverDnDestroy(x->sol);
+            if (x->sol) f->destroy(x->sol);
             if (x->dinfo) cudaFree(x->dinfo);
         } else {
             e = x;
@@ -99,7 +160,7 @@ static la_entry *entry_of(la_cache *c, cudaStream_t s, char *err, size_t errlen)
 
 static la_entry *entry(cask_task_ctx *ctx, const la_args *a, cask_status *st)
 {
-    char err[160] = "no handle cache";
+    char err[320] = "no handle cache";
     la_entry *e = a->gpu ? entry_of((la_cache *)a->gpu, (cudaStream_t)cask_task_cuda_stream(ctx),
                                     err, sizeof err) : NULL;
     if (!e) *st = cask_task_fail(ctx, "linalg: %s", err);
@@ -236,7 +297,7 @@ extern "C" void la_gpu_cache_destroy(void *cache)
         cudaSetDevice(e->device);
         cudaStreamSynchronize(e->stream);
         cublasDestroy(e->blas);
-        cusolverDnDestroy(e->sol);
+        sol.destroy(e->sol);   /* (made: cuSOLVER was opened) */
         cudaFree(e->work);
         cudaFree(e->dinfo);
         cudaFreeHost(e->hinfo);
@@ -271,8 +332,8 @@ extern "C" cask_status la_cuda_potrf(cask_task_ctx *ctx)
     void *c = cask_task_buffer(ctx, out);
     int n = (int)a->n, lwork = 0;
     cusolverStatus_t cs = a->dt == LA_F64
-        ? cusolverDnDpotrf_bufferSize(e->sol, CUBLAS_FILL_MODE_UPPER, n, (double *)c, n, &lwork)
-        : cusolverDnSpotrf_bufferSize(e->sol, CUBLAS_FILL_MODE_UPPER, n, (float *)c, n, &lwork);
+        ? sol.dbuf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (double *)c, n, &lwork)
+        : sol.sbuf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (float *)c, n, &lwork);
     if (cs != CUSOLVER_STATUS_SUCCESS)
         return cask_task_fail(ctx, "cusolverDnXpotrf_bufferSize failed (status %d)", (int)cs);
     size_t need = (size_t)lwork * (a->dt == LA_F64 ? 8 : 4);
@@ -290,9 +351,9 @@ extern "C" cask_status la_cuda_potrf(cask_task_ctx *ctx)
     unsigned slot = e->next++ % LA_SLOTS;
     int *dinfo = e->dinfo + slot, *hinfo = e->hinfo + slot;
     cs = a->dt == LA_F64
-        ? cusolverDnDpotrf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (double *)c, n, (double *)e->work,
+        ? sol.dpotrf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (double *)c, n, (double *)e->work,
                            lwork, dinfo)
-        : cusolverDnSpotrf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (float *)c, n, (float *)e->work,
+        : sol.spotrf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (float *)c, n, (float *)e->work,
                            lwork, dinfo);
     if (cs != CUSOLVER_STATUS_SUCCESS)
         return cask_task_fail(ctx, "cusolverDnXpotrf failed (status %d)", (int)cs);
