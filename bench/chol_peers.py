@@ -212,6 +212,7 @@ def main():
         if c not in ALL:
             sys.exit("unknown case %s (one of %s)" % (c, " ".join(ALL)))
     rows = []
+    failed = []
     print("%-20s %7s %5s %4s %10s %9s  %s" % ("case", "n", "tile", "dt", "median s", "GFLOP/s", "note"))
     for dt in args.dtype.split(","):
         for n in sizes:
@@ -222,6 +223,8 @@ def main():
                 except Exception as e:   # a peer that breaks is reported, the rest go on
                     times, note = None, "error: %s" % e
                 if not times:
+                    if c.startswith("cask") and note != "no GPU":
+                        failed.append("%s n=%d %s: %s" % (c, n, dt, note))
                     print("%-20s %7d %5d %4s %10s %9s  skipped: %s" % (c, n, args.tile, dt, "-", "-", note))
                     continue
                 med = statistics.median(times)
@@ -232,7 +235,9 @@ def main():
                                  reps=len(times), gflops=round(gf, 1), note=note))
     for r in rows:
         print(json.dumps(r))
-    return 0
+    for f in failed:
+        print("FAILED: %s" % f, file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
