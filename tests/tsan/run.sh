@@ -19,7 +19,8 @@ bad=0
 for c in graph_deps:graph graph_misuse:graph graph_run:graph graph_task:graph \
          graph_scale:graph sched:sched data_host:data data_coherence:data data_evict:data \
          data_random:data async:async dynamic:dynamic future:future subflow:subflow \
-         graph_build:graph_build graph_build_deps:graph_build graph_succ:graph_succ; do
+         graph_build:graph_build graph_build_deps:graph_build graph_succ:graph_succ \
+         perfmodel:perfmodel linalg:linalg; do
   t=${c%%:*}
   cc -fsanitize=thread -g -O1 -I"$here" -I"$top/include" -I"$top/tests" -I"$top" "$top/tests/test_$t.c" \
      -o "$B/tsan_$t" -L"$B" -lcask -Wl,-rpath,"$(cd "$B" && pwd)" -lpthread -lm || exit 1
