@@ -220,12 +220,32 @@ cask_status la_cpu_potrf(cask_task_ctx *ctx)
     return CASK_OK;
 }
 
-cask_status la_cpu_trsm(cask_task_ctx *ctx)
+/* The common start of a tile kernel with nin inputs: its arguments, where its inputs and
+ * output are (*base: the first input, after the source of a copy-in), the copy-in done.
+ * NULL with *st set on failure. */
+static const la_args *tile_begin(cask_task_ctx *ctx, int nin, const char *name, int *base,
+                                 int *out, cask_status *st)
 {
     const la_args *a = args_of(ctx);
-    if (!a) return cask_task_fail(ctx, "bad arguments");
-    int base = a->copy_in && !a->src_host, out = base + 1;
-    if (copy_in(ctx, a, out)) return cask_task_fail(ctx, "linalg.trsm: tile sizes differ");
+    if (!a) {
+        *st = cask_task_fail(ctx, "bad arguments");
+        return NULL;
+    }
+    *base = a->copy_in && !a->src_host;
+    *out = *base + nin;
+    if (copy_in(ctx, a, *out)) {
+        *st = cask_task_fail(ctx, "%s: tile sizes differ", name);
+        return NULL;
+    }
+    return a;
+}
+
+cask_status la_cpu_trsm(cask_task_ctx *ctx)
+{
+    int base, out;
+    cask_status st = CASK_OK;
+    const la_args *a = tile_begin(ctx, 1, "linalg.trsm", &base, &out, &st);
+    if (!a) return st;
     const void *l = cask_task_buffer(ctx, base);
     void *c = cask_task_buffer(ctx, out);
 #ifdef CASK_HAVE_BLAS
@@ -249,10 +269,10 @@ cask_status la_cpu_trsm(cask_task_ctx *ctx)
 
 cask_status la_cpu_syrk(cask_task_ctx *ctx)
 {
-    const la_args *a = args_of(ctx);
-    if (!a) return cask_task_fail(ctx, "bad arguments");
-    int base = a->copy_in && !a->src_host, out = base + 1;
-    if (copy_in(ctx, a, out)) return cask_task_fail(ctx, "linalg.syrk: tile sizes differ");
+    int base, out;
+    cask_status st = CASK_OK;
+    const la_args *a = tile_begin(ctx, 1, "linalg.syrk", &base, &out, &st);
+    if (!a) return st;
     const void *x = cask_task_buffer(ctx, base);
     void *c = cask_task_buffer(ctx, out);
 #ifdef CASK_HAVE_BLAS
@@ -277,10 +297,10 @@ cask_status la_cpu_syrk(cask_task_ctx *ctx)
 
 cask_status la_cpu_gemm(cask_task_ctx *ctx)
 {
-    const la_args *a = args_of(ctx);
-    if (!a) return cask_task_fail(ctx, "bad arguments");
-    int base = a->copy_in && !a->src_host, out = base + 2;
-    if (copy_in(ctx, a, out)) return cask_task_fail(ctx, "linalg.gemm: tile sizes differ");
+    int base, out;
+    cask_status st = CASK_OK;
+    const la_args *a = tile_begin(ctx, 2, "linalg.gemm", &base, &out, &st);
+    if (!a) return st;
     const void *x = cask_task_buffer(ctx, base), *y = cask_task_buffer(ctx, base + 1);
     void *c = cask_task_buffer(ctx, out);
 #ifdef CASK_HAVE_BLAS

@@ -384,15 +384,33 @@ extern "C" cask_status la_cuda_potrf(cask_task_ctx *ctx)
     return CASK_OK;
 }
 
+/* The common start of a tile kernel with nin inputs: its arguments, the stream's handles,
+ * where its inputs and output are (*base: the first input, after the source of a copy-in),
+ * and the copy-in done. NULL with *st set on failure. */
+static la_entry *tile_begin(cask_task_ctx *ctx, int nin, const la_args **a, int *base,
+                            int *out, cask_status *st)
+{
+    *st = CASK_OK;
+    *a = args_of(ctx);
+    if (!*a) {
+        *st = cask_task_fail(ctx, "bad arguments");
+        return NULL;
+    }
+    la_entry *e = entry(ctx, *a, st);
+    if (!e) return NULL;
+    *base = (*a)->copy_in && !(*a)->src_host;
+    *out = *base + nin;
+    if ((*st = copy_in(ctx, *a, *out, e->stream))) return NULL;
+    return e;
+}
+
 extern "C" cask_status la_cuda_trsm(cask_task_ctx *ctx)
 {
-    const la_args *a = args_of(ctx);
-    if (!a) return cask_task_fail(ctx, "bad arguments");
-    cask_status st = CASK_OK;
-    la_entry *e = entry(ctx, a, &st);
+    const la_args *a;
+    int base, out;
+    cask_status st;
+    la_entry *e = tile_begin(ctx, 1, &a, &base, &out, &st);
     if (!e) return st;
-    int base = a->copy_in && !a->src_host, out = base + 1;
-    if ((st = copy_in(ctx, a, out, e->stream))) return st;
     const void *l = cask_task_buffer(ctx, base);
     void *c = cask_task_buffer(ctx, out);
     /* row-major C (m x n) is column-major C^T (n x m); L lower is stored upper */
@@ -415,13 +433,11 @@ extern "C" cask_status la_cuda_trsm(cask_task_ctx *ctx)
 
 extern "C" cask_status la_cuda_syrk(cask_task_ctx *ctx)
 {
-    const la_args *a = args_of(ctx);
-    if (!a) return cask_task_fail(ctx, "bad arguments");
-    cask_status st = CASK_OK;
-    la_entry *e = entry(ctx, a, &st);
+    const la_args *a;
+    int base, out;
+    cask_status st;
+    la_entry *e = tile_begin(ctx, 1, &a, &base, &out, &st);
     if (!e) return st;
-    int base = a->copy_in && !a->src_host, out = base + 1;
-    if ((st = copy_in(ctx, a, out, e->stream))) return st;
     const void *x = cask_task_buffer(ctx, base);
     void *c = cask_task_buffer(ctx, out);
     /* row-major A (n x k) is column-major A^T (k x n): C -= (A^T)^T A^T, upper */
@@ -441,13 +457,11 @@ extern "C" cask_status la_cuda_syrk(cask_task_ctx *ctx)
 
 extern "C" cask_status la_cuda_gemm(cask_task_ctx *ctx)
 {
-    const la_args *a = args_of(ctx);
-    if (!a) return cask_task_fail(ctx, "bad arguments");
-    cask_status st = CASK_OK;
-    la_entry *e = entry(ctx, a, &st);
+    const la_args *a;
+    int base, out;
+    cask_status st;
+    la_entry *e = tile_begin(ctx, 2, &a, &base, &out, &st);
     if (!e) return st;
-    int base = a->copy_in && !a->src_host, out = base + 2;
-    if ((st = copy_in(ctx, a, out, e->stream))) return st;
     const void *x = cask_task_buffer(ctx, base), *y = cask_task_buffer(ctx, base + 1);
     void *c = cask_task_buffer(ctx, out);
     /* column-major C^T = op(B)^T op(A)^T: the operands swap, each keeps its op */
