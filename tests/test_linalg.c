@@ -253,3 +253,51 @@ Test(linalg, persisted_factor_and_factor_to_host_are_the_same_bytes)
     free(kept);
     free(a);
 }
+
+/* Two simulated GPUs and two CPU workers (simulated GPUs run the CPU kernels, so the
+ * cost model splits tiles among all four): tiles run on both GPUs, and the bytes are
+ * those of the CPU workers alone. */
+Test(linalg, two_simulated_gpus_share_the_tiles_and_keep_the_bytes, .init = NULL, .fini = NULL)
+{
+    int64_t n = 768, shape[2] = {n, n}, ch[2] = {96, 96};
+    double *a = spd(n, 12);
+    start(2);
+    cask_array *A = host(a, CASK_FLOAT64, 2, shape, ch), *L;
+    cr_assert_eq(cask_array_cholesky(A, &L), CASK_OK);
+    double *cpu = run(L);
+    cask_array_release(L);
+    cask_array_release(A);
+    down();
+    cask_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_SIM_GPUS | CASK_CONFIG_BIND;
+    cfg.ncpu = 2;
+    cfg.sim_gpus = 2;
+    cfg.bind = 0;
+    cr_assert_eq(cask_init(&cfg, &rt), CASK_OK);
+    cask_runtime_info info;
+    cask_runtime_query(rt, &info);
+    if (!info.simulated_gpus) {   /* real GPUs are used instead of simulated ones */
+        cask_shutdown(rt);
+        rt = NULL;
+        free(cpu);
+        free(a);
+        cr_skip_test("real GPUs here: simulated ones are not used");
+    }
+    cr_assert_eq(cask_array_ctx_create(rt, &ctx), CASK_OK);
+    A = host(a, CASK_FLOAT64, 2, shape, ch);
+    cr_assert_eq(cask_array_cholesky(A, &L), CASK_OK);
+    double *two = run(L);
+    cask_worker_stats st[4];
+    cr_assert_eq(cask_runtime_stats(rt, st, 4), CASK_OK);
+    cr_assert(st[2].kind == 1 && st[3].kind == 1);
+    cr_assert(st[2].tasks_run > 0 && st[3].tasks_run > 0, "GPU 0 ran %llu tasks, GPU 1 %llu",
+              (unsigned long long)st[2].tasks_run, (unsigned long long)st[3].tasks_run);
+    cr_assert_eq(memcmp(cpu, two, (size_t)(n * n) * 8), 0, "the bytes depend on placement");
+    cask_array_release(L);
+    cask_array_release(A);
+    down();
+    free(cpu);
+    free(two);
+    free(a);
+}
