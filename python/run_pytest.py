@@ -17,7 +17,7 @@ import sys
 
 
 def main():
-    build, src = sys.argv[1], sys.argv[2]
+    build, src = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     exts = glob.glob(os.path.join(build, "_cask*.so"))
     if not exts:
         print(f"run_pytest: no _cask extension in {build}", file=sys.stderr)

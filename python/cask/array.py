@@ -171,6 +171,8 @@ class Array:
         kwargs.pop("out", None)
         if kwargs:
             return NotImplemented
+        if ufunc is np.matmul:
+            return matmul(inputs[0], inputs[1])
         name = _UFUNCS.get(ufunc)
         if name is None:
             return NotImplemented
