@@ -1,6 +1,7 @@
 /* test_kernels.c: C kernels of a user's own shared library, loaded by the Python tests
  * of map_blocks (cask.array.Kernel): only the public API. */
 #include <string.h>
+#include <time.h>
 #include "cask/cask.h"
 
 /* out = in * factor (float64 blocks); args: one double */
@@ -36,4 +37,13 @@ cask_status row_index(cask_task_ctx *ctx)
 cask_status always_fails(cask_task_ctx *ctx)
 {
     return cask_task_fail(ctx, "this kernel fails on purpose");
+}
+
+/* out = in after 200 ms (float64 blocks): a compute long enough to interrupt */
+cask_status sleepy(cask_task_ctx *ctx)
+{
+    struct timespec ts = {0, 200 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    memcpy(cask_task_buffer(ctx, 1), cask_task_buffer(ctx, 0), cask_task_buffer_size(ctx, 1));
+    return CASK_OK;
 }
