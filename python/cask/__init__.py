@@ -8,10 +8,14 @@
 - ``cask.config``: the runtime's settings (also the ``CASK_*`` environment variables).
 
 One runtime per process, started on first use (the first array, search or graph);
-``import cask`` starts no thread and does not import NumPy.
+``import cask`` starts no thread and loads neither libcask (with CUDA's libraries in a
+CUDA build, a tenth of a second) nor NumPy: the extension is loaded on first use.
 """
-from . import _cask
-from ._cask import CaskError
+import sys as _sys
+
+
+class CaskError(RuntimeError):
+    """A cask call failed: args are (message, status code) of the C library."""
 
 __version__ = "0.1.0"
 __all__ = ["array", "dask", "config", "knn", "compute", "persist", "shutdown", "info",
@@ -59,17 +63,26 @@ def knn(obs, ref, k=1, method="auto", *, units="km", degrees=True, chunk=None,
 def shutdown():
     """Stops the runtime (waits for a compute left running by Ctrl-C). Arrays made
     before can no longer be used; the next use starts a new runtime."""
-    _cask.shutdown()
+    ext = _sys.modules.get(__name__ + "._cask")
+    if ext is not None:
+        ext.shutdown()
 
 
 def info():
     """The running runtime: CPU workers, GPUs, cores (starts it if needed)."""
+    from ._lib import _cask
     return _cask.info()
+
+
+def _started():
+    """Whether the runtime runs now (False before the first use: nothing loaded)."""
+    ext = _sys.modules.get(__name__ + "._cask")
+    return ext is not None and ext.started()
 
 
 def _at_exit():
     try:
-        _cask.shutdown()
+        shutdown()
     except BaseException:
         pass
 

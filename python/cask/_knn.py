@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _cask
+from ._lib import _cask
 
 
 def _points(x, name, degrees):

@@ -16,7 +16,7 @@ import os
 
 import numpy as np
 
-from . import _cask
+from ._lib import _cask
 
 __all__ = ["Array", "from_array", "asarray", "from_npy", "to_npy", "ones", "zeros",
            "full", "arange", "random", "compute", "persist", "map_blocks", "Kernel",

@@ -10,7 +10,7 @@ or after ``cask.shutdown()``.
 >>> cask.config.get()
 {'ncpu': 2}
 """
-from . import _cask
+import sys
 
 _FIELDS = {"ncpu", "ngpu", "sim_gpus", "bind", "log_level", "gpu_streams", "stats",
            "progress", "gpu_mem_limit", "host_mem_limit", "trace"}
@@ -31,11 +31,21 @@ def set(**fields):
             new.pop(k, None)
         else:
             new[k] = v
-    c = {k: (_LOG_LEVELS[v] if k == "log_level" and isinstance(v, str) else v)
-         for k, v in new.items()}
-    _cask.configure(c)
+    _apply(new)
     _current.clear()
     _current.update(new)
+
+
+def _c_fields(fields=None):
+    fields = _current if fields is None else fields
+    return {k: (_LOG_LEVELS[v] if k == "log_level" and isinstance(v, str) else v)
+            for k, v in fields.items()}
+
+
+def _apply(fields):
+    ext = sys.modules.get(__name__.rpartition(".")[0] + "._cask")
+    if ext is not None:        # else given to it when it is loaded (cask._lib)
+        ext.configure(_c_fields(fields))
 
 
 def get():
@@ -45,5 +55,5 @@ def get():
 
 def reset():
     """Clears every field (the environment and defaults decide again)."""
-    _cask.configure({})
+    _apply({})
     _current.clear()

@@ -14,7 +14,7 @@ exception a task raises is raised again, as Dask's own schedulers do.
 """
 from __future__ import annotations
 
-from . import _cask
+from ._lib import _cask
 
 __all__ = ["get"]
 

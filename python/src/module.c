@@ -1,6 +1,7 @@
 /* module.c: the _cask extension module: its functions (gathered from the other files),
  * the runtime's configuration (cask.config) and lifetime (started on first use, never at
- * import), and cask.CaskError. */
+ * import), and cask.CaskError. The package loads it on first use (cask/_lib.py), not
+ * at `import cask`: loading libcask loads CUDA's libraries in a CUDA build. */
 #include "pc.h"
 
 #include <string.h>
@@ -114,10 +115,20 @@ PyMODINIT_FUNC PyInit__cask(void)
         if (PyModule_AddFunctions(m, tables[i]) < 0)
             goto fail;
     if (!pc_st.error) {
-        pc_st.error = PyErr_NewExceptionWithDoc(
-            "cask.CaskError",
-            "A cask call failed: args are (message, status code) of the C library.",
-            PyExc_RuntimeError, NULL);
+        /* the package's class (cask.CaskError, defined before this module is loaded),
+         * else one of our own when loaded alone */
+        PyObject *pkg = PyImport_ImportModule("cask");
+        if (pkg) {
+            pc_st.error = PyObject_GetAttrString(pkg, "CaskError");
+            Py_DECREF(pkg);
+        }
+        if (!pc_st.error) {
+            PyErr_Clear();
+            pc_st.error = PyErr_NewExceptionWithDoc(
+                "cask.CaskError",
+                "A cask call failed: args are (message, status code) of the C library.",
+                PyExc_RuntimeError, NULL);
+        }
         if (!pc_st.error)
             goto fail;
     }
