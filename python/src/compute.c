@@ -76,6 +76,7 @@ static compute_job *job_new(PyObject *list, int what)
     c->what = what;
     c->job.fn = compute_fn;
     c->job.cleanup = compute_cleanup;
+    c->job.uses_ctx = 1;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *o = PyTuple_GetItem(seq, i);
         cask_array *a = pc_node_array(o);

@@ -24,7 +24,7 @@ static void node_dealloc(PyObject *self)
 {
     pc_node *n = (pc_node *)self;
     int live = n->a && n->generation == pc_st.generation && pc_st.ctx;
-    if (live && pc_st.busy) {
+    if (live && (pc_st.busy || pc_st.inflight)) {
         if (pc_st.ndropped == pc_st.capdropped) {
             size_t cap = pc_st.capdropped ? 2 * pc_st.capdropped : 64;
             cask_array **a = realloc(pc_st.dropped, cap * sizeof *a);

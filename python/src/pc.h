@@ -20,6 +20,7 @@ struct pc_job {
     void (*cancel)(pc_job *job);      /* asks fn to end early (NULL: it cannot) */
     void (*cleanup)(pc_job *job);     /* frees what the job holds; called with the GIL */
     void *arg;
+    int uses_ctx;                     /* runs on the array context (one thread's at a time) */
     cask_status status;
     char err[1024];                   /* message of a failure, set by fn */
     pthread_mutex_t lock;
@@ -36,6 +37,8 @@ typedef struct pc_state {
     int knn_ready;
     uint64_t generation;        /* bumped by each start: arrays of a stopped runtime die */
     pc_job *busy;               /* a compute left running by Ctrl-C (array context busy) */
+    pc_job *inflight;           /* a job on the array context that a thread waits for:
+                                   other Python threads wait before using the context */
     cask_kernel *py_kernel;     /* the kernel of Python tasks (dask bridge), this runtime's */
     uint64_t py_kernel_generation;
     cask_config cfg;            /* what cask.config asked for (field_mask: which) */

@@ -44,9 +44,24 @@ PyObject *pc_raise_array(cask_status st)
     return pc_raise(st, pc_st.ctx ? cask_array_ctx_error(pc_st.ctx) : NULL);
 }
 
+/* Waits while another Python thread's job runs on the array context (its owner has
+ * released the GIL). -1 with an exception if interrupted. */
+static int wait_inflight(void)
+{
+    while (pc_st.inflight) {
+        Py_BEGIN_ALLOW_THREADS
+        struct timespec ts = {0, 2000000};
+        nanosleep(&ts, NULL);
+        Py_END_ALLOW_THREADS
+        if (PyErr_CheckSignals() < 0)
+            return -1;
+    }
+    return 0;
+}
+
 int pc_ready(void)
 {
-    if (pc_wait_busy())
+    if (wait_inflight() || pc_wait_busy())
         return -1;
     if (pc_st.ctx)
         return 0;
@@ -75,7 +90,7 @@ int pc_ready(void)
 
 int pc_shutdown(void)
 {
-    if (pc_wait_busy())
+    if (wait_inflight() || pc_wait_busy())
         return -1;
     if (!pc_st.rt)
         return 0;
@@ -121,6 +136,8 @@ static int job_wait_slice(pc_job *job, int ms)
     return done;
 }
 
+static int job_wait(pc_job *job, int detach_ok);
+
 static void job_free(pc_job *job)
 {
     pthread_join(job->thread, NULL);
@@ -143,6 +160,19 @@ int pc_job_run(pc_job *job, int detach_ok)
         PyErr_SetString(PyExc_RuntimeError, "cask: cannot start a thread");
         return -1;
     }
+    if (job->uses_ctx)
+        pc_st.inflight = job;
+    int rc = job_wait(job, detach_ok);
+    if (job->uses_ctx) {
+        pc_st.inflight = NULL;
+        if (!pc_st.busy)
+            pc_release_dropped();
+    }
+    return rc;
+}
+
+static int job_wait(pc_job *job, int detach_ok)
+{
     for (;;) {
         int done;
         Py_BEGIN_ALLOW_THREADS

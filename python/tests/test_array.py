@@ -278,3 +278,26 @@ def test_env_configures_the_runtime():
     out = subprocess.run([sys.executable, "-c", "import cask; print(cask.info()['ncpu_workers'])"],
                          env=env, capture_output=True, text=True, check=True).stdout
     assert out.strip() == "1"
+
+
+def test_python_threads_may_share_arrays():
+    import threading
+    a = np.arange(200000.0)
+    x = ca.from_array(a, chunks=10000)
+    errors, results = [], []
+
+    def work(i):
+        try:
+            for _ in range(5):
+                y = ca.from_array(a * i, chunks=7000)     # built while others compute
+                results.append(float((np.sin(x) + y).sum()) - float(np.sin(a).sum() + (a * i).sum()))
+                del y
+        except Exception as e:      # pragma: no cover
+            errors.append(e)
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors
+    assert len(results) == 20 and max(abs(r) for r in results) < 1e-3
