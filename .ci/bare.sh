@@ -84,6 +84,15 @@ echo "== bare root: README's second command (tests)"
 in_root "$test_line"
 
 echo "== bare root: pip install . in a venv (docs/python.md), then import cask"
+# pip in the root reaches PyPI as the host's pip does: the host's pip.conf and the CA
+# bundle it names (a proxy's CA), copied as resolv.conf was
+if [ -f /etc/pip.conf ]; then
+  cp /etc/pip.conf "$root/etc/pip.conf"
+  pip_cert=$(sed -n 's/^ *cert *= *//p' /etc/pip.conf | head -n 1)
+  if [ -n "$pip_cert" ] && [ -f "$pip_cert" ]; then
+    mkdir -p "$root$(dirname "$pip_cert")" && cp "$pip_cert" "$root$pip_cert"
+  fi
+fi
 in_root "python3 -m venv /tmp/venv && /tmp/venv/bin/pip install --quiet . && cd /tmp && /tmp/venv/bin/python -c 'import cask, cask.array as ca; assert float(ca.ones(10).sum()) == 10; print(\"bare.sh: import cask from\", cask.__file__)'"
 
 echo "== bare root: -Dcuda=disabled configures with no CUDA lookup"
