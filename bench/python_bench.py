@@ -7,11 +7,11 @@
 
 Figures (each a median of --reps after a warm-up; the peers run in the same process
 or right after, so a neighbour's load hits both alike):
-  chain   the 8-op float32 chain of bench-array-cpu (x*1.5, sin, +0.25, square, *0.5,
+  chain   (CPU workers, as bench-array-cpu) the 8-op float32 chain of bench-array-cpu (x*1.5, sin, +0.25, square, *0.5,
           sqrt, +1, exp; persisted) through cask.array, through the C API
           (bench-array-cpu --only chain) and through dask.array (threaded, persist)
-  matmul  an n x n float32 product by tiles: cask.array, C API, dask.array
-  knn     cask.knn against the cask-knn program on the same .npy files (same answers
+  matmul  (CPU workers) an n x n float32 product by tiles: cask.array, C API, dask.array
+  knn     (the GPUs there are) cask.knn against the cask-knn program on the same .npy files (same answers
           checked; cask-knn's time is its process's wall time, loading included)
   dask    the Dask bridge: cask.dask.get against Dask's threaded scheduler (same
           cores) on a dask.array graph of about --dask-tasks small tasks (unoptimised:
@@ -95,8 +95,17 @@ def chain8(x, np):
     return np.exp(np.sqrt(np.square(np.sin(x * f(1.5)) + f(0.25)) * f(0.5)) + f(1.0))
 
 
+def cpu_workers_only(on):
+    """Restarts the runtime with GPUs off (as bench-array-cpu runs) or as the
+    environment says (cask.knn against cask-knn, which use the GPUs they find)."""
+    import cask
+    cask.shutdown()
+    cask.config.set(ngpu=0 if on else None)
+
+
 def fig_chain(a, np):
     import cask.array as ca
+    cpu_workers_only(True)
     n, chunk = a.chain_mb << 18, a.chunk_mb << 18
     size = f"{a.chain_mb}MiB/{a.chunk_mb}"
     x = ca.random.uniform(size=n, chunks=chunk, seed=1, dtype=np.float32).persist()
@@ -120,6 +129,7 @@ def fig_chain(a, np):
 
 def fig_matmul(a, np):
     import cask.array as ca
+    cpu_workers_only(True)
     n, c = a.mm, a.mm_chunk
     size = f"{n}/{c}"
     x = ca.random.uniform(-1, 1, size=(n, n), chunks=c, seed=11, dtype=np.float32).persist()
@@ -144,6 +154,7 @@ def fig_matmul(a, np):
 
 def fig_knn(a, np):
     import cask
+    cpu_workers_only(False)
     nobs, nref = (int(eval(v.replace("^", "**"))) for v in a.knn.split(","))
     rng = np.random.default_rng(5)
 
@@ -182,6 +193,7 @@ def fig_dask(a, np):
         return
     import cask
     import cask.dask
+    cpu_workers_only(False)
     n = max(10, int(a.dask_tasks / 3.33))     # ones, +1, and the sum tree: ~3.33 n tasks
     y = (da.ones(n, chunks=1) + 1).sum()
     dsk = dict(y.__dask_graph__())
