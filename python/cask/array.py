@@ -110,6 +110,14 @@ class Array:
         x = np.asarray(self.compute())
         return x.astype(dtype, copy=False) if dtype is not None else x
 
+    def __dlpack__(self, stream=None, **kwargs):
+        """DLPack export (computes; host memory): np.from_dlpack(x), torch.from_dlpack(x)."""
+        out = np.ascontiguousarray(self.compute())
+        return out.__dlpack__(**kwargs) if kwargs else out.__dlpack__()
+
+    def __dlpack_device__(self):
+        return (1, 0)        # kDLCPU: results come back to host memory
+
     def __bool__(self):
         return bool(self.compute())
 

@@ -266,6 +266,11 @@ def test_gpu_arrays_through_cupy_or_skip():
     cupy.testing.assert_array_equal(r, a * 2)
 
 
+def test_dlpack_export_to_numpy():
+    x = ca.arange(6.0, chunks=4) * 2
+    np.testing.assert_array_equal(np.from_dlpack(x), np.arange(6.0) * 2)
+
+
 def test_dlpack_host_tensors():
     torch = pytest.importorskip("torch", reason="no PyTorch: DLPack input not tested")
     t = torch.arange(6, dtype=torch.float32)
