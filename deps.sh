@@ -5,7 +5,9 @@
 #
 #   sh deps.sh            build and tests, CPU only: compiler, Meson, hwloc, Criterion,
 #                         libmicrohttpd (the live dashboard), Python, OpenBLAS (CPU
-#                         matmul of arrays) and SLEEF (vector math of CPU arrays)
+#                         matmul of arrays) and SLEEF (vector math of CPU arrays); the
+#                         Python package's headers, venv, and its tests' NumPy, pytest,
+#                         Hypothesis and Dask (suite python)
 #   sh deps.sh --dist     also UCX, PMIx and Open MPI's mpirun (several processes), and
 #                         iproute2 (the network-namespace hosts test)
 #   sh deps.sh --cluster  also Slurm (slurmctld, slurmd, its clients and PMIx plugin)
@@ -18,7 +20,7 @@
 # installed here (NVIDIA's packages): with nvcc on the PATH, Meson builds the GPU parts.
 set -eu
 
-BASE="meson ninja-build pkg-config gcc libc6-dev libhwloc-dev libcriterion-dev libmicrohttpd-dev python3 libopenblas-dev libsleef-dev"
+BASE="meson ninja-build pkg-config gcc libc6-dev libhwloc-dev libcriterion-dev libmicrohttpd-dev python3 libopenblas-dev libsleef-dev python3-dev python3-venv python3-numpy python3-pytest python3-hypothesis python3-dask"
 DIST="libucx-dev libpmix-dev openmpi-bin iproute2"
 CLUSTER="slurmctld slurmd slurm-client slurm-wlm-basic-plugins munge"
 CI="debootstrap chromium fonts-dejavu-core"

@@ -6,7 +6,9 @@
 # environment) runs README.md's two commands exactly as written, one after the other
 # (the blocks marked <!-- ci:run --> and <!-- ci:test -->: they install what they need
 # through deps.sh). Checks that README's install-by-hand line (<!-- ci:install -->)
-# names the packages deps.sh installs, that a -Dcuda=disabled build configures with no
+# names the packages deps.sh installs, that `pip install .` into a venv (meson-python,
+# build dependencies from PyPI) gives an `import cask` that computes, that a
+# -Dcuda=disabled build configures with no
 # CUDA lookup at all in Meson's log, and that cask runs where /sys is hidden. Any
 # failure fails CI.
 #
@@ -80,6 +82,18 @@ if in_root "command -v nvcc || ls /usr/local/cuda" >/dev/null 2>&1; then
 fi
 echo "== bare root: README's second command (tests)"
 in_root "$test_line"
+
+echo "== bare root: pip install . in a venv (docs/python.md), then import cask"
+# pip in the root reaches PyPI as the host's pip does: the host's pip.conf and the CA
+# bundle it names (a proxy's CA), copied as resolv.conf was
+if [ -f /etc/pip.conf ]; then
+  cp /etc/pip.conf "$root/etc/pip.conf"
+  pip_cert=$(sed -n 's/^ *cert *= *//p' /etc/pip.conf | head -n 1)
+  if [ -n "$pip_cert" ] && [ -f "$pip_cert" ]; then
+    mkdir -p "$root$(dirname "$pip_cert")" && cp "$pip_cert" "$root$pip_cert"
+  fi
+fi
+in_root "python3 -m venv /tmp/venv && /tmp/venv/bin/pip install --quiet . && cd /tmp && /tmp/venv/bin/python -c 'import cask, cask.array as ca; assert float(ca.ones(10).sum()) == 10; print(\"bare.sh: import cask from\", cask.__file__)'"
 
 echo "== bare root: -Dcuda=disabled configures with no CUDA lookup"
 in_root "meson setup build-nocuda -Dcuda=disabled >/dev/null"
