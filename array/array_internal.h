@@ -96,7 +96,7 @@ struct cask_array_ctx {
     int ncpu;                   /* CPU workers of the runtime */
     int ncores;                 /* the cores its workers are pinned to (ncores_used) */
     int blas_threads;           /* CASK_ARRAY_OPT_BLAS_THREADS */
-    int blas_noted;             /* the BLAS's load note logged (lower.c's run_graph) */
+    int blas_noted;             /* the BLAS's load note logged (lower.c's plan_run) */
     cask_dist *dist;            /* cask_array_ctx_set_dist: to_npy across its ranks */
     int write_mode;
 };
@@ -184,6 +184,9 @@ typedef struct plan {
 cask_status plan_init(plan *pl, cask_array_ctx *ctx, int n, cask_array *const *arrays,
                       int persist);
 void plan_free(plan *pl);
+/* Runs the plan's graph (the BLAS's threads set for it), fills the context's statistics;
+ * the graph's error as the context's on failure. */
+cask_status plan_run(plan *pl);
 /* The data handle of chunk c of node n, adding the tasks that make it. */
 cask_status plan_chunk(plan *pl, cask_array *n, int64_t c, cask_data **out);
 cask_status plan_chunk_idx(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);

@@ -2,7 +2,7 @@
  * (culling the rest), lets fuse.c decide which become tasks, then lowers chunk by
  * chunk on demand: asking for an output chunk adds the tasks that make it, after those
  * of its inputs, so only chunks something needs are ever computed (a slice of a large
- * array computes the slice). Then: compute, persist, to .npy, and plan-only. */
+ * array computes the slice). Then: compute, to .npy, and plan-only (persist: persist.c). */
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <string.h>
@@ -412,7 +412,7 @@ cask_status plan_chunk(plan *pl, cask_array *n, int64_t c, cask_data **out)
 
 /* ---- running ---- */
 
-static cask_status run_graph(plan *pl)
+cask_status plan_run(plan *pl)
 {
     cask_array_ctx *ctx = pl->ctx;
     /* the BLAS's thread count is process-wide: set for this run only, while no tile runs */
@@ -475,7 +475,7 @@ cask_status cask_array_compute_many(cask_array_ctx *ctx, int n, cask_array *cons
         }
     }
     pl.st.build_s += arr_now() - t0;
-    if (!st) st = run_graph(&pl);
+    if (!st) st = plan_run(&pl);
     else ctx->last = pl.st;
     plan_free(&pl);
     return st;
@@ -514,72 +514,8 @@ cask_status cask_array_to_npy(cask_array *a, const char *path)
         cask_access acc = {d, CASK_READ};
         st = plan_task(&pl, ctx->k.npy_write, &acc, 1, &h, sizeof h, "array.npy_write", 0, -1);
     }
-    if (!st) st = run_graph(&pl);
+    if (!st) st = plan_run(&pl);
     plan_free(&pl);
-    return st;
-}
-
-/* The node a persist of n keeps: a slice or inserted axis persists what it views. */
-static cask_array *persist_target(cask_array *n)
-{
-    while (!n->mat && (n->kind == NK_SLICE || n->kind == NK_EXPAND)) n = n->in[0];
-    return n;
-}
-
-cask_status cask_array_persist(cask_array_ctx *ctx, int n, cask_array *const *arrays)
-{
-    if (!ctx || n < 1 || !arrays) return CASK_ERR_INVALID;
-    ctx->err[0] = 0;
-    cask_array **t = calloc((size_t)n, sizeof *t);
-    cask_data ***kept = calloc((size_t)n, sizeof *kept);
-    int nt = 0;
-    cask_status st = CASK_OK;
-    if (!t || !kept) {
-        st = arr_error(ctx, CASK_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    for (int i = 0; i < n; i++) {
-        if (!arrays[i] || arrays[i]->ctx != ctx) {
-            st = arr_error(ctx, CASK_ERR_INVALID, "array %d is NULL or of another context", i);
-            goto out;
-        }
-        cask_array *x = persist_target(arrays[i]);
-        int dup = x->mat != NULL;
-        for (int j = 0; j < nt; j++) dup |= t[j] == x;
-        if (!dup) t[nt++] = x;
-    }
-    if (!nt) goto out;
-    plan pl;
-    if ((st = plan_init(&pl, ctx, nt, t, 1))) {
-        plan_free(&pl);
-        goto out;
-    }
-    for (int i = 0; i < nt && !st; i++) {
-        kept[i] = calloc((size_t)t[i]->nchunks, sizeof **kept);
-        if (!kept[i]) st = arr_error(ctx, CASK_ERR_NOMEM, "out of memory");
-        for (int64_t c = 0; c < t[i]->nchunks && !st; c++) st = plan_chunk(&pl, t[i], c, &kept[i][c]);
-    }
-    if (!st) st = run_graph(&pl);
-    else ctx->last = pl.st;
-    plan_free(&pl);
-    for (int i = 0; i < nt; i++) {
-        if (!kept[i]) continue;
-        if (st) {
-            for (int64_t c = 0; c < t[i]->nchunks; c++) cask_data_destroy(kept[i][c]);
-            free(kept[i]);
-            continue;
-        }
-        cask_array *x = t[i];
-        x->mat = kept[i];
-        kept[i] = NULL;
-        node_unshare(x);
-        int nin = x->nin;
-        x->nin = 0;
-        for (int j = 0; j < nin; j++) cask_array_release(x->in[j]);
-    }
-out:
-    free(t);
-    free(kept);
     return st;
 }
 
