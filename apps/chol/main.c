@@ -278,7 +278,7 @@ int main(int argc, char **argv)
     where_ran(rt, &ncpu_tasks, &ngpu_tasks);
     qsort(times, (size_t)o.repeat, sizeof *times, cmp_d);
     double med = times[o.repeat / 2], gf = (double)o.n * o.n * o.n / 3.0 / med * 1e-9;
-    if (o.resident) {   /* the factor to host once, outside the clock, for --out/--check */
+    if (o.resident && (o.check || o.out)) {   /* the factor to host, outside the clock */
         st = factor_once(ctx, &(opts){ .n = o.n, .tile = o.tile, .dt = o.dt, .rhs = o.rhs },
                          A, l, b, x);
         if (st) goto out;
