@@ -230,6 +230,14 @@ cask_status chosolve_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, ca
 int chol_lower_to_host(plan *pl, cask_array *n, void *out, cask_status *st);
 /* Adds a tile task of op with args a (both: CPU and GPU kernels; priority p). */
 cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int nacc, int prio);
+/* The right-looking tiled Cholesky of an n x n matrix in tiles of t, in sequential task
+ * flow (linalg.c): emit is called for each tile operation in order, with its la_args
+ * filled but for the fields of where the tiles live (gpu, copy_in, src_host, dst_host),
+ * the tiles it reads (in[x] = {row, column}; the target is (a->ti, a->tj), read and
+ * written) and its priority. Stops at emit's first error and returns it. */
+typedef cask_status (*la_chol_emit)(void *u, int op, la_args *a, const int64_t in[][2],
+                                    int nin, int prio);
+cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *u);
 
 /* npy.c */
 /* The .npy header (version 1) of an array into buf (NPY_HEADER_MAX bytes); returns its

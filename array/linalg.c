@@ -149,15 +149,6 @@ static cask_status tile_target(chol_state *s, int64_t i, int64_t j, cask_access 
     return CASK_OK;
 }
 
-static void args_init(chol_state *s, la_args *a, int64_t i, int64_t j)
-{
-    memset(a, 0, sizeof *a);
-    a->dt = la_dtype(s->L->dtype);
-    a->ti = i;
-    a->tj = j;
-    a->row0 = i * s->t;
-}
-
 /* The final operation on tile (i,j) writes it to the user's output, if there is one. */
 static void final_to(chol_state *s, la_args *a, int64_t i, int64_t j)
 {
@@ -166,66 +157,73 @@ static void final_to(chol_state *s, la_args *a, int64_t i, int64_t j)
     a->dst_ld = s->n;
 }
 
-static cask_status chol_lower_all(chol_state *s)
+/* The local graph's side of la_chol_walk: the target copied in at its first touch and
+ * written out to the user's matrix by its final operation. */
+static cask_status chol_emit(void *u, int op, la_args *a, const int64_t in[][2], int nin,
+                             int prio)
 {
-    int64_t nt = s->nt, t = s->t, n = s->n;
+    chol_state *s = u;
+    cask_access acc[4], src, dst;
+    la_args b = *a;
+    cask_status st = tile_target(s, a->ti, a->tj, &src, &dst, &b);
+    if (st) return st;
+    int m = 0;
+    if (src.data) acc[m++] = src;
+    for (int x = 0; x < nin; x++) {
+        acc[m].data = s->h[in[x][0] * s->nt + in[x][1]];
+        acc[m++].mode = CASK_READ;
+    }
+    acc[m++] = dst;
+    if (op == LA_POTRF || op == LA_TRSM) final_to(s, &b, a->ti, a->tj);
+    return la_task(s->pl, op, &b, acc, m, prio);
+}
+
+cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *u)
+{
+    int64_t nt = (n + t - 1) / t;
     cask_status st = CASK_OK;
     for (int64_t k = 0; k < nt && !st; k++) {
         int64_t bk = tile_rows(n, t, k);
-        cask_access acc[4];
         la_args a;
-        /* POTRF (k,k) */
-        args_init(s, &a, k, k);
+        memset(&a, 0, sizeof a);
+        a.dt = dt;
+        a.ti = a.tj = k;
+        a.row0 = k * t;
         a.n = bk;
-        int m = 0;
-        if ((st = tile_target(s, k, k, &acc[0], &acc[1], &a))) break;
-        if (a.copy_in && !a.src_host) m = 2; else { acc[0] = acc[1]; m = 1; }
-        final_to(s, &a, k, k);
-        if ((st = la_task(s->pl, LA_POTRF, &a, acc, m, 128))) break;
-        cask_data *lkk = s->h[k * nt + k];
+        if ((st = emit(u, LA_POTRF, &a, NULL, 0, 128))) break;
         /* TRSM (i,k): A_ik L_kk^-T */
         for (int64_t i = k + 1; i < nt && !st; i++) {
-            args_init(s, &a, i, k);
+            int64_t in[1][2] = {{k, k}};
+            memset(&a, 0, sizeof a);
+            a.dt = dt;
+            a.ti = i;
+            a.tj = k;
+            a.row0 = i * t;
             a.side = 'R';
             a.trans = 1;
             a.m = tile_rows(n, t, i);
             a.n = bk;
-            cask_access src, dst;
-            if ((st = tile_target(s, i, k, &src, &dst, &a))) break;
-            final_to(s, &a, i, k);
-            m = 0;
-            if (src.data) acc[m++] = src;
-            acc[m].data = lkk;
-            acc[m++].mode = CASK_READ;
-            acc[m++] = dst;
-            st = la_task(s->pl, LA_TRSM, &a, acc, m, 64);
+            st = emit(u, LA_TRSM, &a, in, 1, 64);
         }
         /* updates of the trailing matrix with column k */
         for (int64_t i = k + 1; i < nt && !st; i++) {
-            cask_data *lik = s->h[i * nt + k];
             int64_t bi = tile_rows(n, t, i);
             for (int64_t j = k + 1; j <= i && !st; j++) {
-                args_init(s, &a, i, j);
-                cask_access src, dst;
-                if ((st = tile_target(s, i, j, &src, &dst, &a))) break;
-                m = 0;
-                if (src.data) acc[m++] = src;
-                acc[m].data = lik;
-                acc[m++].mode = CASK_READ;
+                int64_t in[2][2] = {{i, k}, {j, k}};
+                memset(&a, 0, sizeof a);
+                a.dt = dt;
+                a.ti = i;
+                a.tj = j;
+                a.row0 = i * t;
+                a.k = bk;
                 if (j == i) {   /* SYRK: C -= L_ik L_ik^T */
                     a.n = bi;
-                    a.k = bk;
-                    acc[m++] = dst;
-                    st = la_task(s->pl, LA_SYRK, &a, acc, m, update_prio(k, j));
+                    st = emit(u, LA_SYRK, &a, in, 1, update_prio(k, j));
                 } else {        /* GEMM: C -= L_ik L_jk^T */
                     a.m = bi;
                     a.n = tile_rows(n, t, j);
-                    a.k = bk;
                     a.tb = 1;
-                    acc[m].data = s->h[j * nt + k];
-                    acc[m++].mode = CASK_READ;
-                    acc[m++] = dst;
-                    st = la_task(s->pl, LA_GEMM, &a, acc, m, update_prio(k, j));
+                    st = emit(u, LA_GEMM, &a, in, 2, update_prio(k, j));
                 }
             }
         }
@@ -258,7 +256,7 @@ static cask_status chol_lower_once(plan *pl, cask_array *n, char *dst)
         return arr_error(pl->ctx, CASK_ERR_NOMEM, "out of memory");
     }
     s.h = pn->chunks;
-    cask_status st = chol_lower_all(&s);
+    cask_status st = la_chol_walk(s.n, s.t, la_dtype(n->dtype), chol_emit, &s);
     free(s.touched);
     if (!st) pn->whole = 1;
     return st;

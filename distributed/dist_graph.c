@@ -124,6 +124,7 @@ cask_status cask_dist_graph_add_task(cask_dist_graph *g, const cask_task_desc *d
     t->priority = desc->priority;
     t->where = desc->where;
     t->device = desc->device;
+    t->pin = -1;
     t->rank = -1;
     if (index)
         *index = g->ntasks;
@@ -138,6 +139,19 @@ nomem:
     free(t->local);
     free(t->args);
     return log_error(rt, CASK_ERR_NOMEM, "cask_dist_graph_add_task");
+}
+
+cask_status cask_dist_graph_set_rank(cask_dist_graph *g, size_t index, int rank)
+{
+    if (!g)
+        return CASK_ERR_INVALID;
+    if (index >= g->ntasks || rank < -1 || rank >= g->dist->size)
+        return log_error(g->dist->rt, CASK_ERR_INVALID, "cask_dist_graph_set_rank: task %zu "
+                         "of %zu, rank %d of %d", index, g->ntasks, rank, g->dist->size);
+    if (g->planned)
+        return log_error(g->dist->rt, CASK_ERR_STATE, "cask_dist_graph_set_rank: graph planned");
+    g->tasks[index].pin = rank;
+    return CASK_OK;
 }
 
 cask_status cask_dist_graph_gather(cask_dist_graph *g, cask_data *d, int root, void *dest)
@@ -193,6 +207,7 @@ uint64_t dist_graph_hash(const cask_dist_graph *g)
         /* The argument bytes are not compared: a struct's padding may differ between
          * processes although every field is the same. */
         h = fnv(h, &t->args_size, sizeof t->args_size);
+        h = fnv(h, &t->pin, sizeof t->pin);
     }
     for (size_t i = 0; i < g->ngathers; i++) {
         h = fnv(h, &g->gathers[i].gid, sizeof g->gathers[i].gid);

@@ -27,6 +27,7 @@ typedef struct dist_task {
     int priority;
     uint32_t where;
     int device;
+    int pin;                  /* the rank it must run on (cask_dist_graph_set_rank), or -1 */
     /* plan */
     int rank;
     int phase;

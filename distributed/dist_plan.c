@@ -268,11 +268,21 @@ static int bring(planner *P, pdatum *d, uint32_t gid, int r, const dist_task *re
     return h;
 }
 
-/* Chooses the rank of task t: most input bytes present, then balance. */
+/* Chooses the rank of task t: the rank it is pinned to (unless fenced out), else most
+ * input bytes present, then balance. */
 static int choose_rank(planner *P, const dist_task *t, int *moved)
 {
     cask_dist *dist = P->dist;
     int n = dist->size;
+    *moved = 0;
+    if (t->pin >= 0 && !dist->excluded[t->pin]) {
+        double w = 1;
+        for (int a = 0; a < t->naccess; a++)
+            w += (double)dist->data[t->access[a].gid].bytes;
+        P->load[t->pin] += w;
+        P->total += w;
+        return t->pin;
+    }
     double credit[64], *cr = n <= 64 ? credit : calloc((size_t)n, sizeof *cr);
     if (!cr) {
         P->st = CASK_ERR_NOMEM;

@@ -77,7 +77,7 @@ cask_status dist_steal_plan(cask_dist_graph *g)
     for (size_t i = 0; !st && i < g->ntasks; i++) {
         const dist_task *t = &g->tasks[i];
         steal_task *s = &sg->tasks[i];
-        if (t->rank != dist->rank || !t->kernel->cpu)
+        if (t->rank != dist->rank || !t->kernel->cpu || t->pin >= 0)
             continue;
         /* only a task that would run on a CPU here anyway: the same implementation */
         if (t->kernel->cuda && dist->rt->ngpu > 0 &&

@@ -27,19 +27,36 @@ typedef struct gen_job {
     uint64_t seed;
 } gen_job;
 
+/* Element (i,c) of the matrix of order n. */
+static double element(uint64_t seed, int64_t n, int64_t i, int64_t c)
+{
+    int64_t lo = i < c ? i : c, hi = i < c ? c : i;
+    double v = unif(seed, (uint64_t)lo * (uint64_t)n + (uint64_t)hi);
+    return i == c ? v + (double)n : v;
+}
+
 static void *gen_rows(void *arg)
 {
     gen_job *j = arg;
     int64_t n = j->n;
     for (int64_t i = j->r0; i < j->r1; i++)
         for (int64_t c = 0; c < n; c++) {
-            int64_t lo = i < c ? i : c, hi = i < c ? c : i;
-            double v = unif(j->seed, (uint64_t)lo * (uint64_t)n + (uint64_t)hi);
-            if (i == c) v += (double)n;
+            double v = element(j->seed, n, i, c);
             if (j->dt == CASK_FLOAT64) ((double *)j->a)[i * n + c] = v;
             else ((float *)j->a)[i * n + c] = (float)v;
         }
     return NULL;
+}
+
+void chol_generate_tile(void *tile, cask_dtype dt, int64_t n, int64_t row0, int64_t col0,
+                        int64_t rows, int64_t cols, uint64_t seed)
+{
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < cols; c++) {
+            double v = element(seed, n, row0 + r, col0 + c);
+            if (dt == CASK_FLOAT64) ((double *)tile)[r * cols + c] = v;
+            else ((float *)tile)[r * cols + c] = (float)v;
+        }
 }
 
 void chol_generate(void *a, cask_dtype dt, int64_t n, uint64_t seed, int threads)

@@ -13,6 +13,11 @@
  * a (n x n of dtype: float32 or float64) by `threads` threads. */
 void chol_generate(void *a, cask_dtype dt, int64_t n, uint64_t seed, int threads);
 
+/* The block of that matrix (of order n) at (row0, col0), rows x cols, row-major and
+ * contiguous into tile: the same values chol_generate writes there. */
+void chol_generate_tile(void *tile, cask_dtype dt, int64_t n, int64_t row0, int64_t col0,
+                        int64_t rows, int64_t cols, uint64_t seed);
+
 /* b (n x k) of uniform values on [-1, 1) from seed. */
 void chol_generate_rhs(void *b, cask_dtype dt, int64_t n, int64_t k, uint64_t seed);
 

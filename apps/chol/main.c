@@ -19,22 +19,16 @@
 #include <time.h>
 #include <unistd.h>
 #include "cask/cask.h"
-#include "chol_matrix.h"
+#include "chol_app.h"
 
-typedef struct opts {
-    int64_t n, tile, rhs;
-    cask_dtype dt;
-    const char *in, *out;
-    int check, cpu_only, gpu_only, gpus, repeat, warmup, resident, json, quiet;
-    uint64_t seed;
-} opts;
 
 static void usage(FILE *f, const char *p)
 {
     fprintf(f,
             "usage: %s [--n N] [--tile T] [--dtype f32|f64] [--in A.npy] [--out L.npy]\n"
             "          [--rhs K] [--check] [--cpu-only] [--gpus G] [--repeat R] [--warmup W]\n"
-            "          [--resident] [--gpu-only] [--seed S] [--json] [-q]\n"
+            "          [--resident] [--gpu-only] [--seed S] [--digest] [--grid PxQ] [--json]\n"
+            "          [-q]\n"
             "  --n N        order of the generated matrix n I + (R + R^T)/2 (default 4096;\n"
             "               2^K accepted)\n"
             "  --tile T     tile size (default 512; the last tile may be smaller)\n"
@@ -52,7 +46,12 @@ static void usage(FILE *f, const char *p)
             "               runs first (default 1 when R > 1: the cost model calibrates)\n"
             "  --resident   the matrix kept where cask computes it (a persisted array, on\n"
             "               the GPU) before the clock starts; the factor stays there too\n"
-            "  --json       one JSON line of the figures\n",
+            "  --digest     print a digest of the factor's bytes (compare runs, ranks)\n"
+            "  --grid PxQ   across the ranks of a job (mpirun, srun, launch-local.sh): tiles\n"
+            "               2-D block-cyclic on P x Q ranks (default: the most square)\n"
+            "  --json       one JSON line of the figures\n"
+            "Started as several ranks, the factorization runs across them (docs/linalg.md,\n"
+            "\"Across ranks\"); --check, --rhs, --digest and --out then work on rank 0.\n",
             p);
 }
 
@@ -72,16 +71,17 @@ static int parse_int(const char *s, int64_t *out)
     return 0;
 }
 
-static int parse(int argc, char **argv, opts *o)
+static int parse(int argc, char **argv, chol_opts *o)
 {
     static const struct option lo[] = {
         {"n", 1, 0, 'n'}, {"tile", 1, 0, 't'}, {"dtype", 1, 0, 'd'}, {"in", 1, 0, 'i'},
         {"out", 1, 0, 'o'}, {"rhs", 1, 0, 'r'}, {"check", 0, 0, 'c'}, {"cpu-only", 0, 0, 'C'},
         {"gpus", 1, 0, 'g'}, {"gpu-only", 0, 0, 'G'}, {"repeat", 1, 0, 'R'}, {"warmup", 1, 0, 'w'},
         {"resident", 0, 0, 'P'}, {"seed", 1, 0, 's'}, {"json", 0, 0, 'j'},
+        {"digest", 0, 0, 'D'}, {"grid", 1, 0, 'x'},
         {"help", 0, 0, 'h'}, {0, 0, 0, 0}
     };
-    *o = (opts){ .n = 4096, .tile = 512, .dt = CASK_FLOAT64, .gpus = -1, .repeat = 1,
+    *o = (chol_opts){ .n = 4096, .tile = 512, .dt = CASK_FLOAT64, .gpus = -1, .repeat = 1,
                  .warmup = -1, .seed = 1 };
     int c;
     int64_t v;
@@ -106,6 +106,15 @@ static int parse(int argc, char **argv, opts *o)
         case 'P': o->resident = 1; break;
         case 's': if (parse_int(optarg, &v)) goto bad; o->seed = (uint64_t)v; break;
         case 'j': o->json = 1; break;
+        case 'D': o->digest = 1; break;
+        case 'x': {
+            char *end;
+            long p = strtol(optarg, &end, 10), q = *end == 'x' ? strtol(end + 1, &end, 10) : 0;
+            if (*end || p < 1 || q < 1 || p > 4096 || q > 4096) goto bad;
+            o->grid_p = (int)p;
+            o->grid_q = (int)q;
+            break;
+        }
         case 'q': o->quiet = 1; break;
         case 'h': usage(stdout, argv[0]); exit(0);
         default: usage(stderr, argv[0]); return -1;
@@ -137,7 +146,7 @@ static int cmp_d(const void *a, const void *b)
 }
 
 /* Reads the matrix of --in into host memory of the runtime (n, dtype from the file). */
-static cask_status read_input(cask_runtime *rt, cask_array_ctx *ctx, opts *o, void **a)
+cask_status chol_read_input(cask_runtime *rt, cask_array_ctx *ctx, chol_opts *o, void **a)
 {
     cask_array *x = NULL;
     cask_status st = cask_array_from_npy(ctx, o->in, NULL, &x);
@@ -191,7 +200,7 @@ static void where_ran(cask_runtime *rt, uint64_t *cpu, uint64_t *gpu)
 }
 
 /* One factorization (and solve): 0 or the status. */
-static cask_status factor_once(cask_array_ctx *ctx, const opts *o, cask_array *A, void *l,
+static cask_status factor_once(cask_array_ctx *ctx, const chol_opts *o, cask_array *A, void *l,
                                const void *b, void *x)
 {
     cask_array *L = NULL, *B = NULL, *X = NULL;
@@ -217,9 +226,92 @@ static cask_status factor_once(cask_array_ctx *ctx, const opts *o, cask_array *A
     return st;
 }
 
+/* The factorization in this process (a job of one rank): returns the exit code. */
+static int run_local(cask_runtime *rt, cask_array_ctx *ctx, chol_opts *o)
+{
+    int rc = 1;
+    void *a = NULL, *l = NULL, *b = NULL, *x = NULL;
+    cask_array *A = NULL;
+    cask_status st = CASK_OK;
+    double *times = calloc((size_t)o->repeat, sizeof *times);
+    if (!times) goto out;
+    cask_runtime_info info;
+    cask_runtime_query(rt, &info);
+    if (o->in) {
+        if ((st = chol_read_input(rt, ctx, o, &a))) goto out;
+    } else {
+        if ((st = cask_host_alloc(rt, (size_t)(o->n * o->n) * cask_dtype_size(o->dt), &a))) goto out;
+        long nc = sysconf(_SC_NPROCESSORS_ONLN);
+        chol_generate(a, o->dt, o->n, o->seed, nc > 0 ? (int)nc : 1);
+    }
+    size_t es = cask_dtype_size(o->dt), bytes = (size_t)(o->n * o->n) * es;
+    if ((st = cask_host_alloc(rt, bytes, &l))) goto out;
+    if (o->rhs) {
+        b = malloc((size_t)(o->n * o->rhs) * es);
+        if ((st = cask_host_alloc(rt, (size_t)(o->n * o->rhs) * es, &x)) || !b) goto out;
+        chol_generate_rhs(b, o->dt, o->n, o->rhs, o->seed);
+    }
+    int64_t shape[2] = {o->n, o->n}, ch[2] = {o->tile, o->tile};
+    if ((st = cask_array_from_host(ctx, a, o->dt, 2, shape, ch, &A))) goto out;
+    if (o->resident) {   /* the matrix's tiles computed (x 1) and kept where they were */
+        cask_array *k1 = NULL;
+        st = cask_array_binary_scalar(CASK_MUL, A, 1.0, 0, &k1);
+        if (!st) st = cask_array_persist(ctx, 1, &k1);
+        cask_array_release(A);
+        A = k1;
+        if (st) goto out;
+    }
+    for (int r = -o->warmup; r < o->repeat; r++) {
+        if (r == 0) cask_runtime_stats_reset(rt);
+        double t0 = now_s();
+        st = factor_once(ctx, o, A, l, b, x);
+        if (st) goto out;
+        if (r >= 0) times[r] = now_s() - t0;
+    }
+    uint64_t ncpu_tasks, ngpu_tasks;
+    where_ran(rt, &ncpu_tasks, &ngpu_tasks);
+    qsort(times, (size_t)o->repeat, sizeof *times, cmp_d);
+    double med = times[o->repeat / 2], gf = (double)o->n * o->n * o->n / 3.0 / med * 1e-9;
+    if (o->resident && (o->check || o->out || o->digest)) {   /* the factor to host, untimed */
+        st = factor_once(ctx, &(chol_opts){ .n = o->n, .tile = o->tile, .dt = o->dt, .rhs = o->rhs },
+                         A, l, b, x);
+        if (st) goto out;
+    }
+    if (!o->quiet)
+        printf("cholesky n=%lld tile=%lld %s%s: %.4f s (median of %d; min %.4f, max %.4f), "
+               "%.1f GFLOP/s\ntiles ran: %llu tasks on CPU workers (%d), %llu on GPUs (%d%s)\n",
+               (long long)o->n, (long long)o->tile, cask_dtype_name(o->dt),
+               o->resident ? ", resident" : ", host to host", med, o->repeat, times[0],
+               times[o->repeat - 1], gf, (unsigned long long)ncpu_tasks, info.ncpu_workers,
+               (unsigned long long)ngpu_tasks, info.ngpus, info.simulated_gpus ? " simulated" : "");
+    double res, berr;
+    if (chol_finish(ctx, o, a, l, b, x, &res, &berr)) goto out;
+    if (o->json)
+        printf("{\"bench\":\"cask-chol\",\"n\":%lld,\"tile\":%lld,\"dtype\":\"%s\",\"mode\":\"%s\","
+               "\"ranks\":1,\"cpu_workers\":%d,\"gpus\":%d,\"median_s\":%.6f,\"min_s\":%.6f,"
+               "\"gflops\":%.1f,\"tasks_cpu\":%llu,\"tasks_gpu\":%llu,\"residual\":%.3e,"
+               "\"backward_error\":%.3e}\n",
+               (long long)o->n, (long long)o->tile, cask_dtype_name(o->dt),
+               o->resident ? "resident" : "host", info.ncpu_workers, info.ngpus, med, times[0],
+               gf, (unsigned long long)ncpu_tasks, (unsigned long long)ngpu_tasks, res, berr);
+    rc = 0;
+out:
+    if (st) {
+        fprintf(stderr, "cask-chol: %s: %s\n", cask_status_string(st), cask_array_ctx_error(ctx));
+        rc = st == CASK_ERR_NOT_SPD ? 3 : st == CASK_ERR_INVALID ? 2 : 1;
+    }
+    cask_array_release(A);
+    cask_host_free(rt, a);
+    cask_host_free(rt, l);
+    cask_host_free(rt, x);
+    free(b);
+    free(times);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
-    opts o;
+    chol_opts o;
     if (parse(argc, argv, &o)) return 2;
     cask_config cfg;
     memset(&cfg, 0, sizeof cfg);
@@ -229,115 +321,33 @@ int main(int argc, char **argv)
     }
     cask_runtime *rt = NULL;
     cask_array_ctx *ctx = NULL;
+    cask_dist *dist = NULL;
     cask_status st = cask_init(&cfg, &rt);
     if (st) {
         fprintf(stderr, "cask-chol: cask_init: %s\n", cask_status_string(st));
         return 1;
     }
     int rc = 1;
-    void *a = NULL, *l = NULL, *b = NULL, *x = NULL;
-    cask_array *A = NULL;
-    double *times = calloc((size_t)o.repeat, sizeof *times);
-    if ((st = cask_array_ctx_create(rt, &ctx)) || !times) goto out;
-    if (o.gpu_only && (st = cask_array_ctx_set(ctx, CASK_ARRAY_OPT_WHERE, CASK_WHERE_GPU)))
-        goto out;
-    cask_runtime_info info;
-    cask_runtime_query(rt, &info);
-    if (o.in) {
-        if ((st = read_input(rt, ctx, &o, &a))) goto out;
-    } else {
-        if ((st = cask_host_alloc(rt, (size_t)(o.n * o.n) * cask_dtype_size(o.dt), &a))) goto out;
-        long nc = sysconf(_SC_NPROCESSORS_ONLN);
-        chol_generate(a, o.dt, o.n, o.seed, nc > 0 ? (int)nc : 1);
-    }
-    size_t es = cask_dtype_size(o.dt), bytes = (size_t)(o.n * o.n) * es;
-    if ((st = cask_host_alloc(rt, bytes, &l))) goto out;
-    if (o.rhs) {
-        b = malloc((size_t)(o.n * o.rhs) * es);
-        if ((st = cask_host_alloc(rt, (size_t)(o.n * o.rhs) * es, &x)) || !b) goto out;
-        chol_generate_rhs(b, o.dt, o.n, o.rhs, o.seed);
-    }
-    int64_t shape[2] = {o.n, o.n}, ch[2] = {o.tile, o.tile};
-    if ((st = cask_array_from_host(ctx, a, o.dt, 2, shape, ch, &A))) goto out;
-    if (o.resident) {   /* the matrix's tiles computed (x 1) and kept where they were */
-        cask_array *k1 = NULL;
-        st = cask_array_binary_scalar(CASK_MUL, A, 1.0, 0, &k1);
-        if (!st) st = cask_array_persist(ctx, 1, &k1);
-        cask_array_release(A);
-        A = k1;
-        if (st) goto out;
-    }
-    for (int r = -o.warmup; r < o.repeat; r++) {
-        if (r == 0) cask_runtime_stats_reset(rt);
-        double t0 = now_s();
-        st = factor_once(ctx, &o, A, l, b, x);
-        if (st) goto out;
-        if (r >= 0) times[r] = now_s() - t0;
-    }
-    uint64_t ncpu_tasks, ngpu_tasks;
-    where_ran(rt, &ncpu_tasks, &ngpu_tasks);
-    qsort(times, (size_t)o.repeat, sizeof *times, cmp_d);
-    double med = times[o.repeat / 2], gf = (double)o.n * o.n * o.n / 3.0 / med * 1e-9;
-    if (o.resident && (o.check || o.out)) {   /* the factor to host, outside the clock */
-        st = factor_once(ctx, &(opts){ .n = o.n, .tile = o.tile, .dt = o.dt, .rhs = o.rhs },
-                         A, l, b, x);
-        if (st) goto out;
-    }
-    if (!o.quiet)
-        printf("cholesky n=%lld tile=%lld %s%s: %.4f s (median of %d; min %.4f, max %.4f), "
-               "%.1f GFLOP/s\ntiles ran: %llu tasks on CPU workers (%d), %llu on GPUs (%d%s)\n",
-               (long long)o.n, (long long)o.tile, cask_dtype_name(o.dt),
-               o.resident ? ", resident" : ", host to host", med, o.repeat, times[0],
-               times[o.repeat - 1], gf, (unsigned long long)ncpu_tasks, info.ncpu_workers,
-               (unsigned long long)ngpu_tasks, info.ngpus, info.simulated_gpus ? " simulated" : "");
-    double res = -1, berr = -1;
-    if (o.check) {
-        res = chol_residual(ctx, a, l, o.dt, o.n, o.tile);
-        double bound = (o.dt == CASK_FLOAT64 ? 1.1102230246251565e-16 : 5.9604644775390625e-08) * 4;
-        printf("check: ||A - L L^T||_F / (n ||A||_F) = %.3e (bound %.1e)\n", res, bound);
-        if (res < 0 || res > bound) goto out;
-        if (o.rhs) {
-            berr = chol_backward_error(ctx, a, x, b, o.dt, o.n, o.rhs, o.tile);
-            printf("check: solve backward error %.3e (bound %.1e)\n", berr, bound * 4);
-            if (berr < 0 || berr > bound * 4) goto out;
-        }
-    }
-    if (o.out) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp%d", o.out, (int)getpid());
-        int64_t lc[2] = {o.tile, o.tile};
-        cask_array *Lh = NULL;
-        st = cask_array_from_host(ctx, l, o.dt, 2, shape, lc, &Lh);
-        if (!st) st = cask_array_to_npy(Lh, tmp);
-        cask_array_release(Lh);
-        if (!st && rename(tmp, o.out) != 0) st = CASK_ERR_IO;
-        if (st) {
-            unlink(tmp);
-            fprintf(stderr, "cask-chol: writing %s: %s\n", o.out, cask_status_string(st));
-            goto out;
-        }
-    }
-    if (o.json)
-        printf("{\"bench\":\"cask-chol\",\"n\":%lld,\"tile\":%lld,\"dtype\":\"%s\",\"mode\":\"%s\","
-               "\"cpu_workers\":%d,\"gpus\":%d,\"median_s\":%.6f,\"min_s\":%.6f,\"gflops\":%.1f,"
-               "\"tasks_cpu\":%llu,\"tasks_gpu\":%llu,\"residual\":%.3e,\"backward_error\":%.3e}\n",
-               (long long)o.n, (long long)o.tile, cask_dtype_name(o.dt),
-               o.resident ? "resident" : "host", info.ncpu_workers, info.ngpus, med, times[0],
-               gf, (unsigned long long)ncpu_tasks, (unsigned long long)ngpu_tasks, res, berr);
-    rc = 0;
-out:
-    if (st) {
+    if ((st = cask_array_ctx_create(rt, &ctx)) ||
+        (o.gpu_only && (st = cask_array_ctx_set(ctx, CASK_ARRAY_OPT_WHERE, CASK_WHERE_GPU)))) {
         fprintf(stderr, "cask-chol: %s: %s\n", cask_status_string(st),
                 ctx ? cask_array_ctx_error(ctx) : "");
-        rc = st == CASK_ERR_NOT_SPD ? 3 : st == CASK_ERR_INVALID ? 2 : 1;
+        goto out;
     }
-    cask_array_release(A);
+    /* a job of several ranks (mpirun, srun, launch-local.sh) factors across them */
+    if ((st = cask_dist_init(rt, NULL, &dist))) {
+        fprintf(stderr, "cask-chol: joining the job: %s\n", cask_status_string(st));
+        goto out;
+    }
+    if (cask_dist_size(dist) > 1) {
+        rc = chol_dist_run(rt, ctx, dist, &o);
+    } else {
+        cask_dist_finalize(dist);
+        dist = NULL;
+        rc = run_local(rt, ctx, &o);
+    }
+out:
     cask_array_ctx_destroy(ctx);
-    cask_host_free(rt, a);
-    cask_host_free(rt, l);
-    cask_host_free(rt, x);
-    free(b);
-    free(times);
     cask_shutdown(rt);
     return rc;
 }

@@ -12,6 +12,7 @@
 #include "cask/knn.h"
 #include "cask/array.h"
 #include "cask/distributed.h"
+#include "cask/dist_matrix.h"
 
 #define CASK_VERSION_MAJOR 0
 #define CASK_VERSION_MINOR 1

@@ -154,6 +154,14 @@ cask_status cask_dist_graph_create(cask_dist *dist, cask_dist_graph **out);
 cask_status cask_dist_graph_add_task(cask_dist_graph *g, const cask_task_desc *desc,
                                      size_t *index);
 
+/* Runs task index on rank (owner computes, as StarPU-MPI's STARPU_EXECUTE_ON_NODE)
+ * instead of where its data and the balance would put it; rank -1 undoes it. A pinned
+ * task is never moved by the planner's balance nor stolen while it runs; if rank is
+ * lost, the task is placed as any other. Every rank calls it alike (it is part of the
+ * graph the ranks check is the same). Errors: CASK_ERR_INVALID (index or rank out of
+ * range), CASK_ERR_STATE (graph planned). Not thread safe (build from one thread). */
+cask_status cask_dist_graph_set_rank(cask_dist_graph *g, size_t index, int rank);
+
 /* After each compute, dest (on rank root, bytes of d long, the caller's) holds d's final
  * content; other ranks pass NULL. Every rank calls it alike (root and d the same). A
  * datum may be gathered to several roots, and to one root into several destinations:
