@@ -8,6 +8,11 @@
 #   CHOL_PART=cpu   the 16 cores, GPU hidden: f64 16384 against PyTorch's CPU Cholesky
 #                   and SciPy, f32 16384 at tiles of 512 against StarPU's
 #                   cholesky_implicit, f64 8192 against dask.array and NumPy
+#   CHOL_PART=ranks the 16 cores, GPU hidden: f64 16384 on 1 process x 16 workers
+#                   against 2 ranks x 8 (file bootstrap, each rank on 8 cores of its
+#                   own), the factors' digests compared; f32 16384 on 2 ranks against
+#                   StarPU-MPI's mpi_cholesky_distributed (float) on 2 ranks x 8 (Open
+#                   MPI's mpirun carried in .devdeps, relocated with OPAL_PREFIX)
 # Peers' wheels (dask, partd, locket) travel in .whl; Debian's OpenBLAS and StarPU in
 # .devdeps (cpu_libs_env of device_run.sh unpacks them).
 set -u
@@ -40,6 +45,52 @@ if [ "$part" = gpu ]; then
   for t in ${CHOL_TILES:-1024 4096}; do
     $P --n 32768 --tile $t --dtype f64 --cases cask-gpu,cask-resident --reps 3 2>&1 | grep -v '^{' | tail -2 | tee -a "$OUT/chol_tiles.log"
   done
+elif [ "$part" = ranks ]; then
+  # two ranks sharing the one GPU: the factor checked on rank 0, then the f64 figure
+  for d in f64 f32; do
+    sh tests/dist/launch-local.sh 2 $B/apps/cask-chol --n 16384 --tile 1024 --dtype $d --check \
+      --rhs 2 --repeat 3 > "$OUT/ranks_gpu_$d.txt" 2>&1
+    echo "2 ranks, one GPU, $d 16384 (rc $?): $(grep -E '^(cholesky|tiles|check)' "$OUT/ranks_gpu_$d.txt" | tr '\n' ' ')"
+  done
+  export CUDA_VISIBLE_DEVICES=
+  T=${CHOL_TILE_CPU:-512}
+  C="$B/apps/cask-chol --n 16384 --tile $T --cpu-only --repeat 3 --digest --json"
+  for r in 1 2; do
+    $C > "$OUT/ranks_one_$r.txt" 2>&1
+    CASK_NCPU=8 sh tests/dist/launch-local.sh 2 $C > "$OUT/ranks_two_$r.txt" 2>&1
+    for f in one two; do
+      echo "round $r $f: $(grep -E '^cholesky' "$OUT/ranks_${f}_$r.txt")"
+      grep -E '^\{' "$OUT/ranks_${f}_$r.txt"
+    done
+    d1=$(grep -o 'digest [0-9a-f]*' "$OUT/ranks_one_$r.txt"); d2=$(grep -o 'digest [0-9a-f]*' "$OUT/ranks_two_$r.txt")
+    [ -n "$d1" ] && [ "$d1" = "$d2" ] && echo "  factors identical ($d1)" || echo "  FACTORS DIFFER ($d1 / $d2)"
+  done
+  CASK_NCPU=8 sh tests/dist/launch-local.sh 2 $B/apps/cask-chol --n 16384 --tile 512 --dtype f32 \
+    --cpu-only --repeat 3 --json > "$OUT/ranks_two_f32.txt" 2>&1
+  echo "f32 2 x 8: $(grep -E '^cholesky' "$OUT/ranks_two_f32.txt")"
+  $B/apps/cask-chol --n 16384 --tile 512 --dtype f32 --cpu-only --repeat 3 --json \
+    > "$OUT/ranks_one_f32.txt" 2>&1
+  echo "f32 1 x 16: $(grep -E '^cholesky' "$OUT/ranks_one_f32.txt")"
+  # StarPU-MPI (float), each rank's 8 workers on cores of its own
+  SM=/opt/devdeps/usr/lib/x86_64-linux-gnu/starpu/mpi/mpi_cholesky_distributed
+  if [ -x $SM ] && [ -x /opt/devdeps/usr/bin/orterun ]; then
+    export OPAL_PREFIX=/opt/devdeps/usr PMIX_PREFIX=/opt/devdeps/usr/lib/x86_64-linux-gnu/pmix2
+    export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
+    export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} STARPU_SILENT=1
+    for sched in lws dmda; do
+      for np in 2 1; do
+        timeout 300 /opt/devdeps/usr/bin/orterun -n $np --oversubscribe --bind-to none \
+          -x LD_LIBRARY_PATH -x OPENBLAS_CORETYPE -x STARPU_SILENT -x STARPU_SCHED=$sched \
+          sh -c 'r=${OMPI_COMM_WORLD_RANK:-0}; n=$((16 / ${OMPI_COMM_WORLD_SIZE:-1}));
+                 STARPU_NCPU=$n STARPU_NCUDA=0 STARPU_NOPENCL=0 \
+                 STARPU_WORKERS_CPUID="$(seq -s " " $((r * n)) $((r * n + n - 1)))" exec "$0" "$@"' \
+          $SM -size 16384 -nblocks 32 > "$OUT/starpu_mpi_${sched}_np$np.txt" 2>&1
+        echo "StarPU-MPI $sched $np x $((16 / np)) f32 16384 tiles 512: $(grep -E 'Computation time|GFlops' "$OUT/starpu_mpi_${sched}_np$np.txt" | sort -u | tr '\n' ' ') (rc $?)"
+      done
+    done
+  else
+    echo "StarPU-MPI: not carried (.devdeps: starpu-examples, libstarpumpi, openmpi-bin)"
+  fi
 else
   export CUDA_VISIBLE_DEVICES=
   $P --n 16384 --tile ${CHOL_TILE_CPU:-512} --dtype f64 --cases cask-cpu,torch-cpu,scipy --reps 3 2>&1 | tee "$OUT/chol_cpu64.log"
