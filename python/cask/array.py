@@ -16,6 +16,7 @@ import os
 
 import numpy as np
 
+from . import _gpu
 from ._lib import _cask
 
 __all__ = ["Array", "from_array", "from_dlpack", "asarray", "from_npy", "to_npy", "ones",
@@ -374,10 +375,10 @@ def from_array(x, chunks="auto"):
     ``chunks`` as Dask's (int, tuple, tuple of tuples (regular), dict, -1, "auto")."""
     if isinstance(x, Array):
         return x if chunks in ("auto", None) else x.rechunk(chunks)
-    if _cuda_device_of(x) is not None:
+    if _gpu._cuda_device_of(x) is not None:
         if _cask.info()["ngpus"] > 0:
             return from_dlpack(x, chunks)
-        x = _to_host(x)
+        x = _gpu._to_host(x)
     elif not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
         try:
             x = np.from_dlpack(x)
@@ -399,52 +400,6 @@ def from_array(x, chunks="auto"):
     return Array(_cask.from_buffer(a, _normalize_chunks(chunks, a.shape)))
 
 
-_KDL_CUDA, _KDL_CUDA_MANAGED = 2, 13
-
-
-def _cuda_device_of(x):
-    """The CUDA device id of a DLPack GPU tensor (CuPy, torch.cuda...), else None."""
-    f = getattr(type(x), "__dlpack_device__", None)
-    if f is None or not hasattr(x, "__dlpack__"):
-        return None
-    try:
-        kind, dev = f(x)
-    except Exception:
-        return None
-    return int(dev) if int(kind) in (_KDL_CUDA, _KDL_CUDA_MANAGED) else None
-
-
-def _library_of(x):
-    return type(x).__module__.split(".")[0]
-
-
-def _to_host(x):
-    """A GPU tensor's values in host memory (one copy)."""
-    if hasattr(x, "get"):                       # CuPy
-        return x.get()
-    if hasattr(x, "cpu"):                       # PyTorch
-        return x.detach().cpu().numpy()
-    return np.from_dlpack(x)
-
-
-def _contiguous_and_synced(x):
-    """x made C-contiguous on its GPU (a device copy only if it was not), and its
-    producer's pending work finished, so that cask's streams see the values."""
-    lib = _library_of(x)
-    if lib == "cupy":
-        import cupy
-        if not x.flags.c_contiguous:
-            x = cupy.ascontiguousarray(x)
-        with x.device:
-            cupy.cuda.get_current_stream().synchronize()
-    elif lib == "torch":
-        import torch
-        if not x.is_contiguous():
-            x = x.contiguous()
-        torch.cuda.current_stream(x.device).synchronize()
-    return x
-
-
 def from_dlpack(x, chunks="auto"):
     """A cask array over a DLPack tensor without a copy. A CUDA tensor (CuPy,
     ``torch.cuda``...) is wrapped in place: cask's GPU tasks read its memory, which
@@ -452,16 +407,16 @@ def from_dlpack(x, chunks="auto"):
     non-contiguous CuPy or PyTorch tensor is first made contiguous on its GPU (one
     device copy); the producer's current stream is synchronized once, here. Host
     tensors go to ``from_array``. Raises ValueError when cask's runtime has no GPU."""
-    dev = _cuda_device_of(x)
+    dev = _gpu._cuda_device_of(x)
     if dev is None:
         return from_array(np.from_dlpack(x), chunks)
     if _cask.info()["ngpus"] == 0:
         raise ValueError("cask: a GPU tensor, but cask's runtime has no GPU "
                          "(CASK_NGPU=0 or none found): use from_array to copy it")
-    x = _contiguous_and_synced(x)
+    x = _gpu._contiguous_and_synced(x)
     shape = tuple(int(s) for s in x.shape)
     if len(shape) == 0:
-        return full((), _to_host(x)[()], dtype=np.dtype(str(x.dtype).replace("torch.", "")))
+        return full((), _gpu._to_host(x)[()], dtype=np.dtype(str(x.dtype).replace("torch.", "")))
     c = _normalize_chunks(chunks, shape)
     return Array(_cask.from_dlpack_device(x.__dlpack__(), c))
 
@@ -610,7 +565,7 @@ def compute(*arrays, device="cpu", **kwargs):
     that of the first GPU input, else 0. Without GPU workers in cask's runtime the
     results are computed on the host and copied to the GPU."""
     if device not in ("cpu", None):
-        return _compute_gpu(arrays, device)
+        return _gpu._compute_gpu(arrays, device, compute)
     todo = [(i, a) for i, a in enumerate(arrays) if isinstance(a, Array)]
     outs = [np.empty(a.shape, a.dtype) for _, a in todo]
     if todo:
@@ -618,60 +573,6 @@ def compute(*arrays, device="cpu", **kwargs):
     res = list(arrays)
     for (i, _), o in zip(todo, outs):
         res[i] = o[()] if o.ndim == 0 else o
-    return tuple(res)
-
-
-def _gpu_index(device):
-    if not isinstance(device, str):
-        raise ValueError(f"cask: device {device!r} (cpu, gpu, gpu:N)")
-    name, _, n = device.partition(":")
-    if name not in ("gpu", "cuda") or (n and not n.isdigit()):
-        raise ValueError(f"cask: device {device!r} (cpu, gpu, gpu:N)")
-    return int(n) if n else None
-
-
-def _device_empty(shape, dtype, dev):
-    """Uninitialised GPU memory of dev: (owner object, pointer)."""
-    try:
-        import cupy
-    except ImportError:
-        cupy = None
-    if cupy is not None:
-        with cupy.cuda.Device(dev):
-            out = cupy.empty(shape, dtype)
-        return out, int(out.data.ptr)
-    try:
-        import torch
-    except ImportError:
-        raise RuntimeError("cask: device='gpu' needs CuPy or PyTorch to hold the results") \
-            from None
-    out = torch.empty(shape, dtype=getattr(torch, np.dtype(dtype).name),
-                      device=f"cuda:{dev}")
-    return out, int(out.data_ptr())
-
-
-def _compute_gpu(arrays, device):
-    dev = _gpu_index(device)
-    if dev is None:
-        dev = 0
-    res = list(arrays)
-    if _cask.info()["ngpus"] == 0:          # no GPU workers: host results, copied over
-        host = compute(*arrays)
-        for i, r in enumerate(host):
-            if isinstance(arrays[i], Array):
-                out, _ = _device_empty(np.shape(r), np.asarray(r).dtype, dev)
-                if _library_of(out) == "cupy":
-                    out.set(np.ascontiguousarray(r)) if out.ndim else out.fill(r)
-                else:
-                    import torch
-                    out.copy_(torch.from_numpy(np.ascontiguousarray(r)))
-                res[i] = out
-        return tuple(res)
-    for i, a in enumerate(arrays):
-        if isinstance(a, Array):
-            out, ptr = _device_empty(a.shape, a.dtype, dev)
-            _cask.compute_device(a._node, out, ptr, a.nbytes, dev, True)
-            res[i] = out
     return tuple(res)
 
 

@@ -89,7 +89,7 @@ def test_a_dlpack_cuda_tensor_is_wrapped_and_the_chain_stays_off_the_host():
     out = _run_sim('''
         import cask, cask.array as ca
         assert cask.info()["ngpus"] == 1 and cask.info()["simulated_gpus"]
-        ca._device_empty = lambda shape, dt, dev: (lambda o: (o, o.ctypes.data))(np.empty(shape, dt))
+        cask._gpu._device_empty = lambda shape, dt, dev: (lambda o: (o, o.ctypes.data))(np.empty(shape, dt))
         x = np.arange(200 * 30, dtype=np.float32).reshape(200, 30)
         t = FakeCuda(x)
         a = ca.from_array(t, chunks=(50, 30))
@@ -112,7 +112,7 @@ def test_a_dlpack_cuda_tensor_is_wrapped_and_the_chain_stays_off_the_host():
 def test_inner_chunks_a_second_gpu_and_host_results():
     _run_sim('''
         import cask, cask.array as ca
-        ca._device_empty = lambda shape, dt, dev: (lambda o: (o, o.ctypes.data))(np.empty(shape, dt))
+        cask._gpu._device_empty = lambda shape, dt, dev: (lambda o: (o, o.ctypes.data))(np.empty(shape, dt))
         x = np.arange(60 * 40, dtype=np.float64).reshape(60, 40)
         a = ca.from_dlpack(FakeCuda(x, device=1), chunks=(16, 16))
         cask.transfer_stats(reset=True)
