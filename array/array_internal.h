@@ -28,6 +28,7 @@ typedef enum node_kind {
     NK_RECHUNK,     /* in[0] with new chunks */
     NK_CHOLESKY,    /* the lower Cholesky factor of in[0] (linalg.c) */
     NK_CHO_SOLVE,   /* in[1] solved against the factor in[0] (linalg_solve.c) */
+    NK_DEVICE,      /* from_device: p.dev on GPU p.device; src[] views when contiguous */
     NK_KIND_COUNT
 } node_kind;
 
@@ -35,6 +36,8 @@ typedef enum node_kind {
 typedef struct node_params {
     ak_scalar imm[3];
     const void *host;
+    const void *dev;            /* NK_DEVICE: the user's GPU memory */
+    int32_t device;             /* NK_DEVICE: its GPU */
     cask_kernel *kernel;
     double divisor;
     int64_t start[MAXD];
@@ -238,6 +241,9 @@ cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int na
 typedef cask_status (*la_chol_emit)(void *u, int op, la_args *a, const int64_t in[][2],
                                     int nin, int prio);
 cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *u);
+
+/* device.c: chunk idx of a from_device array (its view, or a gather task) */
+cask_status device_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);
 
 /* npy.c */
 /* The .npy header (version 1) of an array into buf (NPY_HEADER_MAX bytes); returns its

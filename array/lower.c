@@ -192,7 +192,7 @@ cask_status plan_task(plan *pl, cask_kernel *k, const cask_access *acc, int nacc
     if (st) return arr_error(pl->ctx, st, "cannot add task %s: %s", name, cask_status_string(st));
     pl->st.ntasks++;
     if (k != pl->ctx->k.gather && k != pl->ctx->k.scatter && k != pl->ctx->k.npy_read &&
-        k != pl->ctx->k.npy_write)
+        k != pl->ctx->k.npy_write && k != pl->ctx->k.gather_dev && k != pl->ctx->k.scatter_dev)
         pl->st.ntasks_compute++;
     return CASK_OK;
 }
@@ -397,6 +397,7 @@ cask_status plan_chunk_idx(plan *pl, cask_array *n, const int64_t *idx, cask_dat
     case NK_MATMUL: st = matmul_lower_chunk(pl, n, idx, out); break;
     case NK_CHOLESKY: st = chol_lower_chunk(pl, n, idx, out); break;
     case NK_CHO_SOLVE: st = chosolve_lower_chunk(pl, n, idx, out); break;
+    case NK_DEVICE: st = device_lower_chunk(pl, n, idx, out); break;
     default: st = fuse_lower_chunk(pl, n, idx, out); break;
     }
     if (!st) pn->chunks[c] = *out;

@@ -29,7 +29,8 @@ cask_status cask_array_persist(cask_array_ctx *ctx, int n, cask_array *const *ar
             goto out;
         }
         cask_array *x = persist_target(arrays[i]);
-        int dup = x->mat != NULL;
+        /* kept already, or views of the user's GPU memory (device.c): nothing to run */
+        int dup = x->mat != NULL || (x->kind == NK_DEVICE && x->src);
         for (int j = 0; j < nt; j++) dup |= t[j] == x;
         if (!dup) t[nt++] = x;
     }

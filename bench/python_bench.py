@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/python_bench.py: cask from Python against its peers, in one run.
 
-  python3 bench/python_bench.py --build build [--figs chain,matmul,knn,dask]
+  python3 bench/python_bench.py --build build [--figs chain,matmul,knn,dask,...]
       [--chain-mb 256] [--chunk-mb 16] [--mm 2048] [--mm-chunk 512] [--knn 2^20,2^14]
       [--dask-tasks 100000] [--reps 5] [--smoke]
 
@@ -13,6 +13,10 @@ or right after, so a neighbour's load hits both alike):
   matmul  (CPU workers) an n x n float32 product by tiles: cask.array, C API, dask.array
   knn     (the GPUs there are) cask.knn against the cask-knn program on the same .npy files (same answers
           checked; cask-knn's time is its process's wall time, loading included)
+  knnc    (CPU workers) cask.knn k=1 against cask-knn --cpu-only's own compute time
+  gpuchain (GPUs, CuPy) the chain on a CuPy array through DLPack, result left on the GPU,
+          with the run's host<->GPU byte counters; CuPy's ufuncs as the peer
+  knncupy (GPUs, CuPy) cask.knn on CuPy inputs against cask-knn's compute time
   dask    the Dask bridge: cask.dask.get against Dask's threaded scheduler (same
           cores) on a dask.array graph of about --dask-tasks small tasks (unoptimised:
           ones, +1, a tree of sums), the same graph for both; per-task overhead =
@@ -183,6 +187,85 @@ def fig_knn(a, np):
             emit("knn", f"cask-knn k={k} (process)", size, st, {"same_answers": same})
 
 
+def knn_points(n, rng, np):
+    return np.stack([np.degrees(np.arcsin(rng.uniform(-1, 1, n))),
+                     rng.uniform(-180, 180, n)], axis=1).astype(np.float32)
+
+
+def cask_knn_compute(a, obs_path, ref_path, k, cpu_only, out=None):
+    """cask-knn's own compute time (median of --repeat a.reps), from its summary."""
+    import re
+    exe = os.path.join(a.build, "apps", "cask-knn")
+    cmd = [exe, "--obs", obs_path, "--ref", ref_path, "--k", str(k), "--repeat",
+           str(a.reps)] + (["--cpu-only"] if cpu_only else []) + (["--out", out] if out else [])
+    r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+    m = re.search(r"compute ([0-9.eE+-]+) s", r.stderr)
+    return float(m.group(1)) if m else None
+
+
+def fig_knn_compute(a, np, cupy_inputs=False):
+    """cask.knn against cask-knn's compute time (its summary's), the same .npy data:
+    CPU workers only (knnc, the GPU hidden: CUDA_VISIBLE_DEVICES=), or (knncupy) on
+    the GPUs with CuPy inputs."""
+    import cask
+    cpu_workers_only(not cupy_inputs)
+    nobs, nref = (int(eval(v.replace("^", "**"))) for v in a.knn.split(","))
+    rng = np.random.default_rng(5)
+    obs, ref = knn_points(nobs, rng, np), knn_points(nref, rng, np)
+    fig = "knncupy" if cupy_inputs else "knnc"
+    size = f"{nobs}x{nref}"
+    if cupy_inputs:
+        import cupy
+        o, r = cupy.asarray(obs), cupy.asarray(ref)
+    else:
+        o, r = obs, ref
+    res = {}
+    st = timeit(lambda: res.setdefault("r", cask.knn(o, r, k=1)), a.reps)
+    emit(fig, "cask.knn" + (" (CuPy in)" if cupy_inputs else ""), size, st,
+         {"workers": cask.info()["ncpu_workers"], "gpus": cask.info()["ngpus"]})
+    if not os.path.exists(os.path.join(a.build, "apps", "cask-knn")):
+        return
+    with tempfile.TemporaryDirectory() as d:
+        op, rp, out = (os.path.join(d, f) for f in ("o.npy", "r.npy", "out.npy"))
+        np.save(op, obs)
+        np.save(rp, ref)
+        t = cask_knn_compute(a, op, rp, 1, not cupy_inputs, out)
+        want = np.load(out).reshape(nobs, 2)[:, 0].astype(np.int32)
+        same = bool((want == res["r"][0]).all())
+        emit(fig, "cask-knn compute", size, (t, t, t),
+             {"same_answers": same, "ratio_python": round(st[0] / t, 3) if t else None})
+
+
+def fig_gpu_chain(a, np):
+    """The 8-op chain on a CuPy array handed in through DLPack and the result left on
+    the GPU (compute(device="gpu")), with the transfer counters of the run; CuPy's own
+    ufuncs on the same array as the peer."""
+    import cupy
+    import cask
+    import cask.array as ca
+    cpu_workers_only(False)
+    n, chunk = a.chain_mb << 18, a.chunk_mb << 18
+    size = f"{a.chain_mb}MiB/{a.chunk_mb}"
+    xg = cupy.random.default_rng(1).random(n, dtype=cupy.float32)
+    x = ca.from_dlpack(xg, chunks=chunk)
+    cask.transfer_stats(reset=True)
+    y = chain8(x, np).compute(device="gpu")
+    s = cask.transfer_stats(reset=True)
+    ok = bool(cupy.allclose(y, chain8(xg, cupy), rtol=1e-5, atol=1e-6))
+    st = timeit(lambda: chain8(x, np).compute(device="gpu"), a.reps)
+    s2 = cask.transfer_stats()
+    emit("gpuchain", "cask (DLPack in/out)", size, st,
+         {"gbps": round(2 * (n * 4) / st[0] / 1e9, 1), "same_as_cupy": ok,
+          "h2d_bytes": s["bytes_h2d"] + s2["bytes_h2d"],
+          "d2h_bytes": s["bytes_d2h"] + s2["bytes_d2h"], "gpu_tasks": s["gpu_tasks"],
+          "type": type(y).__module__.split(".")[0]})
+
+    def cupy_chain():
+        chain8(xg, cupy)
+        cupy.cuda.get_current_stream().synchronize()
+    emit("gpuchain", "CuPy ufuncs", size, timeit(cupy_chain, a.reps))
+
+
 def fig_dask(a, np):
     try:
         import dask
@@ -280,7 +363,9 @@ def main():
     import cask
     print(f"# python_bench: cask from {os.path.dirname(cask.__file__)}, "
           f"{cask.info()}, numpy {np.__version__}", flush=True)
-    figs = {"chain": fig_chain, "matmul": fig_matmul, "knn": fig_knn, "dask": fig_dask}
+    figs = {"chain": fig_chain, "matmul": fig_matmul, "knn": fig_knn, "dask": fig_dask,
+            "knnc": fig_knn_compute, "gpuchain": fig_gpu_chain,
+            "knncupy": lambda a, np: fig_knn_compute(a, np, cupy_inputs=True)}
     for f in a.figs.split(","):
         figs[f](a, np)
     print(f"\n{'figure':8} {'implementation':28} {'size':16} {'median s':>10} "

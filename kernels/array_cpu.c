@@ -336,6 +336,10 @@ cask_status ak_kernels_register(cask_runtime *rt, ak_kernels *k)
         (st = reg(rt, "array.copy", ak_cpu_copy, CUDA_IMPL(ak_cuda_copy), &k->copy)) ||
         (st = reg(rt, "array.gather", ak_cpu_gather, NULL, &k->gather)) ||
         (st = reg(rt, "array.scatter", ak_cpu_scatter, NULL, &k->scatter)) ||
+        (st = reg(rt, "array.gather_dev", ak_cpu_gather, CUDA_IMPL(ak_cuda_gather_dev),
+                  &k->gather_dev)) ||
+        (st = reg(rt, "array.scatter_dev", ak_cpu_scatter, CUDA_IMPL(ak_cuda_scatter_dev),
+                  &k->scatter_dev)) ||
         (st = reg(rt, "array.npy_read", ak_cpu_npy_read, NULL, &k->npy_read)) ||
         (st = reg(rt, "array.npy_write", ak_cpu_npy_write, NULL, &k->npy_write)) ||
         (st = reg(rt, "array.matmul", ak_cpu_matmul, CUDA_IMPL(ak_cuda_matmul), &k->matmul)))

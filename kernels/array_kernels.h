@@ -172,6 +172,9 @@ typedef struct ak_copy_args {
 /* Host transfers (CPU only): "array.gather" copies a block of a row-major host array
  * (whole shape gshape) into buffer 0 (W); "array.scatter" copies buffer 0 (R) into it;
  * "array.npy_read" / "array.npy_write" do the same with a file at byte data_offset. */
+/* "array.gather_dev" / "array.scatter_dev" take the same arguments with src / dst in the
+ * user's GPU memory (a simulated GPU's: host memory, where the CPU versions run); they
+ * run on GPU workers only (array_cuda_dev.cu). */
 typedef struct ak_host_args {
     const void *src;          /* gather */
     void *dst;                /* scatter */
@@ -211,6 +214,8 @@ typedef struct ak_kernels {
     cask_kernel *copy;
     cask_kernel *gather;
     cask_kernel *scatter;
+    cask_kernel *gather_dev;     /* the same from / to a whole array in GPU memory */
+    cask_kernel *scatter_dev;
     cask_kernel *npy_read;
     cask_kernel *npy_write;
     cask_kernel *matmul;
@@ -254,6 +259,8 @@ int64_t ak_gidx(const ak_geom *g, int64_t e);
 cask_status ak_cuda_fused(cask_task_ctx *ctx);
 cask_status ak_cuda_reduce_partial(cask_task_ctx *ctx);
 cask_status ak_cuda_copy(cask_task_ctx *ctx);
+cask_status ak_cuda_gather_dev(cask_task_ctx *ctx);
+cask_status ak_cuda_scatter_dev(cask_task_ctx *ctx);
 cask_status ak_cuda_matmul(cask_task_ctx *ctx);
 /* cuBLAS handles per stream, owned by an array context. */
 void *ak_blas_cache_create(void);

@@ -416,7 +416,8 @@ void coh_free_all(cask_data *d)
         r->event = NULL;
         if (k > 0 && r->ptr) {
             mem_forget(rt, r);
-            mem_release(rt, k, r->ptr, d->bytes);
+            if (r->owned)   /* not the user's memory (cask_data_register_device) */
+                mem_release(rt, k, r->ptr, d->bytes);
         }
         if (k > 0)
             r->ptr = NULL;

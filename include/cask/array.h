@@ -114,6 +114,23 @@ cask_status cask_array_from_host(cask_array_ctx *ctx, const void *data, cask_dty
                                  int ndim, const int64_t *shape, const int64_t *chunks,
                                  cask_array **out);
 
+/* Wraps GPU memory holding a row-major array: dev_ptr is memory of GPU device (the
+ * runtime's GPU index = the CUDA device ordinal; host memory for a simulated GPU),
+ * e.g. a CuPy or PyTorch tensor's data. Not copied where the layout allows: when every
+ * chunk is one contiguous piece of the array (chunks cut along the first axis only, as
+ * with chunks NULL or {c, shape[1], ...}), each chunk is a view of dev_ptr
+ * (cask_data_register_device) that tasks on that GPU read in place, and a task on
+ * another GPU gets a peer copy; other chunks are gathered by device-to-device copy
+ * tasks when computed. Only CPU tasks copy to the host. The caller keeps ownership:
+ * dev_ptr must stay valid, and unchanged, while the array (or anything built from it
+ * that is not persisted) exists, and at least until every compute using it returned;
+ * cask never writes or frees it. Persisting such an array (chunked contiguously) keeps
+ * the views. Errors: CASK_ERR_INVALID (NULL pointer, a runtime without GPUs, no GPU
+ * device, bad dtype, shape or chunks: message in cask_array_ctx_error), CASK_ERR_NOMEM. */
+cask_status cask_array_from_device(cask_array_ctx *ctx, const void *dev_ptr, int device,
+                                   cask_dtype dtype, int ndim, const int64_t *shape,
+                                   const int64_t *chunks, cask_array **out);
+
 /* An array read lazily, chunk by chunk, from a .npy file (versions 1-3, little-endian
  * <f4 <f8 <i4 <i8 <u4, C order). The header is read now (CASK_ERR_IO, CASK_ERR_FORMAT,
  * CASK_ERR_UNSUPPORTED); the data when computed. The file must not change meanwhile. */
@@ -318,6 +335,18 @@ cask_status cask_array_blockwise(cask_kernel *kernel, const char *out_index, int
  * dtype; bytes is the space at out, CASK_ERR_INVALID if too small). Blocks until done.
  * Errors: those of the graph (cask_array_ctx_error says which task failed). */
 cask_status cask_array_compute(cask_array *a, void *out, size_t bytes);
+
+/* Computes a into GPU memory: dev_ptr on GPU device (as cask_array_from_device),
+ * row-major, bytes the space there (CASK_ERR_INVALID if too small). Each chunk of the
+ * result is copied there, device to device, by a task on a GPU (device, unless the
+ * scheduler puts it on another GPU: then a peer copy) from wherever the task that made
+ * it ran, which is a GPU unless the context's CASK_ARRAY_OPT_WHERE lets a CPU worker
+ * compute it (set CASK_WHERE_GPU to keep every byte off the host). Blocks until the
+ * copies completed: dev_ptr then holds the result for any stream. The caller owns
+ * dev_ptr. Errors: CASK_ERR_INVALID (NULL, no GPU device, too small), those of the
+ * graph (cask_array_ctx_error says which task failed). Thread safety: as compute. */
+cask_status cask_array_compute_to_device(cask_array *a, void *dev_ptr, size_t bytes,
+                                         int device);
 
 /* Computes n arrays of one context in one graph (shared parts run once). */
 cask_status cask_array_compute_many(cask_array_ctx *ctx, int n, cask_array *const *arrays,

@@ -27,6 +27,17 @@ typedef enum cask_access_mode {
 cask_status cask_data_register(cask_runtime *rt, void *host_ptr, size_t bytes,
                                cask_data **out);
 
+/* Registers existing memory of GPU gpu (the runtime's GPU index, which is the CUDA
+ * device ordinal; for a simulated GPU, host memory) as a data handle whose only valid
+ * replica is that memory: tasks on that GPU use it in place, others get copies. Not
+ * copied, never freed or evicted by cask: the caller keeps ownership of dev_ptr and
+ * must keep it valid until cask_data_destroy, which writes nothing back to it (the
+ * handle is for memory tasks only read: a task writing it leaves the latest content
+ * where it ran, not necessarily in dev_ptr). Errors: CASK_ERR_INVALID (NULL, 0 bytes,
+ * no GPU gpu in the runtime), CASK_ERR_NOMEM. Thread safe. */
+cask_status cask_data_register_device(cask_runtime *rt, void *dev_ptr, size_t bytes, int gpu,
+                                      cask_data **out);
+
 /* Creates a handle whose memory the runtime allocates where it is first written (host
  * or GPU), so a chunk produced and consumed on a GPU never touches the host. Content is
  * undefined until written. Errors: CASK_ERR_INVALID, CASK_ERR_NOMEM. Thread safe. */

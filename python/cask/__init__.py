@@ -19,7 +19,7 @@ class CaskError(RuntimeError):
 
 __version__ = "0.1.0"
 __all__ = ["array", "dask", "config", "knn", "compute", "persist", "shutdown", "info",
-           "CaskError"]
+           "transfer_stats", "CaskError"]
 
 _LAZY = {"array", "dask", "config"}
 
@@ -72,6 +72,15 @@ def info():
     """The running runtime: CPU workers, GPUs, cores (starts it if needed)."""
     from ._lib import _cask
     return _cask.info()
+
+
+def transfer_stats(reset=False):
+    """Bytes cask's workers copied since the runtime started (or the last reset):
+    ``{'bytes_h2d', 'bytes_d2h', 'bytes_peer', 'tasks', 'gpu_tasks'}``, host to GPU,
+    GPU to host, GPU to GPU (CASK_STATS prints the same per worker at exit). reset=True
+    zeroes the counters after reading them (starts the runtime if needed)."""
+    from ._lib import _cask
+    return _cask.transfer_stats(bool(reset))
 
 
 def _started():

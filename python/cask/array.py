@@ -16,10 +16,11 @@ import os
 
 import numpy as np
 
+from . import _gpu
 from ._lib import _cask
 
-__all__ = ["Array", "from_array", "asarray", "from_npy", "to_npy", "ones", "zeros",
-           "full", "arange", "random", "compute", "persist", "map_blocks", "Kernel",
+__all__ = ["Array", "from_array", "from_dlpack", "asarray", "from_npy", "to_npy", "ones",
+           "zeros", "full", "arange", "random", "compute", "persist", "map_blocks", "Kernel",
            "matmul", "rechunk", "sum", "mean", "std", "var", "min", "max", "argmin",
            "argmax"]
 
@@ -364,16 +365,20 @@ def _getitem(x, index):
 # ---- creating arrays ----
 
 def from_array(x, chunks="auto"):
-    """A cask array over a NumPy array, any buffer-protocol object, or a DLPack host
-    tensor (PyTorch CPU...). Zero-copy when the data are C-contiguous, native-endian
-    and of a supported dtype (they must then stay unchanged while the array lives);
-    other layouts are copied once. GPU arrays (CuPy) are copied to the host: cask's C
-    API has no device-memory input yet. ``chunks`` as Dask's (int, tuple, tuple of
-    tuples (regular), dict, -1, "auto")."""
+    """A cask array over a NumPy array, any buffer-protocol object, or a DLPack tensor.
+    Host memory: zero-copy when the data are C-contiguous, native-endian and of a
+    supported dtype (they must then stay unchanged while the array lives); other
+    layouts are copied once. GPU memory (CuPy, ``torch.cuda``, anything whose
+    ``__dlpack_device__`` is CUDA): zero-copy through DLPack (``from_dlpack``), the
+    chunks being views of the tensor's memory where they are contiguous (chunked
+    along the first axis), when cask's runtime has GPUs; else copied to the host.
+    ``chunks`` as Dask's (int, tuple, tuple of tuples (regular), dict, -1, "auto")."""
     if isinstance(x, Array):
         return x if chunks in ("auto", None) else x.rechunk(chunks)
-    if hasattr(x, "__cuda_array_interface__"):
-        x = x.get() if hasattr(x, "get") else np.asarray(x.cpu())
+    if _gpu._cuda_device_of(x) is not None:
+        if _cask.info()["ngpus"] > 0:
+            return from_dlpack(x, chunks)
+        x = _gpu._to_host(x)
     elif not isinstance(x, np.ndarray) and hasattr(x, "__dlpack__"):
         try:
             x = np.from_dlpack(x)
@@ -393,6 +398,27 @@ def from_array(x, chunks="auto"):
     if a.ndim == 0:
         return full((), a[()], dtype=a.dtype)
     return Array(_cask.from_buffer(a, _normalize_chunks(chunks, a.shape)))
+
+
+def from_dlpack(x, chunks="auto"):
+    """A cask array over a DLPack tensor without a copy. A CUDA tensor (CuPy,
+    ``torch.cuda``...) is wrapped in place: cask's GPU tasks read its memory, which
+    must stay unchanged while the array lives (the array keeps the tensor alive). A
+    non-contiguous CuPy or PyTorch tensor is first made contiguous on its GPU (one
+    device copy); the producer's current stream is synchronized once, here. Host
+    tensors go to ``from_array``. Raises ValueError when cask's runtime has no GPU."""
+    dev = _gpu._cuda_device_of(x)
+    if dev is None:
+        return from_array(np.from_dlpack(x), chunks)
+    if _cask.info()["ngpus"] == 0:
+        raise ValueError("cask: a GPU tensor, but cask's runtime has no GPU "
+                         "(CASK_NGPU=0 or none found): use from_array to copy it")
+    x = _gpu._contiguous_and_synced(x)
+    shape = tuple(int(s) for s in x.shape)
+    if len(shape) == 0:
+        return full((), _gpu._to_host(x)[()], dtype=np.dtype(str(x.dtype).replace("torch.", "")))
+    c = _normalize_chunks(chunks, shape)
+    return Array(_cask.from_dlpack_device(x.__dlpack__(), c))
 
 
 def asarray(x, chunks="auto"):
@@ -530,7 +556,16 @@ def argmax(x, axis=None):
 def compute(*arrays, device="cpu", **kwargs):
     """Computes cask arrays in one graph; returns a tuple of NumPy arrays (a NumPy
     scalar for 0-d ones). Objects that are not cask arrays are returned as they are.
-    device="gpu" returns CuPy arrays (copied from the host results; needs CuPy)."""
+
+    device="gpu" (or "cuda", "gpu:N", "cuda:N") leaves the results in GPU memory: CuPy
+    arrays if CuPy imports, else PyTorch CUDA tensors (both have ``__dlpack__``),
+    written by cask's GPU tasks device to device, with every task that has a GPU
+    version run on a GPU, so that a chain over GPU inputs (``from_dlpack``) moves no
+    byte through the host (``cask.transfer_stats()`` shows it). The GPU is N, else
+    that of the first GPU input, else 0. Without GPU workers in cask's runtime the
+    results are computed on the host and copied to the GPU."""
+    if device not in ("cpu", None):
+        return _gpu._compute_gpu(arrays, device, compute)
     todo = [(i, a) for i, a in enumerate(arrays) if isinstance(a, Array)]
     outs = [np.empty(a.shape, a.dtype) for _, a in todo]
     if todo:
@@ -538,11 +573,6 @@ def compute(*arrays, device="cpu", **kwargs):
     res = list(arrays)
     for (i, _), o in zip(todo, outs):
         res[i] = o[()] if o.ndim == 0 else o
-    if device == "gpu":
-        import cupy
-        res = [cupy.asarray(r) if isinstance(r, (np.ndarray, np.generic)) else r for r in res]
-    elif device != "cpu":
-        raise ValueError(f"cask: device {device!r} (cpu or gpu)")
     return tuple(res)
 
 

@@ -10,13 +10,18 @@
 typedef struct compute_job {
     pc_job job;
     int n;
-    int what;                  /* 0 compute, 1 persist, 2 to_npy */
+    int what;                  /* 0 compute, 1 persist, 2 to_npy, 3 to GPU memory */
     PyObject **nodes;          /* references held until cleanup */
     cask_array **arrays;
     Py_buffer *views;          /* n outputs (compute) */
     void **outs;
     size_t *bytes;
     char *path;                /* to_npy */
+    PyObject *dev_owner;       /* to GPU memory: the object owning dev_ptr (kept) */
+    void *dev_ptr;
+    size_t dev_bytes;
+    int device;
+    int gpu_only;              /* run every task that can on a GPU (CASK_WHERE_GPU) */
 } compute_job;
 
 static cask_status compute_fn(pc_job *job)
@@ -27,6 +32,14 @@ static cask_status compute_fn(pc_job *job)
         st = cask_array_compute_many(pc_st.ctx, c->n, c->arrays, c->outs, c->bytes);
     else if (c->what == 1)
         st = cask_array_persist(pc_st.ctx, c->n, c->arrays);
+    else if (c->what == 3) {
+        /* the context is this job's alone while it runs: set its placement for it */
+        if (c->gpu_only)
+            cask_array_ctx_set(pc_st.ctx, CASK_ARRAY_OPT_WHERE, CASK_WHERE_GPU);
+        st = cask_array_compute_to_device(c->arrays[0], c->dev_ptr, c->dev_bytes, c->device);
+        if (c->gpu_only)
+            cask_array_ctx_set(pc_st.ctx, CASK_ARRAY_OPT_WHERE, CASK_WHERE_ANY);
+    }
     else
         st = cask_array_to_npy(c->arrays[0], c->path);
     if (st)
@@ -48,6 +61,7 @@ static void compute_cleanup(pc_job *job)
     free(c->outs);
     free(c->bytes);
     free(c->path);
+    Py_XDECREF(c->dev_owner);
     free(c);
 }
 
@@ -192,6 +206,34 @@ static PyObject *to_npy(PyObject *m, PyObject *args)
     return c ? run(c) : NULL;
 }
 
+/* compute_device(node, owner, ptr, bytes, device, gpu_only): computes into GPU memory
+ * ptr of GPU device (owned by owner, kept until the run ended), device to device */
+static PyObject *compute_device(PyObject *m, PyObject *args)
+{
+    PyObject *node, *owner;
+    unsigned long long ptr, bytes;
+    int device, gpu_only;
+    if (!PyArg_ParseTuple(args, "OOKKip", &node, &owner, &ptr, &bytes, &device, &gpu_only) ||
+        pc_ready())
+        return NULL;
+    if (!ptr) {
+        PyErr_SetString(PyExc_ValueError, "cask: compute into a NULL device pointer");
+        return NULL;
+    }
+    PyObject *list = PyTuple_Pack(1, node);
+    compute_job *c = list ? job_new(list, 3) : NULL;
+    Py_XDECREF(list);
+    if (!c)
+        return NULL;
+    Py_INCREF(owner);
+    c->dev_owner = owner;
+    c->dev_ptr = (void *)(uintptr_t)ptr;
+    c->dev_bytes = (size_t)bytes;
+    c->device = device;
+    c->gpu_only = gpu_only;
+    return run(c);
+}
+
 static PyObject *stats_dict(const cask_array_stats *s)
 {
     return Py_BuildValue("{s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:d,s:d}",
@@ -231,6 +273,8 @@ PyMethodDef pc_compute_methods[] = {
     {"compute", compute, METH_VARARGS,
      "compute(nodes, outs): computes the arrays (one graph) into the output buffers"},
     {"persist", persist, METH_VARARGS, "persist(nodes): computes and keeps the chunks"},
+    {"compute_device", compute_device, METH_VARARGS,
+     "compute_device(node, owner, ptr, bytes, device, gpu_only): computes into GPU memory"},
     {"to_npy", to_npy, METH_VARARGS, "to_npy(node, path): computes into a .npy file"},
     {"plan", plan, METH_VARARGS, "plan(nodes) -> dict: the graph compute would run"},
     {"last_stats", last_stats, METH_NOARGS, "last_stats() -> dict of the last run"},

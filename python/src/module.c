@@ -110,7 +110,8 @@ PyMODINIT_FUNC PyInit__cask(void)
     if (!m)
         return NULL;
     PyMethodDef *tables[] = {pc_array_methods, pc_ops_methods, pc_compute_methods,
-                             pc_dask_methods, pc_knn_methods, pc_kernel_methods};
+                             pc_dask_methods, pc_knn_methods, pc_kernel_methods,
+                             pc_dlpack_methods};
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
         if (PyModule_AddFunctions(m, tables[i]) < 0)
             goto fail;

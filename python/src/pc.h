@@ -103,6 +103,7 @@ extern PyMethodDef pc_compute_methods[];
 extern PyMethodDef pc_dask_methods[];
 extern PyMethodDef pc_knn_methods[];
 extern PyMethodDef pc_kernel_methods[];
+extern PyMethodDef pc_dlpack_methods[];
 int pc_node_type_init(PyObject *module);
 
 #endif
