@@ -239,6 +239,21 @@ cask_status cask_dist_cholesky(cask_dist_matrix *m)
     if (blas_old > 1) ak_blas_threads_set(1);
     st = compute_graph(m, w.g, "cholesky");
     if (blas_old > 1) ak_blas_threads_set(blas_old);
+    /* The tiles are the caller's host memory: the factor there, and no replica left on
+       a GPU (the caller may refill the tiles for the next factorization) */
+    for (int64_t i = 0; i < m->nt; i++)
+        for (int64_t j = 0; j <= i; j++) {
+            size_t x = tidx(i, j);
+            void *p;
+            if (m->off[x] == SIZE_MAX) continue;
+            cask_status s2 = cask_data_acquire(m->h[x], CASK_RW, &p);
+            if (!s2) s2 = cask_data_release(m->h[x]);
+            if (s2 && !st) {
+                dm_error(m, "tile (%lld,%lld) back to host memory: %s", (long long)i,
+                         (long long)j, cask_status_string(s2));
+                st = s2;
+            }
+        }
     tasks_run(m->rt, &c1, &g1);
     m->last_cpu = c1 - c0;
     m->last_gpu = g1 - g0;

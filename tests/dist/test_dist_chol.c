@@ -8,6 +8,9 @@
  *   test_dist_chol notspd   a matrix whose leading minor of order 151 is not positive:
  *                           CASK_ERR_NOT_SPD on every rank, the message naming the tile
  *                           and the order; then an SPD matrix factors in the same job
+ *   test_dist_chol refill   with GPUs (simulated: CASK_SIM_GPUS): factored, the tiles
+ *                           filled again and factored again, the factor right (no
+ *                           replica of the old factor left on a GPU)
  *   test_dist_chol args     a grid that is not the job's size is refused, on every rank
  *   test_dist_chol pin      cask_dist_graph_set_rank (owner computes): tasks on data all
  *                           owned by rank 0 run where they are pinned, not where their
@@ -27,10 +30,11 @@ typedef struct env {
     int nkeep;
 } env;
 
-static void setup(env *e)
+static void setup(env *e, int gpus)
 {
     memset(e, 0, sizeof *e);
-    cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_BIND | CASK_CONFIG_NGPU,
+    cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_BIND |
+                                      (gpus ? 0 : CASK_CONFIG_NGPU),
                         .ncpu = 2, .bind = 0, .ngpu = 0 };
     CHECK_OK(cask_init(&cfg, &e->rt), "cask_init");
     CHECK_OK(cask_array_ctx_create(e->rt, &e->ctx), "array context");
@@ -107,15 +111,17 @@ static void *reference(env *e, cask_dtype dt, int64_t n, int64_t t)
     return l;
 }
 
-static void same_case(env *e, cask_dtype dt, int64_t n, int64_t t, int p, int q)
+static void same_case(env *e, cask_dtype dt, int64_t n, int64_t t, int p, int q, int times)
 {
     cask_dist_matrix *m = NULL;
     CHECK_OK(cask_dist_matrix_create(e->ctx, e->dist, n, t, dt, p, q, &m), "create: %s",
              m ? cask_dist_matrix_error(m) : cask_array_ctx_error(e->ctx));
     e->keep[e->nkeep++] = m;
-    fill(m, dt, n, t, -1);
-    CHECK_OK(cask_dist_cholesky(m), "n %lld tile %lld %s: %s", (long long)n, (long long)t,
-             cask_dtype_name(dt), cask_dist_matrix_error(m));
+    for (int r = 0; r < times; r++) {
+        fill(m, dt, n, t, -1);
+        CHECK_OK(cask_dist_cholesky(m), "n %lld tile %lld %s: %s", (long long)n, (long long)t,
+                 cask_dtype_name(dt), cask_dist_matrix_error(m));
+    }
     size_t bytes = (size_t)(n * n) * cask_dtype_size(dt);
     void *got = e->rank == 0 ? malloc(bytes) : NULL;
     CHECK_OK(cask_dist_matrix_gather(m, 0, got), "gather: %s", cask_dist_matrix_error(m));
@@ -138,9 +144,9 @@ static void test_same(env *e)
     for (int d = 0; d < 2; d++)
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             cask_dtype dt = d ? CASK_FLOAT32 : CASK_FLOAT64;
-            same_case(e, dt, shapes[s][0], shapes[s][1], 0, 0);
+            same_case(e, dt, shapes[s][0], shapes[s][1], 0, 0, 1);
             if (e->size > 1 && s == 0)
-                same_case(e, dt, shapes[s][0], shapes[s][1], 1, e->size);
+                same_case(e, dt, shapes[s][0], shapes[s][1], 1, e->size, 1);
         }
 }
 
@@ -158,7 +164,16 @@ static void test_notspd(env *e)
     CHECK(strstr(msg, "tile (3,3)") && strstr(msg, "order 151"),
           "the message does not name the tile and the order: %s", msg);
     /* the job goes on: an SPD matrix factors */
-    same_case(e, CASK_FLOAT64, 150, 48, 0, 0);
+    same_case(e, CASK_FLOAT64, 150, 48, 0, 0, 1);
+}
+
+static void test_refill(env *e)
+{
+    cask_runtime_info info;
+    cask_runtime_query(e->rt, &info);
+    CHECK(info.ngpus > 0, "no GPU, simulated or real (CASK_SIM_GPUS=1)");
+    same_case(e, CASK_FLOAT64, 300, 64, 0, 0, 3);
+    same_case(e, CASK_FLOAT32, 130, 20, 0, 0, 2);
 }
 
 static void test_args(env *e)
@@ -174,7 +189,7 @@ static void test_args(env *e)
     CHECK(st == CASK_ERR_INVALID && !m, "int32 accepted: %s", cask_status_string(st));
     CHECK(cask_dist_matrix_owner(NULL, 0, 0) == -1, "owner of nothing");
     /* the job still works */
-    same_case(e, CASK_FLOAT64, 64, 16, 0, 0);
+    same_case(e, CASK_FLOAT64, 64, 16, 0, 0, 1);
 }
 
 static cask_status k_twice(cask_task_ctx *ctx)
@@ -231,11 +246,12 @@ int main(int argc, char **argv)
 {
     const char *what = argc > 1 ? argv[1] : "same";
     env e;
-    setup(&e);
+    setup(&e, !strcmp(what, "refill"));
     if (!strcmp(what, "same")) test_same(&e);
     else if (!strcmp(what, "notspd")) test_notspd(&e);
     else if (!strcmp(what, "args")) test_args(&e);
     else if (!strcmp(what, "pin")) test_pin(&e);
+    else if (!strcmp(what, "refill")) test_refill(&e);
     else CHECK(0, "unknown case %s", what);
     teardown(&e);
     if (e.rank == 0) printf("dist_chol %s: ok on %d rank(s)\n", what, e.size);
