@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include "array/array_internal.h"
 #include "cask/dist_matrix.h"
 
@@ -27,6 +28,7 @@ struct cask_dist_matrix {
     size_t *off;            /* per lower tile: offset in mem, or SIZE_MAX (not here) */
     cask_data **h;          /* per lower tile: its handle */
     uint64_t last_cpu, last_gpu, last_in;
+    double last_plan_s, last_wait_s;
     char err[512];
 };
 
@@ -69,10 +71,14 @@ cask_status cask_dist_matrix_create(cask_array_ctx *ctx, cask_dist *dist, int64_
     if (!ctx || !dist || !out) return CASK_ERR_INVALID;
     *out = NULL;
     int size = cask_dist_size(dist);
-    if (p == 0 && q == 0) {   /* the most square grid, p >= q */
-        for (q = 1; (q + 1) * (q + 1) <= size; q++) {}
-        while (size % q) q--;
-        p = size / q;
+    if (p == 0 && q == 0) {
+        /* the most square grid, p <= q: column-cyclic rather than row-cyclic when it
+           cannot be square (a column's work, about j (nt - j) tile updates, is the same
+           from both ends, a row's grows as i^2: 2 x 1 gave rank 1 a tenth more work
+           than rank 0 at 16 tiles, 1 x 2 splits it evenly) */
+        for (p = 1; (p + 1) * (p + 1) <= size; p++) {}
+        while (size % p) p--;
+        q = size / p;
     }
     if (n < 1 || tile < 1 || tile > INT32_MAX / 2 || p < 1 || q < 1 || (int64_t)p * q != size ||
         (dtype != CASK_FLOAT32 && dtype != CASK_FLOAT64))
@@ -196,10 +202,10 @@ static void tasks_run(cask_runtime *rt, uint64_t *cpu, uint64_t *gpu)
     free(s);
 }
 
-/* Computes g, keeping its message in m on failure; destroys g. */
-static cask_status compute_graph(cask_dist_matrix *m, cask_dist_graph *g, const char *what)
+/* After computing g (status st): keeps g's message in m on failure; destroys g. */
+static cask_status graph_done(cask_dist_matrix *m, cask_dist_graph *g, const char *what,
+                              cask_status st)
 {
-    cask_status st = cask_dist_graph_compute(g);
     if (st) {
         const char *e = cask_dist_graph_error(g);
         dm_error(m, "%s: %s", what, e && e[0] ? e : cask_status_string(st));
@@ -225,11 +231,15 @@ cask_status cask_dist_cholesky(cask_dist_matrix *m)
     }
     uint64_t c0, g0, c1, g1;
     tasks_run(m->rt, &c0, &g0);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     if ((st = cask_dist_graph_plan(w.g))) {
         dm_error(m, "planning the factorization: %s", cask_dist_graph_error(w.g));
         cask_dist_graph_destroy(w.g);
         return st;
     }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    m->last_plan_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
     cask_dist_graph_info info;
     memset(&info, 0, sizeof info);
     cask_dist_graph_query(w.g, &info);
@@ -237,7 +247,11 @@ cask_status cask_dist_cholesky(cask_dist_matrix *m)
        for this run only, as plan_run does) */
     int blas_old = ak_blas_name() ? ak_blas_threads_get() : 0;
     if (blas_old > 1) ak_blas_threads_set(1);
-    st = compute_graph(m, w.g, "cholesky");
+    cask_status cst = cask_dist_graph_compute(w.g);
+    memset(&info, 0, sizeof info);
+    cask_dist_graph_query(w.g, &info);
+    m->last_wait_s = info.comm_wait_s;
+    st = graph_done(m, w.g, "cholesky", cst);
     if (blas_old > 1) ak_blas_threads_set(blas_old);
     /* The tiles are the caller's host memory: the factor there, and no replica left on
        a GPU (the caller may refill the tiles for the next factorization) */
@@ -262,8 +276,11 @@ cask_status cask_dist_cholesky(cask_dist_matrix *m)
 }
 
 void cask_dist_matrix_last_run(const cask_dist_matrix *m, uint64_t *tasks_cpu,
-                               uint64_t *tasks_gpu, uint64_t *tiles_in)
+                               uint64_t *tasks_gpu, uint64_t *tiles_in, double *plan_s,
+                               double *wait_s)
 {
+    if (plan_s) *plan_s = m ? m->last_plan_s : 0;
+    if (wait_s) *wait_s = m ? m->last_wait_s : 0;
     if (tasks_cpu) *tasks_cpu = m ? m->last_cpu : 0;
     if (tasks_gpu) *tasks_gpu = m ? m->last_gpu : 0;
     if (tiles_in) *tiles_in = m ? m->last_in : 0;
@@ -295,7 +312,7 @@ cask_status cask_dist_matrix_gather(cask_dist_matrix *m, int root, void *dest)
             st = cask_dist_graph_gather(g, m->h[tidx(i, j)], root,
                                         here ? buf + at[tidx(i, j)] : NULL);
     if (!st) {
-        st = compute_graph(m, g, "gathering the matrix");
+        st = graph_done(m, g, "gathering the matrix", cask_dist_graph_compute(g));
         g = NULL;
     }
     if (g) cask_dist_graph_destroy(g);

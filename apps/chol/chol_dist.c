@@ -162,7 +162,8 @@ int chol_dist_run(cask_runtime *rt, cask_array_ctx *ctx, cask_dist *dist, chol_o
         if (r >= 0) times[r] = (double)ns * 1e-9;
     }
     uint64_t c, g, in;
-    cask_dist_matrix_last_run(m, &c, &g, &in);
+    double plan_s, wait_s;
+    cask_dist_matrix_last_run(m, &c, &g, &in, &plan_s, &wait_s);
     int64_t sums[3] = {(int64_t)c, (int64_t)g, (int64_t)in};
     if ((st = cask_dist_allreduce(dist, sums, 3, CASK_DIST_SUM))) {
         msg = cask_dist_error(dist);
@@ -182,6 +183,9 @@ int chol_dist_run(cask_runtime *rt, cask_array_ctx *ctx, cask_dist *dist, chol_o
                o->repeat, times[0], times[o->repeat - 1], gf, (long long)sums[0],
                (long long)sums[1], info.ncpu_workers, info.ngpus,
                info.simulated_gpus ? " simulated" : "", (long long)sums[2]);
+    if (me == 0 && !o->quiet)
+        printf("rank 0, last run: planning %.4f s, waiting for other ranks' tiles %.4f s\n",
+               plan_s, wait_s);
     int whole = o->check || o->rhs || o->digest || o->out;
     if (whole && me == 0 &&
         (st = cask_host_alloc(rt, (size_t)(o->n * o->n) * cask_dtype_size(o->dt), &l)))

@@ -27,7 +27,8 @@ typedef struct cask_dist_matrix cask_dist_matrix;
  * `tile` rows (the last row and column of tiles may be smaller). Only the tiles on and
  * below the diagonal exist (i >= j: the matrix is symmetric; a factor is lower). Tile
  * (i,j) belongs to rank (i mod p) * q + (j mod q) of a p x q grid (p * q = the job's
- * size; p = q = 0 chooses the most square grid with p >= q). Each rank allocates the
+ * size; p = q = 0 chooses the most square grid with p <= q: 1 x 2 for two ranks, whose
+ * columns carry equal work where rows would not). Each rank allocates the
  * tiles it owns (cask_host_alloc: pinned where there are GPUs), uninitialised: fill them
  * through cask_dist_matrix_tile before the first factorization. Tasks on the tiles use
  * ctx's tile kernels and its placement option (cask_array_ctx_set CASK_ARRAY_OPT_WHERE).
@@ -65,10 +66,13 @@ cask_status cask_dist_matrix_tile(cask_dist_matrix *m, int64_t i, int64_t j, voi
  * undefined), CASK_ERR_NOMEM. The message in cask_dist_matrix_error. */
 cask_status cask_dist_cholesky(cask_dist_matrix *m);
 
-/* Tasks of the last cask_dist_cholesky that ran on this rank, on its CPU workers and on
- * its GPUs, and the tiles it received from other ranks. Any pointer may be NULL. */
+/* The last cask_dist_cholesky on this rank: tasks that ran on its CPU workers and on its
+ * GPUs, the tiles it received from other ranks, the seconds spent planning (placing the
+ * tasks, the same plan on every rank) and waiting for other ranks' tiles
+ * (cask_dist_graph_info.comm_wait_s). Any pointer may be NULL. */
 void cask_dist_matrix_last_run(const cask_dist_matrix *m, uint64_t *tasks_cpu,
-                               uint64_t *tasks_gpu, uint64_t *tiles_in);
+                               uint64_t *tasks_gpu, uint64_t *tiles_in, double *plan_s,
+                               double *wait_s);
 
 /* Gathers the matrix on rank root: dest (n * n elements, the caller's, on root only;
  * NULL elsewhere) gets it row-major, the lower tiles as they are and zeros above the

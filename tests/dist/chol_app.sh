@@ -20,7 +20,7 @@ for dt in f64 f32; do
   for np in 2 3; do
     ranks $np --n 300 --tile 64 --dtype $dt --cpu-only --check --out "$dir/n$np.npy" ||
       fail "$np ranks, $dt"
-    grep -q "$np ranks (grid ${np}x1)" "$dir/log" || fail "$np ranks, $dt: no line naming the ranks"
+    grep -q "$np ranks (grid 1x${np})" "$dir/log" || fail "$np ranks, $dt: no line naming the ranks"
     grep -q "^check: ||A - L L^T||" "$dir/log" || fail "$np ranks, $dt: no check line"
     cmp -s "$dir/one.npy" "$dir/n$np.npy" || fail "$np ranks, $dt: not the same bytes as one process"
   done

@@ -2,7 +2,7 @@
  * job (cask/dist_matrix.h), against cask_array_cholesky in one process.
  *
  *   test_dist_chol same     f64 and f32; tile counts odd and even, a last tile smaller
- *                           than the others, a single tile; the grid chosen and 1 x P:
+ *                           than the others, a single tile; the grid chosen and P x 1:
  *                           the factor gathered on rank 0 is the same bytes as the
  *                           one-process factor of the same matrix (CPU workers)
  *   test_dist_chol notspd   a matrix whose leading minor of order 151 is not positive:
@@ -146,7 +146,7 @@ static void test_same(env *e)
             cask_dtype dt = d ? CASK_FLOAT32 : CASK_FLOAT64;
             same_case(e, dt, shapes[s][0], shapes[s][1], 0, 0, 1);
             if (e->size > 1 && s == 0)
-                same_case(e, dt, shapes[s][0], shapes[s][1], 1, e->size, 1);
+                same_case(e, dt, shapes[s][0], shapes[s][1], e->size, 1, 1);
         }
 }
 
