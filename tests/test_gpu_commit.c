@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include "test_helpers.h"
 #include "runtime/runtime.h"
-#include "scheduler/gpu_commit.h"
-#include "scheduler/placement.h"
+#include "runtime/gpu_commit.h"
+#include "runtime/placement.h"
 #include "runtime/graph.h"
 
 TestSuite(gpu_commit);

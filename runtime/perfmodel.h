@@ -14,7 +14,7 @@
 #define CASK_SCHED_PERFMODEL_H
 
 #include <stdint.h>
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 #include "runtime/graph.h"
 
 /* t's footprint (never 0), and its buffers' total bytes in *bytes. */

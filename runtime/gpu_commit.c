@@ -1,8 +1,8 @@
 /* gpu_commit.c: see gpu_commit.h. */
-#include "scheduler/gpu_commit.h"
+#include "runtime/gpu_commit.h"
 #include "runtime/graph.h"
 #include "runtime/log.h"
-#include "scheduler/perfmodel.h"
+#include "runtime/perfmodel.h"
 
 uint64_t gpu_est(const cask_kernel *k, int gpu)
 {

@@ -2,7 +2,7 @@
 #ifndef CASK_SCHED_PLACEMENT_H
 #define CASK_SCHED_PLACEMENT_H
 
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 
 /* WORKER_GPU if the task can and should run on a GPU, else WORKER_CPU. */
 int placement_kind(const sched *s, const struct cask_task *t);

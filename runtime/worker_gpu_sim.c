@@ -6,9 +6,9 @@
  * ends when that clock says so, so depth, estimates, late binding and stealing work
  * against it as against a real GPU with a competing load. */
 #include <time.h>
-#include "scheduler/worker_gpu.h"
-#include "scheduler/gpu_commit.h"
-#include "scheduler/perfmodel.h"
+#include "runtime/worker_gpu.h"
+#include "runtime/gpu_commit.h"
+#include "runtime/perfmodel.h"
 #include "runtime/runtime.h"
 #include "runtime/graph.h"
 #include "runtime/task_ctx.h"

@@ -4,8 +4,8 @@
 #define CASK_SCHED_WORKER_GPU_H
 
 #include <stdint.h>
-#include "scheduler/sched.h"
-#include "scheduler/gpu_commit.h"
+#include "runtime/sched.h"
+#include "runtime/gpu_commit.h"
 #include "runtime/coherence.h"
 #include "runtime/sim_slow.h"
 

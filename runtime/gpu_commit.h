@@ -11,7 +11,7 @@
 #define CASK_SCHED_GPU_COMMIT_H
 
 #include <stdint.h>
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 
 /* Estimated service time of one task of k on GPU gpu (ns), 0 if none learnt there yet. */
 uint64_t gpu_est(const cask_kernel *k, int gpu);

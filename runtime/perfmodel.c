@@ -1,7 +1,7 @@
 /* perfmodel.c: see perfmodel.h. */
 #include <math.h>
-#include "scheduler/perfmodel.h"
-#include "scheduler/gpu_commit.h"
+#include "runtime/perfmodel.h"
+#include "runtime/gpu_commit.h"
 #include "runtime/graph.h"
 #include "runtime/data.h"
 

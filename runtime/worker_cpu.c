@@ -1,7 +1,7 @@
 /* worker_cpu.c: the loop of a CPU worker thread: find work (own deques, inbox, steal),
  * run it, release successors; spin briefly, then sleep on its notifier. */
 #include <sched.h>
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 #include "runtime/graph.h"
 #include "runtime/task_ctx.h"
 #include "runtime/subflow.h"
@@ -10,7 +10,7 @@
 #include "runtime/trace_task.h"
 #include "runtime/dash_live.h"
 #include "runtime/spill.h"
-#include "scheduler/perfmodel.h"
+#include "runtime/perfmodel.h"
 
 #define SPIN_ROUNDS 64
 

@@ -1,9 +1,9 @@
 /* placement.c: see placement.h. Replica flags are read without the data lock: this is a
  * guess about where bytes are, corrected by the coherence layer when the task runs. */
-#include "scheduler/placement.h"
+#include "runtime/placement.h"
 #include "runtime/graph.h"
 #include "runtime/data.h"
-#include "scheduler/gpu_commit.h"
+#include "runtime/gpu_commit.h"
 
 int placement_kind(const sched *s, const cask_task *t)
 {

@@ -3,7 +3,7 @@
  * two always sees the other (no lost wake-up). */
 #include <errno.h>
 #include <time.h>
-#include "scheduler/notifier.h"
+#include "runtime/notifier.h"
 #include "runtime/deadline.h"
 
 int notifier_init(notifier *n)

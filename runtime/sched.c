@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include "scheduler/sched.h"
-#include "scheduler/placement.h"
-#include "scheduler/perfmodel.h"
+#include "runtime/sched.h"
+#include "runtime/placement.h"
+#include "runtime/perfmodel.h"
 #include "runtime/graph.h"
 #include "runtime/subflow.h"
 #include "runtime/log.h"

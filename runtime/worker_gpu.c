@@ -7,9 +7,9 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include "scheduler/sched.h"
-#include "scheduler/worker_gpu.h"
-#include "scheduler/gpu_commit.h"
+#include "runtime/sched.h"
+#include "runtime/worker_gpu.h"
+#include "runtime/gpu_commit.h"
 #include "runtime/graph.h"
 #include "runtime/graph_replay.h"
 #include "runtime/task_ctx.h"

@@ -7,8 +7,8 @@
 #include "runtime/runtime.h"
 #include "runtime/prio.h"
 #include "runtime/queue_node.h"
-#include "scheduler/deque.h"
-#include "scheduler/notifier.h"
+#include "runtime/deque.h"
+#include "runtime/notifier.h"
 
 enum { WORKER_CPU = 0, WORKER_GPU = 1 };
 

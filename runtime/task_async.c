@@ -4,7 +4,7 @@
  * finishes any other (coherence, write-backs, successors, counts): the worker's own
  * state is never touched from another thread. */
 #include <stdio.h>
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 #include "runtime/graph.h"
 #include "runtime/task_ctx.h"
 
