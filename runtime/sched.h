@@ -76,7 +76,7 @@ typedef struct sched {
     _Atomic uint64_t sim_origin_ns;   /* simulated GPUs: when the first task started on
                                          one (CASK_SIM_GPU_SLOW windows count from it) */
     _Atomic int64_t cpu_costed;  /* tasks the cost model sent to CPU workers, not yet
-                                    finished (scheduler/perfmodel.c) */
+                                    finished (perfmodel.c) */
     _Atomic int ending;          /* cask_task_async_end calls under way (sched_destroy
                                     waits for them: they touch a worker after the task
                                     may have let its graph finish) */
