@@ -18,10 +18,8 @@
  * Durability: every rank that wrote into the file fdatasyncs it before the commit's
  * exchange (a failed sync vetoes), and the leader fsyncs the folder after the rename.
  *
- * Test hook (off unless set): CASK_DIST_TEST_KILL_WRITE=R:wN makes rank R SIGKILL
- * itself in its N-th cask_dist_file_pwrite once it wrote the first half of the bytes;
- * R:mN at its N-th cask_dist_file_mark, before it marks (the unit's bytes are written);
- * R:commit as it enters cask_dist_file_commit. */
+ * Test hook (off unless set): CASK_DIST_TEST_KILL_WRITE (dist_testkill.c) kills a rank
+ * in a chosen write, mark or commit. */
 #include "distributed/dist_impl.h"
 
 #include <errno.h>
@@ -84,23 +82,6 @@ cask_status cask_dist_write_mode_parse(const char *s, cask_dist_write_mode *mode
     else
         return CASK_ERR_INVALID;
     return CASK_OK;
-}
-
-static void test_hook(cask_dist_file *f)
-{
-    const char *e = getenv("CASK_DIST_TEST_KILL_WRITE");
-    char kind = 0;
-    int r = -1;
-    long at = 0;
-    if (!e || sscanf(e, "%d:", &r) != 1 || r != f->rank || !(e = strchr(e, ':')))
-        return;
-    e++;
-    if (!strcmp(e, "commit"))
-        kind = 'c';
-    else if ((*e == 'w' || *e == 'm') && (at = strtol(e + 1, NULL, 10)) > 0)
-        kind = *e;
-    f->kill_kind = kind;
-    f->kill_at = at;
 }
 
 /* 64 random bits, 62 of them used (a positive value below INT64_MAX). */
@@ -196,7 +177,7 @@ cask_status cask_dist_file_open(cask_dist *dist, const char *path, cask_dist_wri
     f->size = cask_dist_size(dist);
     f->fd = -1;
     pthread_mutex_init(&f->mu, NULL);
-    test_hook(f);
+    f->kill_kind = dist_testkill_file(f->rank, &f->kill_at);
     /* the root makes the file; the others learn its name, or why it could not */
     while (f->root < f->rank && cask_dist_rank_lost(dist, f->root))
         f->root++;

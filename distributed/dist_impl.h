@@ -298,6 +298,10 @@ void dist_testkill_plan_late(const cask_dist *dist);
  * before the join's collective named step ("nccl", "route"); with late, the others
  * begin that step only once they have seen R lost (at most 10 s). */
 void dist_testkill_join(cask_dist *dist, const char *step);
+/* CASK_DIST_TEST_KILL_WRITE=R:wN|R:mN|R:commit: on rank `rank`, the kind of point where
+ * dist_file.c kills it ('w' its N-th write, 'm' its N-th mark, 'c' the commit; N in *at),
+ * or 0. */
+char dist_testkill_file(int rank, long *at);
 
 /* dist_xfer.c: the tasks that move chunks (send, receive, deliver, copy) and the
  * handler of data messages. */

@@ -18,7 +18,7 @@
 #include "runtime/log.h"
 #include "runtime/runtime.h"
 #include "runtime/task_ctx.h"
-#include "scheduler/sched.h"    /* sleeping workers: idleness */
+#include "runtime/sched.h"    /* sleeping workers: idleness */
 
 /* ---- messages ---- */
 

@@ -14,7 +14,7 @@
 #include "runtime/deadline.h"
 #include "runtime/log.h"
 #include "runtime/runtime.h"
-#include "scheduler/sched.h"    /* sleeping workers: idleness */
+#include "runtime/sched.h"    /* sleeping workers: idleness */
 
 /* ---- the input cache ---- */
 

@@ -40,8 +40,12 @@
  *                                      R:STEP:late, the others begin STEP only once they
  *                                      have seen R lost (its collective after the death)
  *
- *   (CASK_DIST_TEST_KILL_WRITE, a rank killed as it writes its parts of an output in
- *   place, is dist_file.c's)
+ *   CASK_DIST_TEST_KILL_WRITE=R:wN     rank R SIGKILLs itself in its N-th
+ *                                      cask_dist_file_pwrite once it wrote the first
+ *                                      half of the bytes; R:mN at its N-th
+ *                                      cask_dist_file_mark, before it marks (the unit's
+ *                                      bytes are written); R:commit as it enters
+ *                                      cask_dist_file_commit (dist_file.c kills)
  *
  * With a hook set, a probe task precedes each task of the local graph, using the same
  * handles (so it starts when the task could), and counts. */
@@ -300,4 +304,20 @@ void dist_testkill_plan_late(const cask_dist *dist)
     fprintf(stderr, "cask test hook: rank %d plans %d ms late\n", dist->rank, tk->plan_ms);
     fflush(stderr);
     usleep((useconds_t)tk->plan_ms * 1000);
+}
+
+char dist_testkill_file(int rank, long *at)
+{
+    const char *e = getenv("CASK_DIST_TEST_KILL_WRITE");
+    char kind = 0;
+    int r = -1;
+    *at = 0;
+    if (!e || sscanf(e, "%d:", &r) != 1 || r != rank || !(e = strchr(e, ':')))
+        return 0;
+    e++;
+    if (!strcmp(e, "commit"))
+        kind = 'c';
+    else if ((*e == 'w' || *e == 'm') && (*at = strtol(e + 1, NULL, 10)) > 0)
+        kind = *e;
+    return kind;
 }

@@ -2,11 +2,9 @@
  * korder, ksearch, kmerge, kfinish). Same math and the same exactness argument as the CPU
  * code (knn_sort.h), so results are the same bytes.
  *
- * korder: a counting sort of the chunk's observations by cell key (keys and counts, one
- * block's scan of the KNN_NCELLS counts, scatter by atomics), 3 launches and a memset. The
- * order within a cell then depends on the atomics: tiles may differ between runs, the
- * results never. prep_sorted sorts the references the same way, then fills the sorted
- * layout and computes each tile's cap (one block per tile).
+ * korder (knn_k_order.cu) sorts the chunk's observations by cell key. prep_sorted sorts the
+ * references the same way, then fills the sorted layout and computes each tile's cap (one
+ * block per tile).
  * ksearch: one block per tile of TO consecutive ordered observations, one observation per
  * thread. With pruning the block computes its tile's cap, a float32 upper bound of the dot
  * with every reference tile, sorts them in shared memory (bitonic, at most
@@ -21,92 +19,12 @@
 #include <math_constants.h>
 #include "kernels/knn_sort.h"
 #include "kernels/knn_cuda_task.cuh"
+#include "kernels/knn_k_order.cuh"
 
 #define FULL_MASK 0xffffffffu
 /* The CPU's NAN (0x7fc00000), not CUDART_NAN_F: missing neighbours compare equal byte for
  * byte whichever device wrote them. */
 #define KNN_NAN_F __int_as_float(0x7fc00000)
-
-/* ---- korder ---- */
-
-static __global__ void k_keys_kernel(const void *obs, int64_t n, cask_knn_points in,
-                                     uint32_t *keys, uint32_t *counts, float4 *sorted, int prune)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n)
-        return;
-    double v[3];
-    knn_load_point(obs, i, in, v);
-    float x = (float)v[0], y = (float)v[1], z = (float)v[2];
-    if (!prune) { /* row order: the scratch is final */
-        sorted[i] = make_float4(x, y, z, __int_as_float((int)i));
-        return;
-    }
-    uint32_t k = knn_cell_key(x, y, z);
-    keys[i] = k;
-    atomicAdd(&counts[k], 1u);
-}
-
-#define SCAN_THREADS 1024
-static __global__ void k_scan_kernel(uint32_t *counts)
-{
-    /* exclusive scan of KNN_NCELLS counts by one block: each thread a contiguous run */
-    __shared__ uint32_t s_sum[SCAN_THREADS];
-    const int per = (KNN_NCELLS + SCAN_THREADS - 1) / SCAN_THREADS;
-    const int t = threadIdx.x, c0 = t * per;
-    uint32_t local = 0;
-    for (int c = c0; c < c0 + per && c < KNN_NCELLS; ++c)
-        local += counts[c];
-    s_sum[t] = local;
-    __syncthreads();
-    for (int off = 1; off < SCAN_THREADS; off <<= 1) {
-        uint32_t v = t >= off ? s_sum[t - off] : 0;
-        __syncthreads();
-        s_sum[t] += v;
-        __syncthreads();
-    }
-    uint32_t run = s_sum[t] - local;
-    for (int c = c0; c < c0 + per && c < KNN_NCELLS; ++c) {
-        uint32_t k = counts[c];
-        counts[c] = run;
-        run += k;
-    }
-}
-
-static __global__ void k_scatter_kernel(const void *obs, int64_t n, cask_knn_points in,
-                                        const uint32_t *keys, uint32_t *counts, float4 *sorted)
-{
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n)
-        return;
-    double v[3];
-    knn_load_point(obs, i, in, v);
-    uint32_t pos = atomicAdd(&counts[keys[i]], 1u);
-    sorted[pos] = make_float4((float)v[0], (float)v[1], (float)v[2], __int_as_float((int)i));
-}
-
-static unsigned blocks_of(int64_t n, int threads)
-{
-    return (unsigned)((n + threads - 1) / threads);
-}
-
-static cudaError_t order_launch(const void *obs, int64_t n, cask_knn_points in, int prune,
-                                void *scratch, cudaStream_t s)
-{
-    if (n <= 0)
-        return cudaGetLastError();
-    uint32_t *counts = knn_scratch_counts(scratch), *keys = knn_scratch_keys(scratch);
-    float4 *sorted = (float4 *)knn_scratch_sorted(scratch, n);
-    cudaError_t e;
-    if (prune && (e = cudaMemsetAsync(counts, 0, (size_t)KNN_NCELLS * 4, s)) != cudaSuccess)
-        return e;
-    k_keys_kernel<<<blocks_of(n, 256), 256, 0, s>>>(obs, n, in, keys, counts, sorted, prune);
-    if (!prune)
-        return cudaGetLastError();
-    k_scan_kernel<<<1, SCAN_THREADS, 0, s>>>(counts);
-    k_scatter_kernel<<<blocks_of(n, 256), 256, 0, s>>>(obs, n, in, keys, counts, sorted);
-    return cudaGetLastError();
-}
 
 /* ---- prep_sorted: the references ordered like observations (korder's kernels), then
  * the sorted layout and one block per tile for its cap ---- */
@@ -146,7 +64,7 @@ static cudaError_t prep_launch(const void *ref, int64_t m, cask_knn_points in, v
                                void *scratch, cudaStream_t s)
 {
     const int64_t mpad = knn_mpad(m);
-    cudaError_t e = order_launch(ref, m, in, 1, scratch, s);
+    cudaError_t e = knn_k_order_launch(ref, m, in, 1, scratch, s);
     if (e != cudaSuccess)
         return e;
     k_fill_kernel<<<blocks_of(mpad, 256), 256, 0, s>>>(
@@ -554,8 +472,8 @@ extern "C" cask_status knn_k_cuda_order(cask_task_ctx *ctx)
     if (st)
         return st;
     return knn_launched(ctx, "knn korder: launch",
-                    order_launch(obs, a.n, a.in, a.prune, scratch,
-                                 knn_task_stream(ctx)));
+                        knn_k_order_launch(obs, a.n, a.in, a.prune, scratch,
+                                           knn_task_stream(ctx)));
 }
 
 extern "C" cask_status knn_k_cuda_search(cask_task_ctx *ctx)

@@ -8,7 +8,7 @@
 
 #include "runtime/graph.h"
 #include "runtime/data.h"
-#include "scheduler/sched.h"   /* worker_counters */
+#include "runtime/sched.h"   /* worker_counters */
 
 /* Observes asynchronous copies (tracing): called with phase 0 just before a copy is
  * enqueued on stream and phase 1 just after; which is DEV_STREAM_H2D/D2H/PEER. */

@@ -12,7 +12,7 @@
 #include "runtime/host_cache.h"
 #include "runtime/memory.h"
 #include "runtime/trace.h"
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 
 /* A JSON string (or a Prometheus label value: the same escapes suffice for both, as
  * neither may hold raw control characters, quotes or backslashes). */

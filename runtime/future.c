@@ -5,7 +5,7 @@
 #include "runtime/graph_dynamic.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 
 struct cask_future {
     cask_graph *g;

@@ -9,7 +9,7 @@
 #include "runtime/prio.h"
 #include "runtime/queue_node.h"
 
-struct worker;   /* scheduler/sched.h */
+struct worker;   /* sched.h */
 
 /* An edge added while the graph ran (graph_dynamic.c), or a task with a big fan-out:
  * graph-wide lists that the next check turns into successor arrays, release ranges. */
@@ -50,7 +50,7 @@ enum {
     TASK_WENT_ASYNC = 4,          /* its CUDA implementation began an asynchronous task:
                                      never captured (graph_replay.c) */
     TASK_COSTED_CPU = 8           /* the cost model sent it to a CPU worker: counted in
-                                     the CPU backlog until it ends (scheduler/perfmodel.c) */
+                                     the CPU backlog until it ends (perfmodel.c) */
 };
 
 struct cask_task {

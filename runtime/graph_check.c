@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include "runtime/graph.h"
 #include "runtime/log.h"
-#include "scheduler/sched.h"   /* the worker count: one release range per worker */
+#include "runtime/sched.h"   /* the worker count: one release range per worker */
 
 static int cmp_succ_prio(const void *a, const void *b)
 {

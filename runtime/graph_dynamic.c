@@ -20,7 +20,7 @@
 #include "runtime/graph_dynamic.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 
 int graph_dynamic_init(void)
 {

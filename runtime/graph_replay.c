@@ -9,7 +9,7 @@
 #include "runtime/coherence.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 
 static int cmp_data(const void *a, const void *b)
 {

@@ -9,7 +9,7 @@
 #include "runtime/dash_live.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 static int called_from_worker(cask_runtime *rt)
 {
     sched *s = rt->sched;

@@ -7,7 +7,7 @@
 
 #include "runtime/runtime.h"
 #include "runtime/data.h"
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 
 cask_status mem_create(cask_runtime *rt);
 void mem_destroy(cask_runtime *rt);

@@ -1,4 +1,4 @@
-/* perf_data.h (internal): what the cost model (scheduler/perfmodel.c) keeps per kernel:
+/* perf_data.h (internal): what the cost model (perfmodel.c) keeps per kernel:
  * the measured time of one task on each kind of worker, per footprint (the sizes of the
  * task's buffers, as StarPU's history models key theirs). A kernel holds a few such
  * slots; the scheduler fills and reads them, the runtime stores them in the kernel and

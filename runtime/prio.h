@@ -1,5 +1,5 @@
 /* prio.h (internal): task priorities as levels. Building a task (runtime/) stores its
- * level; each worker (scheduler/) keeps a deque per level. Both include this header, so
+ * level; each worker (sched.h) keeps a deque per level. Both include this header, so
  * the graph code needs nothing of the scheduler to build a task. */
 #ifndef CASK_RUNTIME_PRIO_H
 #define CASK_RUNTIME_PRIO_H

@@ -1,6 +1,6 @@
 /* queue_node.h (internal): what a task or a range of tasks carries so that a worker's
  * inbox can hold it. Tasks and graphs (runtime/graph.h) embed these nodes; the
- * scheduler (scheduler/sched.h) queues them. Here, so that the graph's types need no
+ * scheduler (sched.h) queues them. Here, so that the graph's types need no
  * scheduler header. */
 #ifndef CASK_RUNTIME_QUEUE_NODE_H
 #define CASK_RUNTIME_QUEUE_NODE_H

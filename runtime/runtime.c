@@ -14,7 +14,7 @@
 #include "runtime/spill.h"
 #include "runtime/trace_task.h"
 #include "runtime/stats_print.h"
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 #ifdef CASK_HAVE_DASHBOARD
 #include "runtime/dash_live.h"
 #include "runtime/dashboard.h"

@@ -35,11 +35,11 @@ struct cask_kernel {
     uint32_t id;
     uint32_t where_any;         /* CASK_WHERE_* a task given no placement may use (the
                                    rules of graph.c's task_placement); 0: none */
-    /* estimated service time of one task on each GPU (scheduler/gpu_commit.c), 0 unknown,
+    /* estimated service time of one task on each GPU (gpu_commit.c), 0 unknown,
        and the last sample it learnt from (written by that GPU's worker only) */
     _Atomic uint64_t gpu_ns[CASK_MAX_GPUS];
     _Atomic uint64_t gpu_last_ns[CASK_MAX_GPUS];
-    /* measured times per footprint and worker kind (scheduler/perfmodel.c), for kernels
+    /* measured times per footprint and worker kind (perfmodel.c), for kernels
        with CASK_KERNEL_COST_MODEL */
     perf_table perf;
 };

@@ -14,7 +14,7 @@
 #include "runtime/graph.h"
 #include "runtime/log.h"
 #include "runtime/deadline.h"
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 
 #define SPILL_THREADS 2
 #define SPILL_PREFIX "cask-spill-"

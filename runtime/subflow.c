@@ -12,7 +12,7 @@
 #include "runtime/task_ctx.h"
 #include "runtime/data.h"
 #include "runtime/log.h"
-#include "scheduler/sched.h"
+#include "runtime/sched.h"
 
 static subflow *subflow_get(cask_task_ctx *ctx)
 {

@@ -1,5 +1,5 @@
 /* test_gpu_commit.c: what a GPU learns of a kernel's cost from the groups it finishes
- * (scheduler/gpu_commit.[ch]). Tasks that run side by side on a GPU's streams finish in
+ * (runtime/gpu_commit.[ch]). Tasks that run side by side on a GPU's streams finish in
  * bursts: with two in flight, one after the whole of both and the other a moment later.
  * Learnt group by group, such a GPU's estimate swung between the two (on 2 H200s under a
  * competing load: "0.14 ms per task here" for tasks of 3.6 ms), and late binding then
@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include "test_helpers.h"
 #include "runtime/runtime.h"
-#include "scheduler/gpu_commit.h"
-#include "scheduler/placement.h"
+#include "runtime/gpu_commit.h"
+#include "runtime/placement.h"
 #include "runtime/graph.h"
 
 TestSuite(gpu_commit);

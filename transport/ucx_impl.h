@@ -212,6 +212,11 @@ struct xport_ucx {
 cask_status ucx_status(ucs_status_t s);
 void ucx_record_error(xport_ucx *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 uint64_t ucx_now_ns(void);
+/* Adds the time since *t to the caller's record of phase ph, if it keeps one, and
+ * restarts *t. */
+void ucx_phase_end(xport_ucx *x, int ph, uint64_t *t);
+/* How long connect and destroy wait for the other ranks' handshakes. */
+int ucx_handshake_ms(const xport_ucx *x);
 
 /* ucx_info.c: whether ctx moves UCS_MEMORY_TYPE_CUDA */
 int ucx_context_cuda(ucp_context_h ctx);

@@ -15,7 +15,6 @@
 #include "cask/distributed.h"
 #include <limits.h>
 #include <math.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +38,7 @@
 #include "out_compact.h"
 #include "points.h"
 #include "same_input.h"
+#include "tmp_guard.h"
 #include "write_par.h"
 
 enum { EXIT_DATA = 1, EXIT_CHECK = 3 }; /* 2: a usage error (options.h) */
@@ -67,30 +67,6 @@ static void *host_alloc(void *ctx, size_t bytes)
 static void host_free(void *ctx, void *p)
 {
     cask_host_free(ctx, p);
-}
-
-/* The temporary output file is removed if a signal ends the run. */
-static volatile sig_atomic_t tmp_armed;
-static char tmp_path_copy[4096];
-
-static void on_signal(int sig)
-{
-    if (tmp_armed)
-        unlink(tmp_path_copy);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
-
-/* Armed with the temporary file's name: one process, before it is made (knn_outfile_open's
- * PATH.tmp.PID), so that a signal arriving while it is made still removes it; several,
- * on rank 0 once the job made it (knn_out_open). */
-static void arm_cleanup(const char *tmp_path)
-{
-    snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s", tmp_path);
-    tmp_armed = 1;
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGHUP, on_signal);
 }
 
 /* Row i of the generated observations (generate.h: a pure function of seed and i). */
@@ -189,11 +165,11 @@ int main(int argc, char **argv)
     if (o.out_path && nranks == 1) {
         char tmp[4200];
         snprintf(tmp, sizeof tmp, "%s.tmp.%ld", o.out_path, (long)getpid());
-        arm_cleanup(tmp);
+        knn_tmp_arm(tmp);
         if (knn_outfile_open(&out, o.out_path, err, sizeof err))
             failed = 1;
-        else if (strcmp(out.tmp_path, tmp_path_copy))   /* the names must agree */
-            snprintf(tmp_path_copy, sizeof tmp_path_copy, "%s", out.tmp_path);
+        else
+            knn_tmp_rename(out.tmp_path);   /* the names must agree */
     } else if (o.out_path && o.out_format == KNN_OUT_COMPACT) {
         failed = 1;   /* every rank has the same options: all of them say so */
         snprintf(err, sizeof err, "%s: --out-format compact is written by one process; "
@@ -202,7 +178,7 @@ int main(int argc, char **argv)
         if (knn_out_open(cl.dist, prog, o.out_path, o.write_mode, &dout, err, sizeof err))
             failed = 1;
         else if (rank == 0)
-            arm_cleanup(cask_dist_file_temp_path(dout.file));
+            knn_tmp_arm(cask_dist_file_temp_path(dout.file));
     }
 
     /* ---- streamed: observations with more rows than a window (a CSV file is streamed
@@ -240,7 +216,7 @@ int main(int argc, char **argv)
             (knn_out_format)o.out_format, o.read_ahead, o.io_threads};
         rc = knn_stream_main(&sa);
         knn_obs_source_close(&src);
-        tmp_armed = 0;
+        knn_tmp_disarm();
         goto done;
     }
     if (src_open)
@@ -452,7 +428,7 @@ int main(int argc, char **argv)
         st = knn_out_commit(&dout, ok, nobsc + 1, plan.chunk,
                             dout.npy ? dout.data_off + obs.n * K * 16 : -1, err, sizeof err);
         t_write = now_s() - t0;
-        tmp_armed = 0;
+        knn_tmp_disarm();
         lost0 = rank != 0 && cask_dist_rank_lost(cl.dist, 0);
         int speaker = lowest_alive(&cl);
         if (st && rank == speaker && (!check_failed || rank != 0))
@@ -522,7 +498,7 @@ int main(int argc, char **argv)
         if (!st)
             st = nranks > 1 ? knn_out_commit(&dout, 1, 0, 0, -1, err, sizeof err)
                             : knn_outfile_commit(&out, err, sizeof err);
-        tmp_armed = 0;
+        knn_tmp_disarm();
         if (st) {
             fprintf(stderr, "%s: %s\n", prog, err);
             goto done;
@@ -573,10 +549,10 @@ int main(int argc, char **argv)
 done:
     t_done = now_s();
     if (out.f) {
-        tmp_armed = 0;
+        knn_tmp_disarm();
         knn_outfile_abort(&out);
     }
-    tmp_armed = 0;
+    knn_tmp_disarm();
     knn_out_close(&dout);   /* uncommitted: rank 0 removes it */
     knn_job_destroy(job);
     knn_dist_job_destroy(djob);

@@ -1,7 +1,7 @@
 /* floor_rec.h: the task record that the no-API floors build (bench-sched's floor rows,
- * sched_floor.c; bench-floor-layout): records written in place, successors pushed as
- * cask does (one inline, then arrays of 4, 8, 16, ... from the same memory), predecessor
- * counts kept. No checks, no calls. */
+ * sched_floor.c; bench-floor-layout too, until it was retired: bench/RESULTS.md): records
+ * written in place, successors pushed as cask does (one inline, then arrays of 4, 8, 16,
+ * ... from the same memory), predecessor counts kept. No checks, no calls. */
 #ifndef CASK_BENCH_FLOOR_REC_H
 #define CASK_BENCH_FLOOR_REC_H
 
