@@ -71,18 +71,18 @@ elif [ "$part" = ranks ]; then
   $B/apps/cask-chol --n 16384 --tile 512 --dtype f32 --cpu-only --repeat 3 --json \
     > "$OUT/ranks_one_f32.txt" 2>&1
   echo "f32 1 x 16: $(grep -E '^cholesky' "$OUT/ranks_one_f32.txt")"
-  # StarPU-MPI (float), each rank's 8 workers on cores of its own
+  # StarPU-MPI (float), each rank on 8 cores of its own: 7 workers and its MPI thread
   SM=/opt/devdeps/usr/lib/x86_64-linux-gnu/starpu/mpi/mpi_cholesky_distributed
   if [ -x $SM ] && [ -x /opt/devdeps/usr/bin/orterun ]; then
     export OPAL_PREFIX=/opt/devdeps/usr PMIX_PREFIX=/opt/devdeps/usr/lib/x86_64-linux-gnu/pmix2
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
-    export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} STARPU_SILENT=1
+    export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} STARPU_SILENT=1 OPENBLAS_NUM_THREADS=1
     for sched in lws dmda; do
       for np in 2 1; do
         timeout 300 /opt/devdeps/usr/bin/orterun -n $np --oversubscribe --bind-to none \
-          -x LD_LIBRARY_PATH -x OPENBLAS_CORETYPE -x STARPU_SILENT -x STARPU_SCHED=$sched \
+          -x LD_LIBRARY_PATH -x OPENBLAS_CORETYPE -x OPENBLAS_NUM_THREADS -x STARPU_SILENT -x PMIX_MCA_pcompress_base_silence_warning=1 -x STARPU_SCHED=$sched \
           sh -c 'r=${OMPI_COMM_WORLD_RANK:-0}; n=$((16 / ${OMPI_COMM_WORLD_SIZE:-1}));
-                 STARPU_NCPU=$n STARPU_NCUDA=0 STARPU_NOPENCL=0 \
+                 STARPU_NCPU=$((n - 1)) STARPU_NCUDA=0 STARPU_NOPENCL=0 \
                  STARPU_WORKERS_CPUID="$(seq -s " " $((r * n)) $((r * n + n - 1)))" exec "$0" "$@"' \
           $SM -size 16384 -nblocks 32 > "$OUT/starpu_mpi_${sched}_np$np.txt" 2>&1
         echo "StarPU-MPI $sched $np x $((16 / np)) f32 16384 tiles 512: $(grep -E 'Computation time|GFlops' "$OUT/starpu_mpi_${sched}_np$np.txt" | sort -u | tr '\n' ' ') (rc $?)"
