@@ -54,7 +54,7 @@ elif [ "$part" = ranks ]; then
   done
   export CUDA_VISIBLE_DEVICES=
   T=${CHOL_TILE_CPU:-512}
-  C="$B/apps/cask-chol --n 16384 --tile $T --cpu-only --repeat 3 --digest --json"
+  C="$B/apps/cask-chol --n 16384 --tile $T --cpu-only --repeat 5 --digest --json"
   for r in 1 2; do
     $C > "$OUT/ranks_one_$r.txt" 2>&1
     CASK_NCPU=8 sh tests/dist/launch-local.sh 2 $C > "$OUT/ranks_two_$r.txt" 2>&1
