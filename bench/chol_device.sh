@@ -46,8 +46,10 @@ if [ "$part" = gpu ]; then
     $P --n 32768 --tile $t --dtype f64 --cases cask-gpu,cask-resident --reps 3 2>&1 | grep -v '^{' | tail -2 | tee -a "$OUT/chol_tiles.log"
   done
 elif [ "$part" = ranks ]; then
+  # CHOL_ROUNDS rounds (2) of the f64 figure; CHOL_TRACE=1: a trace of each, under
+  # $OUT/traces.tgz; CHOL_F64_ONLY=1: that figure alone
   # two ranks sharing the one GPU: the factor checked on rank 0, then the f64 figure
-  for d in f64 f32; do
+  [ "${CHOL_F64_ONLY:-0}" = 1 ] || for d in f64 f32; do
     sh tests/dist/launch-local.sh 2 $B/apps/cask-chol --n 16384 --tile 1024 --dtype $d --check \
       --rhs 2 --repeat 3 > "$OUT/ranks_gpu_$d.txt" 2>&1
     echo "2 ranks, one GPU, $d 16384 (rc $?): $(grep -E '^(cholesky|tiles|check)' "$OUT/ranks_gpu_$d.txt" | tr '\n' ' ')"
@@ -55,7 +57,7 @@ elif [ "$part" = ranks ]; then
   export CUDA_VISIBLE_DEVICES=
   T=${CHOL_TILE_CPU:-512}
   C="$B/apps/cask-chol --n 16384 --tile $T --cpu-only --repeat 5 --digest --json"
-  for r in 1 2; do
+  for r in $(seq 1 ${CHOL_ROUNDS:-2}); do
     $C > "$OUT/ranks_one_$r.txt" 2>&1
     CASK_NCPU=8 sh tests/dist/launch-local.sh 2 $C > "$OUT/ranks_two_$r.txt" 2>&1
     for f in one two; do
@@ -65,6 +67,14 @@ elif [ "$part" = ranks ]; then
     d1=$(grep -o 'digest [0-9a-f]*' "$OUT/ranks_one_$r.txt"); d2=$(grep -o 'digest [0-9a-f]*' "$OUT/ranks_two_$r.txt")
     [ -n "$d1" ] && [ "$d1" = "$d2" ] && echo "  factors identical ($d1)" || echo "  FACTORS DIFFER ($d1 / $d2)"
   done
+  if [ "${CHOL_TRACE:-0}" = 1 ]; then
+    T=${TMPDIR:-/tmp}/chol_traces; mkdir -p $T
+    CASK_TRACE=$T/one.json $B/apps/cask-chol --n 16384 --tile 512 --cpu-only | grep '^cholesky'
+    CASK_NCPU=8 sh tests/dist/launch-local.sh 2 sh -c 'CASK_TRACE='$T'/two.$CASK_RANK.json exec "$@"' \
+      x $B/apps/cask-chol --n 16384 --tile 512 --cpu-only | grep -E '^(cholesky|rank 0)'
+    (cd $T && tar czf "$OUT/traces.tgz" *.json)
+  fi
+  [ "${CHOL_F64_ONLY:-0}" = 1 ] && exit 0
   CASK_NCPU=8 sh tests/dist/launch-local.sh 2 $B/apps/cask-chol --n 16384 --tile 512 --dtype f32 \
     --cpu-only --repeat 3 --json > "$OUT/ranks_two_f32.txt" 2>&1
   echo "f32 2 x 8: $(grep -E '^cholesky' "$OUT/ranks_two_f32.txt")"
@@ -78,7 +88,7 @@ elif [ "$part" = ranks ]; then
     export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm_rsh_agent=false
     export OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-SkylakeX} STARPU_SILENT=1 OPENBLAS_NUM_THREADS=1
     for sched in lws dmda; do
-      for np in 2 1; do
+      for np in 2; do
         timeout 300 /opt/devdeps/usr/bin/orterun -n $np --oversubscribe --bind-to none \
           -x LD_LIBRARY_PATH -x OPENBLAS_CORETYPE -x OPENBLAS_NUM_THREADS -x STARPU_SILENT -x PMIX_MCA_pcompress_base_silence_warning=1 -x STARPU_SCHED=$sched \
           sh -c 'r=${OMPI_COMM_WORLD_RANK:-0}; n=$((16 / ${OMPI_COMM_WORLD_SIZE:-1}));

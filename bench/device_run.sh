@@ -40,7 +40,7 @@ fusion       main   bench/steps/gpu.sh       fused elementwise arrays against un
 dashboard    main   bench/steps/gpu.sh       what the live dashboard costs: cask-knn with and without it, dash_overhead.sh
 replay       main   bench/steps/gpu.sh       graph replays as CUDA graphs: self-check, gpu suite both ways, bench-gpu, cask-jacobi 4096^2 x 64 blocks
 chol         main   bench/chol_device.sh     tiled Cholesky (CHOL_PART=gpu|cpu|ranks): cask-chol against cuSOLVER, PyTorch, SciPy, dask.array, StarPU(-MPI)
-python       main   bench/python_device.sh   issue 52 from Python: chain, knn and the Dask bridge against the C API, cask-knn, dask.array; CuPy in and out
+python       own    bench/python_device.sh   issue 52 from Python: chain, knn and the Dask bridge against the C API, cask-knn, dask.array; CuPy in and out
 two GPUs of one host:
 multigpu     wheel  bench/steps/multigpu.sh  bench-knn cases; jacobi and knn, 1 process x 2 GPUs against 2 x 1, every route
 hog          main   bench/steps/multigpu.sh  bench-knn under a competing load on one GPU, with statistics and traces

@@ -14,14 +14,16 @@
 # Dask comes from wheels carried in .devdeps/ or .whl/ (dask, partd, locket, toolz,
 # cloudpickle, fsspec, ...: `pip download --no-deps --only-binary=:all:`), installed with
 # --no-index into /tmp/site; without them the dask.array and bridge rows are missing.
-# Build: $BUILD (default build-gpu; configured here if it has no build.ninja), only the
+# Build: $PYBUILD (default build-py; configured here if it has no build.ninja), only the
 # targets these figures need. About 4-5 minutes with a fresh build, 3 with a built one.
 #   OUT=/tmp/out sh bench/python_device.sh        (REPS=5 by default; SMOKE=1: tiny sizes,
 #   a check of the script itself on any machine)
 set -u
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-./device-logs}
-B=${BUILD:-build-gpu}
+# its own build without PMIx: Python's own library folder (an RPATH, searched before
+# LD_LIBRARY_PATH) may hold an older libpmix than the one cask was built against
+B=${PYBUILD:-build-py}
 REPS=${REPS:-5}
 PY=${PYTHON:-python3}
 mkdir -p "$OUT"
