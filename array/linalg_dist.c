@@ -27,6 +27,9 @@ struct cask_dist_matrix {
     char *mem;              /* this rank's tiles */
     size_t *off;            /* per lower tile: offset in mem, or SIZE_MAX (not here) */
     cask_data **h;          /* per lower tile: its handle */
+    cask_kernel *loader;     /* cask_dist_matrix_set_loader, or NULL */
+    char *loader_args;       /* its args, after the cask_dist_tile_args of each tile */
+    size_t loader_size;
     uint64_t last_cpu, last_gpu, last_in;
     double last_plan_s, last_wait_s;
     char err[512];
@@ -148,6 +151,44 @@ cask_status cask_dist_matrix_tile(cask_dist_matrix *m, int64_t i, int64_t j, voi
     return CASK_OK;
 }
 
+cask_status cask_dist_matrix_set_loader(cask_dist_matrix *m, cask_kernel *kernel,
+                                        const void *args, size_t args_size)
+{
+    if (!m || (!kernel && args_size) || (args_size && !args)) return CASK_ERR_INVALID;
+    char *a = NULL;
+    if (kernel && !(a = malloc(sizeof(cask_dist_tile_args) + args_size))) return CASK_ERR_NOMEM;
+    if (args_size) memcpy(a + sizeof(cask_dist_tile_args), args, args_size);
+    free(m->loader_args);
+    m->loader = kernel;
+    m->loader_args = a;
+    m->loader_size = args_size;
+    return CASK_OK;
+}
+
+/* The tiles' loaders for a factorization (on), or none (off: the tiles then hold the
+ * factor, which the loader does not make). */
+static cask_status set_loaders(cask_dist_matrix *m, int on)
+{
+    for (int64_t i = 0; i < m->nt; i++)
+        for (int64_t j = 0; j <= i; j++) {
+            cask_status st;
+            if (on) {
+                cask_dist_tile_args t = { i, j, i * m->t, j * m->t, side(m, i), side(m, j) };
+                memcpy(m->loader_args, &t, sizeof t);
+                st = cask_dist_data_set_loader(m->dist, m->h[tidx(i, j)], m->loader,
+                                               m->loader_args, sizeof t + m->loader_size);
+            } else {
+                st = cask_dist_data_set_loader(m->dist, m->h[tidx(i, j)], NULL, NULL, 0);
+            }
+            if (st) {
+                dm_error(m, "the loader of tile (%lld,%lld): %s", (long long)i, (long long)j,
+                         cask_status_string(st));
+                return st;
+            }
+        }
+    return CASK_OK;
+}
+
 typedef struct dist_walk {
     cask_dist_matrix *m;
     cask_dist_graph *g;
@@ -219,7 +260,9 @@ cask_status cask_dist_cholesky(cask_dist_matrix *m)
     if (!m) return CASK_ERR_INVALID;
     m->err[0] = '\0';
     dist_walk w = { m, NULL };
-    cask_status st = cask_dist_graph_create(m->dist, &w.g);
+    cask_status st = m->loader ? set_loaders(m, 1) : CASK_OK;
+    if (st) return st;
+    st = cask_dist_graph_create(m->dist, &w.g);
     if (st) {
         dm_error(m, "cask_dist_graph_create: %s", cask_status_string(st));
         return st;
@@ -252,6 +295,10 @@ cask_status cask_dist_cholesky(cask_dist_matrix *m)
     cask_dist_graph_query(w.g, &info);
     m->last_wait_s = info.comm_wait_s;
     st = graph_done(m, w.g, "cholesky", cst);
+    if (m->loader) {
+        cask_status s2 = set_loaders(m, 0);
+        if (!st) st = s2;
+    }
     if (blas_old > 1) ak_blas_threads_set(blas_old);
     /* The tiles are the caller's host memory: the factor there, and no replica left on
        a GPU (the caller may refill the tiles for the next factorization) */
@@ -349,5 +396,6 @@ void cask_dist_matrix_destroy(cask_dist_matrix *m)
     if (m->mem) cask_host_free(m->rt, m->mem);
     free(m->off);
     free(m->h);
+    free(m->loader_args);
     free(m);
 }

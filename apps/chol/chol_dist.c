@@ -66,6 +66,29 @@ static void fill(cask_dist_matrix *m, const chol_opts *o, const void *a, int loc
         if (started[t]) pthread_join(th[t], NULL);
 }
 
+/* The generated matrix's tiles as a loader makes them (cask_dist_matrix_set_loader):
+ * the same values the ranks fill in, so a lost rank's tiles can be made again. */
+typedef struct gen_args {
+    int64_t n;
+    uint64_t seed;
+    int32_t dt, pad;
+} gen_args;
+
+static cask_status gen_tile(cask_task_ctx *ctx)
+{
+    size_t size = 0;
+    const char *a = cask_task_args(ctx, &size);
+    if (!a || size < sizeof(cask_dist_tile_args) + sizeof(gen_args))
+        return cask_task_fail(ctx, "chol.tile: bad arguments"), CASK_ERR_INVALID;
+    cask_dist_tile_args t;
+    gen_args g;
+    memcpy(&t, a, sizeof t);
+    memcpy(&g, a + sizeof t, sizeof g);
+    chol_generate_tile(cask_task_buffer(ctx, 0), (cask_dtype)g.dt, g.n, t.row0, t.col0, t.rows,
+                       t.cols, g.seed);
+    return CASK_OK;
+}
+
 static int cmp_d(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -141,6 +164,16 @@ int chol_dist_run(cask_runtime *rt, cask_array_ctx *ctx, cask_dist *dist, chol_o
                                              o->grid_q, &m))) {
         msg = m ? cask_dist_matrix_error(m) : cask_array_ctx_error(ctx);
         goto fail;
+    }
+    if (!o->in) {   /* generated: a loader makes the tiles again (no copy kept aside) */
+        cask_kernel_desc kd = { .name = "chol.tile", .cpu = gen_tile };
+        cask_kernel *k = NULL;
+        gen_args ga = { o->n, o->seed, (int32_t)o->dt, 0 };
+        if ((st = cask_kernel_register(rt, &kd, &k)) ||
+            (st = cask_dist_matrix_set_loader(m, k, &ga, sizeof ga))) {
+            msg = "registering the tiles' loader";
+            goto fail;
+        }
     }
     for (int r = -o->warmup; r < o->repeat && !st; r++) {
         fill(m, o, a, cask_dist_local_size(dist));

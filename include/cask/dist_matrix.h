@@ -57,6 +57,27 @@ void cask_dist_matrix_grid(const cask_dist_matrix *m, int *p, int *q, int64_t *n
 cask_status cask_dist_matrix_tile(cask_dist_matrix *m, int64_t i, int64_t j, void **ptr,
                                   int64_t *rows, int64_t *cols);
 
+/* What a tile loader (cask_dist_matrix_set_loader) is told, at the start of its args
+ * (the caller's own args follow it, at offset sizeof(cask_dist_tile_args)). */
+typedef struct cask_dist_tile_args {
+    int64_t i, j;            /* the tile */
+    int64_t row0, col0;      /* its first element's row and column in the matrix */
+    int64_t rows, cols;      /* its shape (row-major, contiguous) */
+} cask_dist_tile_args;
+
+/* Declares how every tile's content at the start of each factorization is made: kernel
+ * (a CPU kernel with one buffer, the tile, written whole) with args cask_dist_tile_args
+ * followed by args (args_size bytes, copied). It must write the same bytes on every
+ * rank, as the caller's own filling does (generate from a seed, read a file region).
+ * With it, cask_dist_cholesky survives the loss of a rank as other distributed graphs
+ * do (the lost tiles are made again on a survivor and the factorization replayed:
+ * cask_dist_data_set_loader) and starts without copying this rank's tiles aside;
+ * without it, each factorization first keeps a copy of the rank's tiles (a rank lost
+ * fails it). kernel NULL removes it. Collective in the sense of cask_dist_set_owner:
+ * every rank declares the same loader. Errors: CASK_ERR_INVALID, CASK_ERR_NOMEM. */
+cask_status cask_dist_matrix_set_loader(cask_dist_matrix *m, cask_kernel *kernel,
+                                        const void *args, size_t args_size);
+
 /* Factors m in place: afterwards its tiles hold the lower factor L of A = L L^T (the
  * diagonal tiles with zeros above their diagonal). Collective, one distributed graph
  * (cask_dist_graph_compute): the same status on every rank. Errors: CASK_ERR_NOT_SPD

@@ -11,6 +11,10 @@
  *   test_dist_chol refill   with GPUs (simulated: CASK_SIM_GPUS): factored, the tiles
  *                           filled again and factored again, the factor right (no
  *                           replica of the old factor left on a GPU)
+ *   test_dist_chol kill     tiles with a loader (cask_dist_matrix_set_loader); the last
+ *                           rank is killed during the factorization
+ *                           (CASK_DIST_TEST_KILL): the survivors finish it, the factor
+ *                           gathered on rank 0 still the one-process bytes
  *   test_dist_chol args     a grid that is not the job's size is refused, on every rank
  *   test_dist_chol pin      cask_dist_graph_set_rank (owner computes): tasks on data all
  *                           owned by rank 0 run where they are pinned, not where their
@@ -176,6 +180,50 @@ static void test_refill(env *e)
     same_case(e, CASK_FLOAT32, 130, 20, 0, 0, 2);
 }
 
+/* The loader of test_kill: the tile as fill() makes it (args: cask_dist_tile_args, n,
+ * dtype). */
+static cask_status k_tile(cask_task_ctx *ctx)
+{
+    const char *a = cask_task_args(ctx, NULL);
+    cask_dist_tile_args t;
+    int64_t nd[2];
+    memcpy(&t, a, sizeof t);
+    memcpy(nd, a + sizeof t, sizeof nd);
+    void *p = cask_task_buffer(ctx, 0);
+    for (int64_t x = 0; x < t.rows; x++)
+        for (int64_t y = 0; y < t.cols; y++) {
+            double v = element(nd[0], t.row0 + x, t.col0 + y, -1);
+            if (nd[1] == CASK_FLOAT64) ((double *)p)[x * t.cols + y] = v;
+            else ((float *)p)[x * t.cols + y] = (float)v;
+        }
+    return CASK_OK;
+}
+
+static void test_kill(env *e)
+{
+    int64_t n = 640, t = 64;
+    cask_kernel_desc kd = { .name = "test.tile", .cpu = k_tile };
+    cask_kernel *k;
+    CHECK_OK(cask_kernel_register(e->rt, &kd, &k), "register");
+    cask_dist_matrix *m = NULL;
+    CHECK_OK(cask_dist_matrix_create(e->ctx, e->dist, n, t, CASK_FLOAT64, 0, 0, &m), "create");
+    e->keep[e->nkeep++] = m;
+    int64_t nd[2] = {n, CASK_FLOAT64};
+    CHECK_OK(cask_dist_matrix_set_loader(m, k, nd, sizeof nd), "loader");
+    fill(m, CASK_FLOAT64, n, t, -1);
+    CHECK_OK(cask_dist_cholesky(m), "factor with a rank lost: %s", cask_dist_matrix_error(m));
+    size_t bytes = (size_t)(n * n) * sizeof(double);
+    void *got = e->rank == 0 ? malloc(bytes) : NULL;
+    CHECK_OK(cask_dist_matrix_gather(m, 0, got), "gather: %s", cask_dist_matrix_error(m));
+    if (e->rank == 0) {
+        void *want = reference(e, CASK_FLOAT64, n, t);
+        CHECK(!memcmp(got, want, bytes), "the factor after a recovery differs from one process's");
+        free(want);
+    }
+    free(got);
+    dt_report_survivor(e->rank);
+}
+
 static void test_args(env *e)
 {
     cask_dist_matrix *m = NULL;
@@ -252,6 +300,7 @@ int main(int argc, char **argv)
     else if (!strcmp(what, "args")) test_args(&e);
     else if (!strcmp(what, "pin")) test_pin(&e);
     else if (!strcmp(what, "refill")) test_refill(&e);
+    else if (!strcmp(what, "kill")) test_kill(&e);
     else CHECK(0, "unknown case %s", what);
     teardown(&e);
     if (e.rank == 0) printf("dist_chol %s: ok on %d rank(s)\n", what, e.size);
