@@ -99,6 +99,17 @@ def chain8(x, np):
     return np.exp(np.sqrt(np.square(np.sin(x * f(1.5)) + f(0.25)) * f(0.5)) + f(1.0))
 
 
+def no_dask_why(e):
+    """The ImportError's own text (dask.array re-raises it with install advice after a
+    blank line: left out), the module it names and where it was raised."""
+    import traceback
+    orig = e.__cause__ if isinstance(e.__cause__, ImportError) else e
+    text = str(orig).split("\n\n")[0].strip()
+    where = traceback.extract_tb(orig.__traceback__)[-1:] if orig.__traceback__ else []
+    return (f"{type(orig).__name__}: {text}" + (f" [module {orig.name}]" if orig.name else "")
+            + "".join(f" [at {f.filename}:{f.lineno}]" for f in where))
+
+
 def cpu_workers_only(on):
     """Restarts the runtime with GPUs off (as bench-array-cpu runs) or as the
     environment says (cask.knn against cask-knn, which use the GPUs they find)."""
@@ -122,8 +133,9 @@ def fig_chain(a, np):
     try:
         import dask
         import dask.array as da
-    except ImportError:
-        print("python_bench: no dask: dask.array peer skipped", file=sys.stderr)
+    except ImportError as e:
+        print(f"python_bench: no dask: dask.array peer skipped ({no_dask_why(e)})",
+              file=sys.stderr)
         return
     xn = x.compute()
     xd = da.from_array(xn, chunks=chunk).persist(scheduler="threads")
@@ -271,8 +283,9 @@ def fig_dask(a, np):
         import dask
         import dask.array as da
         import dask.threaded
-    except ImportError:
-        print("python_bench: no dask: Dask bridge skipped", file=sys.stderr)
+    except ImportError as e:
+        print(f"python_bench: no dask: Dask bridge skipped ({no_dask_why(e)})",
+              file=sys.stderr)
         return
     import cask
     import cask.dask

@@ -44,6 +44,9 @@ ninja -C "$B" "$ext" $mod apps/cask-knn bench/bench-array-cpu tests/test_array_d
 say "built $ext"
 
 # ---- Dask from the carried wheels ----
+# into an empty folder: what an earlier run left there (other versions, other wheels)
+# would shadow these and the device's own packages
+rm -rf /tmp/site
 for d in .devdeps .whl; do
   ls $d/*.whl > /dev/null 2>&1 &&
     $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
@@ -51,6 +54,14 @@ for d in .devdeps .whl; do
 done
 [ -d /tmp/site ] && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
 $PY -c "import dask; print('dask', dask.__version__)" 2>&1 | tail -1
+# dask.array imports more than dask (NumPy, and whatever of cupy, cupyx.scipy.sparse,
+# sparse, scipy.sparse is installed: dask/array/chunk_types.py): its error, if any
+$PY -c "import sys; sys.path.insert(0, 'bench'); import python_bench as b
+try:
+    import dask.array
+    print('dask.array imports')
+except ImportError as e:
+    print('dask.array does not import:', b.no_dask_why(e))" 2>&1 | tail -1
 
 # ---- (a) GPU hidden: chain 1 GiB, knn 2^22 x 2^12 on CPU workers ----
 shift_bench() { t=$1; shift; timeout "$t" $PY bench/python_bench.py --build "$B" --reps "$REPS" ${SMOKE:+--smoke} "$@"; }

@@ -67,44 +67,97 @@ static double reach(double *d, int64_t s, int64_t total, double want)
     return select_nth(d, s, 0) * sqrt(expect);
 }
 
+int knn_auto_applies(int64_t n, int64_t m, int64_t chunk)
+{
+    return m >= KNN_AUTO_MIN_REFS && n >= KNN_AUTO_MIN_OBS && chunk >= 1;
+}
+
+int64_t knn_auto_ref_samples(int64_t m)
+{
+    return m < SAMPLE_REF ? m : SAMPLE_REF;
+}
+
+int knn_auto_begin(knn_auto_est *e, const knn_points *obs, int64_t ostep,
+                   const knn_points *ref, int64_t rstep, int64_t n, int64_t m, int k,
+                   int64_t chunk)
+{
+    e->so = SAMPLE_OBS;
+    e->sr = knn_auto_ref_samples(m);
+    e->n = n;
+    e->m = m;
+    e->k = k;
+    e->chunk = chunk;
+    e->ov = malloc((size_t)e->so * 3 * sizeof *e->ov);
+    e->rv = malloc((size_t)e->sr * 3 * sizeof *e->rv);
+    if (!e->ov || !e->rv) {
+        knn_auto_end(e, NULL, NULL);
+        return -1;
+    }
+    for (int64_t i = 0; i < e->so; i++)
+        unit_of(obs, i * ostep, e->ov + 3 * i);
+    for (int64_t j = 0; j < e->sr; j++)
+        unit_of(ref, j * rstep, e->rv + 3 * j);
+    return 0;
+}
+
+double knn_auto_one(const knn_auto_est *e, int64_t i, double *scratch)
+{
+    int64_t so = e->so, sr = e->sr;
+    const double *ov = e->ov, *rv = e->rv;
+    double *d = scratch, *dk = scratch + (sr > so ? sr : so);
+    for (int64_t j = 0; j < sr; j++)
+        d[j] = angle(ov + 3 * i, rv + 3 * j);
+    double r_k = reach(d, sr, e->m, (double)e->k);
+    double r_t = reach(d, sr, e->m, 128.0);
+    int64_t c = 0;
+    for (int64_t j = 0; j < so; j++)
+        if (j != i)
+            dk[c++] = angle(ov + 3 * i, ov + 3 * j);
+    double r_o = reach(dk, c, e->n, 64.0 * (double)e->n / (double)e->chunk);
+    /* reach reordered d, which still holds the same distances: the count is the same */
+    double lim = r_k + 2.0 * (r_t + r_o);
+    int64_t in = 0;
+    for (int64_t j = 0; j < sr; j++)
+        in += d[j] <= lim;
+    return (double)in / (double)sr;
+}
+
+int knn_auto_end(knn_auto_est *e, const double *fractions, double *fraction)
+{
+    int prune = 0;
+    if (fractions) {
+        double sum = 0;
+        for (int64_t i = 0; i < e->so; i++)     /* in order: the same sum every time */
+            sum += fractions[i];
+        *fraction = sum / (double)e->so;
+        prune = *fraction < (e->k > 1 ? KNN_AUTO_MAX_FRACTION_K : KNN_AUTO_MAX_FRACTION_K1);
+    }
+    free(e->ov);
+    free(e->rv);
+    e->ov = e->rv = NULL;
+    return prune;
+}
+
 int knn_auto_prune(const knn_points *obs, const knn_points *ref, int k, int64_t chunk,
                    double *fraction)
 {
     *fraction = 1.0;
-    if (ref->n < KNN_AUTO_MIN_REFS || obs->n < KNN_AUTO_MIN_OBS || chunk < 1)
+    if (!knn_auto_applies(obs->n, ref->n, chunk))
         return 0;
-    int64_t so = SAMPLE_OBS, sr = ref->n < SAMPLE_REF ? ref->n : SAMPLE_REF;
-    double *ov = malloc((size_t)so * 3 * sizeof *ov), *rv = malloc((size_t)sr * 3 * sizeof *rv);
-    double *d = malloc((size_t)(sr > so ? sr : so) * sizeof *d);
-    double *dk = malloc((size_t)sr * sizeof *dk);
-    if (!ov || !rv || !d || !dk) {
-        free(ov), free(rv), free(d), free(dk);
+    knn_auto_est e;
+    if (knn_auto_begin(&e, obs, obs->n / SAMPLE_OBS, ref, ref->n / knn_auto_ref_samples(ref->n),
+                       obs->n, ref->n, k, chunk))
+        return 0;
+    double *scratch = malloc(knn_auto_scratch_count(&e) * sizeof *scratch);
+    double *f = malloc((size_t)e.so * sizeof *f);
+    if (!scratch || !f) {
+        free(scratch), free(f);
+        knn_auto_end(&e, NULL, NULL);
         return 0;
     }
-    for (int64_t i = 0; i < so; i++)
-        unit_of(obs, knn_auto_sample_row(obs->n, i), ov + 3 * i);
-    for (int64_t j = 0; j < sr; j++)
-        unit_of(ref, j * (ref->n / sr), rv + 3 * j);
-    double sum = 0;
-    for (int64_t i = 0; i < so; i++) {
-        for (int64_t j = 0; j < sr; j++)
-            d[j] = angle(ov + 3 * i, rv + 3 * j);
-        double r_k = reach(d, sr, ref->n, (double)k);
-        double r_t = reach(d, sr, ref->n, 128.0);
-        int64_t c = 0;
-        for (int64_t j = 0; j < so; j++)
-            if (j != i)
-                dk[c++] = angle(ov + 3 * i, ov + 3 * j);
-        double r_o = reach(dk, c, obs->n, 64.0 * (double)obs->n / (double)chunk);
-        for (int64_t j = 0; j < sr; j++)
-            d[j] = angle(ov + 3 * i, rv + 3 * j);
-        double lim = r_k + 2.0 * (r_t + r_o);
-        int64_t in = 0;
-        for (int64_t j = 0; j < sr; j++)
-            in += d[j] <= lim;
-        sum += (double)in / (double)sr;
-    }
-    free(ov), free(rv), free(d), free(dk);
-    *fraction = sum / (double)so;
-    return *fraction < (k > 1 ? KNN_AUTO_MAX_FRACTION_K : KNN_AUTO_MAX_FRACTION_K1);
+    for (int64_t i = 0; i < e.so; i++)
+        f[i] = knn_auto_one(&e, i, scratch);
+    int prune = knn_auto_end(&e, f, fraction);
+    free(scratch), free(f);
+    return prune;
 }

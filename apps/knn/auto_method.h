@@ -33,4 +33,35 @@ static inline int64_t knn_auto_sample_row(int64_t n, int64_t i)
 int knn_auto_prune(const knn_points *obs, const knn_points *ref, int k, int64_t chunk,
                    double *fraction);
 
+/* The estimate in pieces, for callers that spread it over workers or hold only the
+ * sample rows (points on a GPU: the sample copied to the host). knn_auto_applies says
+ * whether auto estimates at all (else it takes the brute force). The references it
+ * reads: row j * (m / knn_auto_ref_samples(m)) for j below knn_auto_ref_samples(m).
+ * knn_auto_begin takes the unit vectors of the samples: observation i is row i * ostep
+ * of obs and reference j row j * rstep of ref (the full sets: ostep = n /
+ * KNN_AUTO_SAMPLE_OBS, rstep as above; the sample rows alone: 1, 1); n and m are the
+ * full sizes. -1 if out of memory (nothing to end). knn_auto_one(e, i, scratch) is the
+ * fraction of observation sample i (0 <= i < KNN_AUTO_SAMPLE_OBS), pure: calls for
+ * different i may run at once, each with its own scratch of knn_auto_scratch_count(e)
+ * doubles. knn_auto_end frees e and, given all the fractions in order, returns the
+ * decision of knn_auto_prune (the same sum, in the same order) and the mean fraction;
+ * fractions NULL: frees only (returns 0). */
+typedef struct knn_auto_est {
+    int64_t so, sr, n, m, chunk;
+    int k;
+    double *ov, *rv;        /* unit vectors of the samples */
+} knn_auto_est;
+
+int knn_auto_applies(int64_t n, int64_t m, int64_t chunk);
+int64_t knn_auto_ref_samples(int64_t m);
+int knn_auto_begin(knn_auto_est *e, const knn_points *obs, int64_t ostep,
+                   const knn_points *ref, int64_t rstep, int64_t n, int64_t m, int k,
+                   int64_t chunk);
+static inline size_t knn_auto_scratch_count(const knn_auto_est *e)
+{
+    return (size_t)(e->sr > e->so ? e->sr : e->so) + (size_t)e->sr;
+}
+double knn_auto_one(const knn_auto_est *e, int64_t i, double *scratch);
+int knn_auto_end(knn_auto_est *e, const double *fractions, double *fraction);
+
 #endif

@@ -27,6 +27,7 @@ struct knn_refs {
     int64_t m, ref_chunk, nref;
     int ksearch;                       /* 1: prep_sorted (the k kernels), 0: prep */
     int prepared;                      /* 1: prep ran (knn_refs_create), jobs only read */
+    int on_device;                     /* the references are the user's GPU memory */
     cask_data **ref, **prep;           /* nref each */
     cask_data **rscratch;              /* nref, ksearch only: prep_sorted's */
     cask_data *ref_all;                /* all references, for the 1-NN finish (PARTIAL) */
@@ -45,6 +46,7 @@ struct knn_job {
     knn_refs *refs;                    /* the references, prepared or to prepare */
     int own_refs;                      /* 1: made (and destroyed) by this job */
     int k, ksearch;                    /* neighbours; 1 when the k kernels are used */
+    int obs_on_device;                 /* the observations are the user's GPU memory */
     size_t ntasks;
 };
 
@@ -52,6 +54,17 @@ struct knn_job {
 static cask_status reg(knn_job *j, void *p, size_t bytes, cask_data **out, const char *name)
 {
     cask_status st = cask_data_register(j->rt, p, bytes, out);
+    return st ? st : cask_data_set_name(*out, name);
+}
+
+/* Registers rows of a point set as a named handle: in place on its GPU for points there
+ * (only read by the graph's tasks, never written: cask_data_register_device). */
+static cask_status reg_points(knn_job *j, const knn_points *p, void *at, size_t bytes,
+                              cask_data **out, const char *name)
+{
+    if (!p->on_device)
+        return reg(j, at, bytes, out, name);
+    cask_status st = cask_data_register_device(j->rt, at, bytes, p->device, out);
     return st ? st : cask_data_set_name(*out, name);
 }
 
@@ -105,6 +118,7 @@ static cask_status refs_make(cask_runtime *rt, const knn_points *ref, int64_t re
     r->rt = rt;
     r->m = ref->n;
     r->ksearch = ksearch;
+    r->on_device = ref->on_device;
     knn_cut(ref->n, ref_chunk, &r->ref_chunk, &r->nref);
     r->ref = calloc((size_t)r->nref, sizeof *r->ref);
     r->prep = calloc((size_t)r->nref, sizeof *r->prep);
@@ -119,8 +133,8 @@ static cask_status refs_make(cask_runtime *rt, const knn_points *ref, int64_t re
     size_t re = 2 * knn_elem_bytes(ref);
     for (int64_t q = 0; q < r->nref; q++) {
         int64_t r0 = q * r->ref_chunk, m = knn_rows_of(r->m, r->ref_chunk, q);
-        if ((st = reg(&ctx, (char *)ref->data + r0 * re, (size_t)m * re, &r->ref[q],
-                      knn_name(nb, "ref[%lld]", (long long)q))) ||
+        if ((st = reg_points(&ctx, ref, (char *)ref->data + r0 * re, (size_t)m * re,
+                             &r->ref[q], knn_name(nb, "ref[%lld]", (long long)q))) ||
             (st = create(&ctx, ksearch ? cask_knn_sorted_bytes(m) : cask_knn_prepared_bytes(m),
                          &r->prep[q], knn_name(nb, "prepared[%lld]", (long long)q))) ||
             (ksearch && (st = create(&ctx, cask_knn_scratch_bytes(m), &r->rscratch[q],
@@ -130,7 +144,7 @@ static cask_status refs_make(cask_runtime *rt, const knn_points *ref, int64_t re
     /* finish re-reads the winning reference's coordinates: a read-only view of the whole
      * reference array beside the chunk views (not read by kfinish). */
     if (r->nref > 1 && !ksearch &&
-        (st = reg(&ctx, ref->data, (size_t)r->m * re, &r->ref_all, "refs")))
+        (st = reg_points(&ctx, ref, ref->data, (size_t)r->m * re, &r->ref_all, "refs")))
         goto fail;
     *out = r;
     return CASK_OK;
@@ -240,6 +254,7 @@ cask_status knn_job_create_on(cask_runtime *rt, const cask_knn_kernels *k,
     j->m = ref->n;
     j->k = kk;
     j->ksearch = ksearch;
+    j->obs_on_device = obs->on_device;
     if (!refs) {
         if ((st = refs_make(rt, ref, plan->ref_chunk, ksearch, &refs, err, errlen))) {
             free(j);
@@ -276,8 +291,8 @@ cask_status knn_job_create_on(cask_runtime *rt, const cask_knn_kernels *k,
     size_t oe = 2 * knn_elem_bytes(obs);
     for (int64_t i = 0; i < j->nobs; i++) {
         int64_t r0 = i * j->chunk, n = knn_rows_of(j->n, j->chunk, i);
-        if ((st = reg(j, (char *)obs->data + r0 * oe, (size_t)n * oe, &j->obs[i],
-                      knn_name(nb, "obs[%lld]", (long long)i))) ||
+        if ((st = reg_points(j, obs, (char *)obs->data + r0 * oe, (size_t)n * oe,
+                             &j->obs[i], knn_name(nb, "obs[%lld]", (long long)i))) ||
             (st = reg(j, index + r0 * K, (size_t)n * K * sizeof *index, &j->index[i],
                       knn_name(nb, "index[%lld]", (long long)i))) ||
             (st = reg(j, dist + r0 * K, (size_t)n * K * sizeof *dist, &j->dist[i],
@@ -365,12 +380,14 @@ static cask_status touch(cask_data *d)
 cask_status knn_job_make_cold(knn_job *j, char *err, size_t errlen)
 {
     cask_status st = CASK_OK;
-    for (int64_t i = 0; i < j->nobs && !st; i++)
+    /* points on a GPU stay there: their replica is the user's memory, not a copy */
+    for (int64_t i = 0; i < j->nobs && !st && !j->obs_on_device; i++)
         st = touch(j->obs[i]);
     /* prepared references are shared by the jobs of a stream and never change */
-    for (int64_t r = 0; r < j->nref && !st && !j->refs->prepared; r++)
+    int refs_cold = !j->refs->prepared && !j->refs->on_device;
+    for (int64_t r = 0; r < j->nref && !st && refs_cold; r++)
         st = touch(j->ref[r]);
-    if (!st && j->ref_all && !j->refs->prepared)
+    if (!st && j->ref_all && refs_cold)
         st = touch(j->ref_all);
     if (st)
         return fail_rt(j, st, "dropping device copies", err, errlen);

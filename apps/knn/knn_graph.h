@@ -20,14 +20,15 @@ typedef struct knn_plan {
 typedef struct knn_job knn_job;
 
 /* Builds the graph for obs x ref. index (n x k int32) and dist (n x k float) receive the
- * results (row i: the k nearest of observation i, nearest first);
- * obs, ref, index and dist must stay valid and untouched until knn_job_destroy (they are
- * registered with the runtime, in slices). With one reference chunk each observation
+ * results (row i: the k nearest of observation i, nearest first); obs, ref, index and
+ * dist must stay valid and untouched until knn_job_destroy (they are registered with the
+ * runtime, in slices; points with on_device set are GPU memory, registered in place and
+ * only read: tasks elsewhere read copies). With one reference chunk each observation
  * chunk gets one search task in FINAL mode; with J chunks it gets J PARTIAL searches, a
  * binary tree of merges and a finish. With k > 1 or prune, the references are sorted and
  * tiled (prep_sorted, on a CPU worker) and the searches are ksearch tasks (each
- * observation chunk has a scratch buffer), merged by kmerge and finished by kfinish.
- * The message of a failure goes to err. */
+ * observation chunk has a scratch buffer), merged by kmerge and finished by kfinish. The
+ * message of a failure goes to err. */
 cask_status knn_job_create(cask_runtime *rt, const cask_knn_kernels *k,
                            const knn_points *obs, const knn_points *ref, int32_t *index,
                            float *dist, const knn_plan *plan, knn_job **out, char *err,
@@ -57,7 +58,8 @@ cask_status knn_job_run(knn_job *j, int progress, char *err, size_t errlen);
 
 /* Drops the device copies of the inputs, so that the next run moves them again (each
  * --repeat then measures the same thing as the first run; a streamed run's next window
- * replaced the observations). References prepared by knn_refs_create stay. */
+ * replaced the observations). References prepared by knn_refs_create stay, and so do
+ * points on a GPU (on_device: their replica there is the caller's memory). */
 cask_status knn_job_make_cold(knn_job *j, char *err, size_t errlen);
 
 /* Chunk counts and graph size, for the summary. */

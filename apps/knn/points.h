@@ -26,6 +26,12 @@ typedef struct knn_points {
     int f64;           /* 1: double, 0: float */
     int degrees;       /* 1: degrees, 0: radians */
     const knn_alloc *alloc; /* frees data (NULL: free()) */
+    /* 1: data is memory of GPU `device` (the runtime's index), which the graph
+     * registers as it is (cask_data_register_device) and never reads on the host; 0 (as
+     * zero-initialised): host memory. Only the graph (knn_graph.c) takes such points:
+     * the IO layer, the checks and the estimate of --method auto read host memory. */
+    int on_device;
+    int device;
 } knn_points;
 
 /* How to read a point file. Zero-initialised means: columns found by their usual names,

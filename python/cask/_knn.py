@@ -4,29 +4,114 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _gpu
 from ._lib import _cask
 
+_AUTO_SAMPLE_OBS, _AUTO_SAMPLE_REF = 256, 2048     # apps/knn/auto_method.[ch]
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
-def _points(x, name, degrees):
-    if hasattr(x, "__cuda_array_interface__"):
-        x = x.get() if hasattr(x, "get") else np.asarray(x.cpu())
-    a = np.asarray(x)
-    if a.dtype not in (np.float32, np.float64):
+
+def _limits(degrees):
+    return (90.0, 180.0) if degrees else (np.pi / 2, np.pi)
+
+
+def _check_shape(name, shape):
+    if len(shape) != 2 or shape[1] != 2 or shape[0] < 1:
+        raise ValueError(f"cask.knn: {name} must be a non-empty (n, 2) array of "
+                         f"(latitude, longitude), not shape {tuple(shape)}")
+
+
+def _range_error(name, degrees):
+    lim = _limits(degrees)
+    return ValueError(f"cask.knn: {name} has values outside latitude [-{lim[0]:g}, "
+                      f"{lim[0]:g}], longitude [-{lim[1]:g}, {lim[1]:g}] or not finite")
+
+
+def _points(x, name):
+    """Host points as the extension takes them: (n, 2) float32/float64, C-contiguous and
+    native-endian; x itself when it is so (no copy). The values are checked in C."""
+    a = x if type(x) is np.ndarray else np.asarray(x)
+    if a.dtype not in _FLOATS:
         if a.dtype.kind in "iu":
             a = a.astype(np.float64)
+        elif a.dtype.kind == "f" and a.dtype.newbyteorder("=") in _FLOATS:
+            pass                                # other byte order: swapped below
         else:
             raise TypeError(f"cask.knn: {name} must be float32 or float64, not {a.dtype}")
-    if a.ndim != 2 or a.shape[1] != 2 or a.shape[0] < 1:
-        raise ValueError(f"cask.knn: {name} must be a non-empty (n, 2) array of "
-                         f"(latitude, longitude), not shape {a.shape}")
-    a = np.ascontiguousarray(a.astype(a.dtype.newbyteorder("="), copy=False))
-    lim = (90.0, 180.0) if degrees else (np.pi / 2, np.pi)
-    lat, lon = a[:, 0], a[:, 1]
-    if not (np.isfinite(a).all() and (np.abs(lat) <= lim[0]).all()
-            and (np.abs(lon) <= lim[1]).all()):
-        raise ValueError(f"cask.knn: {name} has values outside latitude [-{lim[0]:g}, "
-                         f"{lim[0]:g}], longitude [-{lim[1]:g}, {lim[1]:g}] or not finite")
+    _check_shape(name, a.shape)
+    if not (a.flags.c_contiguous and a.dtype.isnative):
+        a = np.ascontiguousarray(a.astype(a.dtype.newbyteorder("="), copy=False))
     return a
+
+
+_cupy_bad = None
+
+
+def _gpu_bad(x, degrees):
+    """Whether a CuPy / PyTorch (n, 2) tensor has a value out of range or not finite,
+    on its GPU: CuPy, one fused reduction; PyTorch, a few kernels."""
+    global _cupy_bad
+    lat, lon = _limits(degrees)
+    if _gpu._library_of(x) == "cupy":
+        import cupy
+        if _cupy_bad is None:
+            # NaN fails both comparisons; float32 compares with float32 limits, as on
+            # the host
+            _cupy_bad = cupy.ReductionKernel(
+                "T x, T lim", "int32 y", "(x <= lim && x >= -lim) ? 0 : 1", "a | b",
+                "y = a", "0", "cask_knn_out_of_range")
+        with x.device:
+            return bool(_cupy_bad(x, cupy.asarray([lat, lon], dtype=x.dtype)))
+    import torch
+    lim = torch.tensor([lat, lon], dtype=x.dtype, device=x.device)
+    return not bool((x.abs() <= lim).all())
+
+
+def _gpu_sample(x, rows):
+    """Rows i * (n // rows) of x, i < rows (those auto's estimate reads), to the host."""
+    n = x.shape[0]
+    step = n // rows
+    return np.ascontiguousarray(_gpu._to_host(x[0:rows * step:step] if step else x[:rows]))
+
+
+def _gpu_points(x, name, degrees, dev):
+    """A CUDA tensor that cask's runtime can read in place: (DLPack capsule, sample or
+    None, the tensor kept alive). On real GPUs the values are checked there and the
+    rows auto's estimate reads come to the host; on simulated GPUs (host memory) the
+    extension does both itself."""
+    dt = np.dtype(str(x.dtype).replace("torch.", ""))
+    if dt not in _FLOATS:
+        if dt.kind in "iu":
+            x = x.astype("float64") if hasattr(x, "astype") else x.double()
+        else:
+            raise TypeError(f"cask.knn: {name} must be float32 or float64, not {dt}")
+    _check_shape(name, tuple(x.shape))
+    sample = None
+    if not _cask.info()["simulated_gpus"]:
+        if _gpu._library_of(x) not in ("cupy", "torch"):
+            raise TypeError(f"cask.knn: {name}: GPU tensors from CuPy or PyTorch "
+                            f"(not {type(x).__module__}.{type(x).__name__})")
+        x = _gpu._contiguous_and_synced(x)
+        if _gpu_bad(x, degrees):
+            raise _range_error(name, degrees)
+        n = x.shape[0]
+        sample = _gpu_sample(x, _AUTO_SAMPLE_OBS if name == "obs"
+                             else min(n, _AUTO_SAMPLE_REF))
+    else:
+        x = _gpu._contiguous_and_synced(x)
+    return x.__dlpack__(), sample, x
+
+
+def _input(x, name, degrees, ngpus):
+    """(what the extension takes, sample or None, what to keep alive)."""
+    dev = _gpu._cuda_device_of(x)
+    if dev is None:
+        if hasattr(x, "__cuda_array_interface__"):        # CUDA without DLPack
+            x = _gpu._to_host(x)
+        return _points(x, name), None, None
+    if dev >= ngpus:           # no GPU workers there (CASK_NGPU=0...): one copy over
+        return _points(_gpu._to_host(x), name), None, None
+    return _gpu_points(x, name, degrees, dev)
 
 
 def knn(obs, ref, k=1, method="auto", *, units="km", degrees=True, chunk=None,
@@ -34,12 +119,13 @@ def knn(obs, ref, k=1, method="auto", *, units="km", degrees=True, chunk=None,
     """The k nearest references of each observation by great-circle distance.
 
     obs: (n, 2), ref: (m, 2) arrays of (latitude, longitude), float32 or float64, in
-    degrees (degrees=False: radians); NumPy, or anything NumPy reads (CuPy arrays are
+    degrees (degrees=False: radians); NumPy, anything NumPy reads, or CUDA tensors
+    (CuPy, PyTorch: read in place on their GPU when cask has GPU workers there, else
     copied to the host). method: "auto" (pruned when a sample says it pays), "brute"
     or "pruned" (the same answers). units: "km" (Earth radius 6371.0088 km) or "rad".
 
-    Returns (index, distance): int32 and float32 arrays of shape (n,) for k=1, else
-    (n, k), nearest first, ties to the lower index (index -1 and distance NaN where
+    Returns (index, distance): int32 and float32 NumPy arrays of shape (n,) for k=1,
+    else (n, k), nearest first, ties to the lower index (index -1 and distance NaN where
     m < k), exactly what ``cask-knn --k K --method M`` writes.
     """
     if units not in ("km", "rad"):
@@ -47,12 +133,17 @@ def knn(obs, ref, k=1, method="auto", *, units="km", degrees=True, chunk=None,
     k = int(k)
     if not 1 <= k <= _cask.KNN_KMAX:
         raise ValueError(f"cask.knn: k must be 1..{_cask.KNN_KMAX}")
-    o = _points(obs, "obs", degrees)
-    r = _points(ref, "ref", degrees)
-    index = np.empty((o.shape[0], k), np.int32)
-    dist = np.empty((o.shape[0], k), np.float32)
+    ngpus = 0
+    if _gpu._cuda_device_of(obs) is not None or _gpu._cuda_device_of(ref) is not None:
+        ngpus = _cask.info()["ngpus"]
+    o, osample, okeep = _input(obs, "obs", degrees, ngpus)
+    r, rsample, rkeep = _input(ref, "ref", degrees, ngpus)
+    n = o.shape[0] if isinstance(o, np.ndarray) else okeep.shape[0]
+    index = np.empty((n, k), np.int32)
+    dist = np.empty((n, k), np.float32)
     _cask.knn(o, r, k, method, units == "km", int(chunk or 0), int(ref_chunk or 0),
-              bool(degrees), index, dist)
+              bool(degrees), index, dist, osample, rsample)
+    del okeep, rkeep
     if k == 1:
         return index[:, 0], dist[:, 0]
     return index, dist

@@ -1,6 +1,6 @@
 /* dlpack.c: GPU tensors in through DLPack without a copy (cask_array_from_device), and
  * the runtime's transfer counters (which show that nothing went through the host).
- * DLPack's ABI (dlpack.h, v0.8 unversioned capsules "dltensor") is declared here: a
+ * DLPack's ABI (dlpack.h, v0.8 unversioned capsules "dltensor") is declared in pc.h: a
  * few plain structs, stable since 2017. The consumer renames the capsule
  * "used_dltensor" and calls the tensor's deleter when done with it: here, when the
  * node that wraps it dies (a capsule of ours kept by the node). */
@@ -8,25 +8,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-typedef struct { int32_t device_type, device_id; } pc_dl_device;
-typedef struct { uint8_t code, bits; uint16_t lanes; } pc_dl_dtype;
-typedef struct {
-    void *data;
-    pc_dl_device device;
-    int32_t ndim;
-    pc_dl_dtype dtype;
-    int64_t *shape;
-    int64_t *strides;
-    uint64_t byte_offset;
-} pc_dl_tensor;
-typedef struct pc_dl_managed {
-    pc_dl_tensor dl_tensor;
-    void *manager_ctx;
-    void (*deleter)(struct pc_dl_managed *self);
-} pc_dl_managed;
-
-enum { DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_CUDA = 2, DL_CUDA_MANAGED = 13 };
 
 static void keeper_free(PyObject *cap)
 {

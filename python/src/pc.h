@@ -34,6 +34,7 @@ typedef struct pc_state {
     cask_runtime *rt;
     cask_array_ctx *ctx;
     cask_knn_kernels knn;
+    cask_kernel *knn_check, *knn_estimate;   /* cask.knn's work before its graph */
     int knn_ready;
     uint64_t generation;        /* bumped by each start: arrays of a stopped runtime die */
     pc_job *busy;               /* a compute left running by Ctrl-C (array context busy) */
@@ -95,6 +96,27 @@ int pc_dtype_from_name(PyObject *name);
 /* int64 tuple of n values from a sequence; -1 with an exception on failure. */
 int pc_int64s(PyObject *seq, int64_t *out, int max, const char *what);
 PyObject *pc_tuple64(const int64_t *v, int n);
+
+/* DLPack's ABI (dlpack.h, v0.8 unversioned capsules "dltensor"): a few plain structs,
+ * stable since 2017 (dlpack.c, knn.c). */
+typedef struct { int32_t device_type, device_id; } pc_dl_device;
+typedef struct { uint8_t code, bits; uint16_t lanes; } pc_dl_dtype;
+typedef struct {
+    void *data;
+    pc_dl_device device;
+    int32_t ndim;
+    pc_dl_dtype dtype;
+    int64_t *shape;
+    int64_t *strides;
+    uint64_t byte_offset;
+} pc_dl_tensor;
+typedef struct pc_dl_managed {
+    pc_dl_tensor dl_tensor;
+    void *manager_ctx;
+    void (*deleter)(struct pc_dl_managed *self);
+} pc_dl_managed;
+
+enum { DL_INT = 0, DL_UINT = 1, DL_FLOAT = 2, DL_CUDA = 2, DL_CUDA_MANAGED = 13 };
 
 /* Function tables of the parts (module.c gathers them). */
 extern PyMethodDef pc_array_methods[];
