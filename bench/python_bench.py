@@ -50,7 +50,9 @@ def stage(build):
         if os.path.lexists(dst):
             os.remove(dst)
         os.symlink(os.path.abspath(f), dst)
-    env = dict(os.environ, PYTHONPATH=staged, CASK_BENCH_STAGED="1",
+    # staged first, then what the caller had there (python_device.sh's Dask in /tmp/site)
+    path = os.pathsep.join(p for p in (staged, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, PYTHONPATH=path, CASK_BENCH_STAGED="1",
                LD_LIBRARY_PATH=os.path.abspath(build) + os.pathsep +
                os.environ.get("LD_LIBRARY_PATH", ""))
     os.execve(sys.executable, [sys.executable] + sys.argv, env)
