@@ -5,7 +5,7 @@
  * that timings hold on a loaded 2-core machine), each wave after a join of the previous
  * one. The static split binds half of each wave to each GPU; cask places the same tasks.
  * Timing checks compare medians of several runs that alternate the two, with margins
- * well below what is measured (bench/RESULTS.md, "Simulated GPUs, one slowed"). */
+ * well below what is measured (bench/RESULTS.md, section 14). */
 #include <stdlib.h>
 #include "test_helpers.h"
 #include "../bench/sim_load.h"
