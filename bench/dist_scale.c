@@ -367,7 +367,7 @@ static void report(const opts *o, int P, const double *all, double wall_s)
         fprintf(stderr, "bench-dist-scale: cannot append to %s\n", o->json);
     for (int f = 0; f < NFIG; f++) {
         char line[512];
-        /* case and impl: bench/plot.py draws one panel per figure, one line per label */
+        /* case and impl, as every bench's JSON lines: one figure, one label */
         snprintf(line, sizeof line, "{\"bench\":\"dist_scale\",\"label\":\"%s\",\"ranks\":%d,"
                  "\"figure\":\"%s\",\"unit\":\"%s\",\"median\":%.4g,\"max\":%.4g,"
                  "\"bytes\":%zu,\"idle_s\":%.3g,\"case\":\"%s (%s)\",\"impl\":\"%s\"}",
