@@ -36,6 +36,7 @@
 #include <time.h>
 
 #include "transport/ucx.h"
+#include "bench/common/timing.h"
 
 #if defined(CASK_HAVE_CUDA)
 #include <cuda_runtime_api.h>
@@ -56,13 +57,6 @@ typedef struct gbench {
     double arrived0, land[LAND_MAX];
 } gbench;
 
-static double gnow(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void gdie(const char *what, const char *why)
 {
     fprintf(stderr, "bench-xport --gpu: %s: %s\n", what, why ? why : "");
@@ -71,9 +65,9 @@ static void gdie(const char *what, const char *why)
 
 static void gwait(_Atomic long *v, long target)
 {
-    double t0 = gnow();
+    double t0 = bench_now_s();
     while (atomic_load(v) < target) {
-        if (gnow() - t0 > 120)
+        if (bench_now_s() - t0 > 120)
             gdie("stuck", "no progress for 120 s");
         sched_yield();
     }
@@ -114,7 +108,7 @@ static void landed(void *arg, cask_status st, const char *why)
     else {
         long k = atomic_fetch_add(&b->nlanded, 1);
         if (k < LAND_MAX)
-            b->land[k] = gnow();
+            b->land[k] = bench_now_s();
         atomic_fetch_add(&b->recvd, 1);
     }
 }
@@ -125,7 +119,7 @@ static void on_msg(void *arg, xport_ucx_msg *m)
     landing *l = &landings[m->id - G_PING];
     *l = (landing){ b, m->peer, m->id };
     if (m->id == G_DATA && atomic_fetch_add(&b->narrived, 1) == 0)
-        b->arrived0 = gnow();
+        b->arrived0 = bench_now_s();
     cask_status st = b->mode == MODE_CUDA
         ? xport_ucx_recv_into_mem(m, b->rbuf, XPORT_UCX_MEM_CUDA, landed, l)
         : xport_ucx_recv_into(m, b->hr, landed, l);
@@ -173,21 +167,21 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     atomic_store(&b->recvd, 0);
     atomic_store(&b->acked, 0);
     xport_boot_barrier(boot);
-    double t0 = gnow();
+    double t0 = bench_now_s();
     if (b->rank == 0) {
         for (int k = 0; k < iters; k++) {
             gsend(b, 1, G_PING);
             gwait(&b->pongs, k + 1);
         }
     }
-    *lat_us = (gnow() - t0) / iters / 2 * 1e6;
+    *lat_us = (bench_now_s() - t0) / iters / 2 * 1e6;
     xport_boot_barrier(boot);
     /* bandwidth: nmsg messages in flight at once (the credit window queues the rest) */
     long nmsg = len >= (16u << 20) ? 20 : len >= (1u << 20) ? 32 : 256;   /* d2d: 20 */
     atomic_store(&b->narrived, 0);
     atomic_store(&b->nlanded, 0);
     xport_boot_barrier(boot);
-    t0 = gnow();
+    t0 = bench_now_s();
     if (b->rank == 0) {
         for (long k = 0; k < nmsg; k++)
             gsend(b, 1, G_DATA);
@@ -198,7 +192,7 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
         if (st)
             gdie("ack", cask_status_string(st));
     }
-    double dt = gnow() - t0;
+    double dt = bench_now_s() - t0;
     *gbs = (double)len * (double)nmsg / dt / 1e9;
     double st = -1;
     /* only where the landings spread over most of the stream: UCX may run the GETs of
@@ -239,12 +233,12 @@ static void d2d(void *dst, int dst_dev, const void *src, int src_dev, size_t len
     int iters = len >= (16u << 20) ? 20 : 200;
     copy_on(dst, dst_dev, src, src_dev, len, s);   /* warm up */
     cudaStreamSynchronize(s);
-    double t0 = gnow();
+    double t0 = bench_now_s();
     for (int k = 0; k < iters; k++) {   /* latency: each copy waited for */
         copy_on(dst, dst_dev, src, src_dev, len, s);
         cudaStreamSynchronize(s);
     }
-    *lat_us = (gnow() - t0) / iters * 1e6;
+    *lat_us = (bench_now_s() - t0) / iters * 1e6;
     cudaEventRecord(e0, s);
     for (int k = 0; k < iters; k++)
         copy_on(dst, dst_dev, src, src_dev, len, s);
