@@ -41,8 +41,7 @@
 #include "transport/bootstrap.h"
 #include "transport/ucx.h"
 #include "bench/common/timing.h"
-#include "bench/xport_cpu.h"
-#include "bench/xport_gpu.h"
+#include "bench/xport_bench.h"
 #if defined(CASK_HAVE_NCCL)
 #include <cuda_runtime_api.h>
 #include <nccl.h>

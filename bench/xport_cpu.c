@@ -5,7 +5,7 @@
  * into its buffer (xport_ucx_recv_into) and acknowledges the stream's end; each measures
  * getrusage(RUSAGE_SELF) over the stream and its waits are naps, not spins. The figure
  * is the sum of both ranks' CPU time over n, the median of the repetitions. */
-#include "bench/xport_cpu.h"
+#include "bench/xport_bench.h"
 #include "bench/common/timing.h"
 
 #include <stdatomic.h>

@@ -26,7 +26,7 @@
  * bench/xport_gpu_diag.c's, retired: bench/RESULTS.md.) NCCL is --nccl's table (one GPU
  * per rank). Rank 0 prints a table, a JSON line per figure, and the CASK_DIST_XPORT_MODEL
  * value (distributed/dist_route.c) fitted from these numbers. */
-#include "bench/xport_gpu.h"
+#include "bench/xport_bench.h"
 
 #include <sched.h>
 #include <stdatomic.h>
