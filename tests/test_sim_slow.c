@@ -108,7 +108,7 @@ Test(sim_slow, one_gpu_slowed_3x_cask_at_least_1_3x_faster_than_static_split)
  * task (the estimates were learnt at full speed) until 200 ms: most of the static split's
  * run (about 220 ms), the rest of cask's. Measured without late binding: 1.13x. A window
  * that ends early cannot give 1.3x against anything (0-60 ms: at most 1.2x in theory);
- * bench-sim-gpus --window measures those. */
+ * bench-sim-gpus --window measured those (bench/RESULTS.md, section 14). */
 Test(sim_slow, gpu_slowed_3x_for_part_of_the_run_cask_at_least_1_3x_faster)
 {
     double s = speedup_at_least(8, 4, 5000, "1:3:10-200", 1.3);
