@@ -1,14 +1,14 @@
 /* test_sim_slow.c: a simulated GPU slowed as a competing load would (CASK_SIM_GPU_SLOW),
  * and what cask's dynamic placement buys against a static equal split then.
  *
- * The workload is bench/sim_load.h's: waves of tasks that sleep their device time (so
+ * The workload is tests/sim_load.h's: waves of tasks that sleep their device time (so
  * that timings hold on a loaded 2-core machine), each wave after a join of the previous
  * one. The static split binds half of each wave to each GPU; cask places the same tasks.
  * Timing checks compare medians of several runs that alternate the two, with margins
  * well below what is measured (bench/RESULTS.md, section 14). */
 #include <stdlib.h>
 #include "test_helpers.h"
-#include "../bench/sim_load.h"
+#include "sim_load.h"
 
 TestSuite(sim_slow, .fini = leak_check, .timeout = 240);
 

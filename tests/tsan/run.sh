@@ -35,7 +35,7 @@ echo "stress_sched: $(tail -n 1 "$B/tsan_stress.log"), $n reports"
 [ "$n" -eq 0 ] || bad=1
 # GPU workers against a slowed simulated GPU: tasks in flight on its virtual clock,
 # late binding, placement by expected finish (tests/tsan/sim_gpus.c)
-cc -fsanitize=thread -g -O1 -I"$top/include" -I"$top/bench" "$here/sim_gpus.c" "$top/bench/sim_load.c" \
+cc -fsanitize=thread -g -O1 -I"$top/include" -I"$top/bench" -I"$top/tests" "$here/sim_gpus.c" "$top/tests/sim_load.c" \
    -o "$B/tsan_sim_gpus" -L"$B" -lcask -Wl,-rpath,"$(cd "$B" && pwd)" -lpthread -lm || exit 1
 TSAN_OPTIONS="halt_on_error=0" "$B/tsan_sim_gpus" > "$B/tsan_simgpus.log" 2>&1 || bad=1
 n=$(grep -c 'WARNING: ThreadSanitizer' "$B/tsan_simgpus.log")
