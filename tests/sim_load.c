@@ -1,4 +1,4 @@
-/* bench/sim_load.c: see sim_load.h. */
+/* tests/sim_load.c: see sim_load.h. */
 #include "sim_load.h"
 
 #include <stdio.h>
