@@ -31,9 +31,6 @@
 #include <string.h>
 #include "cask/cask.h"
 #include "common/timing.h"
-#ifdef CASK_BENCH_BLAS
-#include <cblas.h>
-#endif
 
 #define TRY(call)                                                                      \
     do {                                                                               \
@@ -48,8 +45,7 @@
 static cask_runtime *rt;
 static cask_array_ctx *ctx;
 static int reps = 5, failed;
-static const char *mm_variant = "sgemm";
-static int direct;   /* --direct: also one cblas_sgemm per product from the main thread */   /* "blasN" with --blas-threads N */
+static const char *mm_variant = "sgemm";   /* "blasN" with --blas-threads N */
 
 static int wants(const char *only, const char *fig)
 {
@@ -233,25 +229,6 @@ static void bench_matmul(int64_t n, int64_t tile)
             break;
         }
     }
-#ifdef CASK_BENCH_BLAS
-    /* the same product by one cblas_sgemm of the same BLAS from this thread, on copies of
-       the same data, in this process (cask's workers idle): cask's overhead against the
-       BLAS as this process runs it */
-    if (direct && n <= INT32_MAX) {
-        double *td = calloc((size_t)reps, sizeof *td);
-        for (int r = -1; r < reps; r++) {
-            double t0 = bench_now_s();
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0f,
-                        ha, (int)n, hb, (int)n, 0.0f, hc, (int)n);
-            if (r >= 0) td[r] = bench_now_s() - t0;
-        }
-        cask_array_stats none;
-        memset(&none, 0, sizeof none);
-        report("matmul", "direct", size, td, 2.0 * (double)n * (double)n * (double)n, "GFLOP/s",
-               &none);
-        free(td);
-    }
-#endif
     free(ha);
     free(hb);
     free(hc);
@@ -385,7 +362,7 @@ int main(int argc, char **argv)
         {"red-log2", 1, 0, 'r'}, {"mm", 1, 0, 'm'}, {"mm-chunk", 1, 0, 't'},
         {"stencil", 1, 0, 's'}, {"stencil-rows", 1, 0, 'w'}, {"reps", 1, 0, 'R'},
         {"smoke", 0, 0, 'S'}, {"blas-threads", 1, 0, 'B'},
-        {"with-gpus", 0, 0, 'G'}, {"direct", 0, 0, 'D'}, {0, 0, 0, 0}};
+        {"with-gpus", 0, 0, 'G'}, {0, 0, 0, 0}};
     int o;
     while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (o) {
@@ -401,12 +378,11 @@ int main(int argc, char **argv)
         case 'S': smoke = 1; break;
         case 'B': blas_threads = atoi(optarg); break;
         case 'G': with_gpus = 1; break;
-        case 'D': direct = 1; break;
         default:
             fprintf(stderr, "usage: %s [--only chain,light,sum,mean,std,matmul,stencil] "
                             "[--chain-mb M] [--chunk-mb M] [--red-log2 N] [--mm N,N..] "
                             "[--mm-chunk T] [--stencil N] [--stencil-rows R] [--reps R] "
-                            "[--smoke] [--blas-threads T] [--with-gpus] [--direct]\n", argv[0]);
+                            "[--smoke] [--blas-threads T] [--with-gpus]\n", argv[0]);
             return 2;
         }
     }

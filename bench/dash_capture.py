@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """bench/dash_capture.py URL SECONDS OUT.json: records what a live cask dashboard serves
 (/api/status and /api/stream, every 0.5 s as its page polls) into OUT.json, so a run on
-a machine without a browser can be looked at later: bench/dash_replay.py serves it back
-to the page and takes a screenshot."""
+a machine without a browser can be looked at later (bench/dash_replay.py, retired: see
+bench/RESULTS.md, served it back to the page for docs/dashboard_gpu.png). While it polls,
+the dashboard is in use, as the dashboard step's run "with the dashboard" needs."""
 import json
 import sys
 import time

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "cask/cask.h"
+#include "common/timing.h"
 
 enum {
     F_INIT, F_BARRIER, F_PLAN, F_FIRST, F_STEADY, F_IDLE, F_RSS_RT, F_RSS_DIST, F_RSS_FIRST,
@@ -57,13 +58,6 @@ static const struct { const char *name, *unit; } figs[NFIG] = {
 };
 
 static int me = -1;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void die(const char *what, const char *why)
 {
@@ -105,14 +99,6 @@ static double open_fds(void)
         n += e->d_name[0] != '.';
     closedir(d);
     return n - 1;   /* the one opendir holds */
-}
-
-static double cpu_s(void)
-{
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return (double)ru.ru_utime.tv_sec + 1e-6 * (double)ru.ru_utime.tv_usec +
-           (double)ru.ru_stime.tv_sec + 1e-6 * (double)ru.ru_stime.tv_usec;
 }
 
 static cask_status k_fill(cask_task_ctx *ctx)
@@ -250,12 +236,12 @@ static double *ring_graph(cask_dist *dist, const opts *o, cask_kernel *fill,
     check(cask_dist_graph_gather(g, y[0], 0, out), "cask_dist_graph_gather",
           cask_dist_graph_error(g));
 
-    double t = now_s();
+    double t = bench_now_s();
     check(cask_dist_graph_plan(g), "cask_dist_graph_plan", cask_dist_graph_error(g));
-    fig[F_PLAN] = 1e3 * (now_s() - t);
-    t = now_s();
+    fig[F_PLAN] = 1e3 * (bench_now_s() - t);
+    t = bench_now_s();
     check(cask_dist_graph_compute(g), "first cask_dist_graph_compute", cask_dist_graph_error(g));
-    fig[F_FIRST] = 1e3 * (now_s() - t);
+    fig[F_FIRST] = 1e3 * (bench_now_s() - t);
     fig[F_RSS_FIRST] = status_mib("VmRSS");
     fig[F_FDS] = open_fds();
     fig[F_THREADS] = status_mib("Threads") * 1024.0;
@@ -263,9 +249,9 @@ static double *ring_graph(cask_dist *dist, const opts *o, cask_kernel *fill,
     if (!ts)
         die("ring graph", "out of memory");
     for (int i = 0; i < o->computes; i++) {
-        t = now_s();
+        t = bench_now_s();
         check(cask_dist_graph_compute(g), "cask_dist_graph_compute", cask_dist_graph_error(g));
-        ts[i] = 1e3 * (now_s() - t);
+        ts[i] = 1e3 * (bench_now_s() - t);
     }
     qsort(ts, (size_t)o->computes, sizeof *ts, cmp_double);
     fig[F_STEADY] = ts[o->computes / 2];
@@ -367,7 +353,7 @@ static void report(const opts *o, int P, const double *all, double wall_s)
         fprintf(stderr, "bench-dist-scale: cannot append to %s\n", o->json);
     for (int f = 0; f < NFIG; f++) {
         char line[512];
-        /* case and impl: bench/plot.py draws one panel per figure, one line per label */
+        /* case and impl, as every bench's JSON lines: one figure, one label */
         snprintf(line, sizeof line, "{\"bench\":\"dist_scale\",\"label\":\"%s\",\"ranks\":%d,"
                  "\"figure\":\"%s\",\"unit\":\"%s\",\"median\":%.4g,\"max\":%.4g,"
                  "\"bytes\":%zu,\"idle_s\":%.3g,\"case\":\"%s (%s)\",\"impl\":\"%s\"}",
@@ -385,7 +371,7 @@ int main(int argc, char **argv)
 {
     opts o;
     parse(argc, argv, &o);
-    double t_start = now_s();
+    double t_start = bench_now_s();
     double fig[NFIG] = { 0 };
     cask_config cfg = { .field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_BIND | CASK_CONFIG_NGPU,
                         .ncpu = 1, .bind = 0, .ngpu = 0 };
@@ -394,25 +380,25 @@ int main(int argc, char **argv)
     char err[1024];
     fig[F_RSS_RT] = status_mib("VmRSS");
 
-    double t = now_s();
+    double t = bench_now_s();
     cask_dist *dist;
     cask_status st = cask_dist_init(rt, NULL, &dist);
-    fig[F_INIT] = 1e3 * (now_s() - t);
+    fig[F_INIT] = 1e3 * (bench_now_s() - t);
     cask_runtime_error(rt, err, sizeof err);
     check(st, "cask_dist_init", err);
     fig[F_RSS_DIST] = status_mib("VmRSS");
     me = cask_dist_rank(dist);
     int P = cask_dist_size(dist);
 
-    t = now_s();
+    t = bench_now_s();
     check(cask_dist_barrier(dist), "cask_dist_barrier", cask_dist_error(dist));
-    fig[F_BARRIER] = 1e3 * (now_s() - t);
+    fig[F_BARRIER] = 1e3 * (bench_now_s() - t);
 
-    double c0 = cpu_s(), w0 = now_s();
+    double c0 = bench_cpu_s(), w0 = bench_now_s();
     struct timespec nap = { (time_t)o.idle_s, (long)((o.idle_s - floor(o.idle_s)) * 1e9) };
     nanosleep(&nap, NULL);
-    double idle_wall = now_s() - w0;
-    fig[F_IDLE] = idle_wall > 0 ? 100.0 * (cpu_s() - c0) / idle_wall : 0;
+    double idle_wall = bench_now_s() - w0;
+    fig[F_IDLE] = idle_wall > 0 ? 100.0 * (bench_cpu_s() - c0) / idle_wall : 0;
 
     cask_kernel_desc kf = { .name = "fill", .cpu = k_fill }, ks = { .name = "sum2", .cpu = k_sum2 },
                      ka = { .name = "acc", .cpu = k_acc };
@@ -425,7 +411,7 @@ int main(int argc, char **argv)
     fig[F_HWM] = status_mib("VmHWM");
     double *all = collect(dist, fig);   /* fig stays registered until finalize */
     if (me == 0 && ok) {
-        report(&o, P, all, now_s() - t_start);
+        report(&o, P, all, bench_now_s() - t_start);
         ok = within_limits(&o, P, all);
     }
     check(cask_dist_finalize(dist), "cask_dist_finalize", "");

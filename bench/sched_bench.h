@@ -99,11 +99,6 @@ cask_graph *bench_build_batch(cask_runtime *rt, cask_kernel *k, const batch_arra
  * phases, then the peers that were found (sched_peers.c). */
 void bench_bcd(const options *o, const dag *d);
 
-/* The floor (sched_floor.c): median seconds to build shape s with no API, as records of
- * bytes (160 or 96) written in place with cask's successor arrays. */
-double bench_floor(enum shape s, const options *o, const dag *d, int bytes, long *ntasks,
-                   char *pmu_out, size_t pmu_len);
-
 /* Peers on the same shapes and body; each returns the median seconds of create + submit
  * + run of the whole shape, or a negative value when not built in. */
 double peer_starpu(enum shape s, int workers, const options *o, const dag *d, long *ntasks);

@@ -6,29 +6,20 @@
  * build + destroy cost per task is reported two ways: the build and destroy phases alone,
  * and the whole build+compute+destroy minus the reused-graph compute ("overhead"); and as
  * the calling thread's CPU time in build, submit (the first-run check) and destroy ("cpu
- * b+s+d"), which a loaded machine does not stretch. Rows floor-160, floor-96 and floor-64:
- * the same shapes built with no API, in records of 160, 96 and 64 bytes (sched_floor.c): the
- * least a build costs on this machine; their "total" is that build alone.
- * BENCH_REP_LOG=1: one line per repetition on stderr (shape, API, build + destroy ns per
- * task, the core clock measured after it, the thread's minor faults so far, the
- * independent adds per cycle it got, bench_core_ipc), to tell a
- * slow repetition of the code from one the host slowed (the GPU machine's cores are
- * shared with other guests: its repetitions spread by up to 2x at a steady clock). */
+ * b+s+d"), which a loaded machine does not stretch. (The rows of a build with no API at
+ * all, sched_floor.c, and the per-repetition clock and counters, BENCH_REP_LOG and
+ * BENCH_PMU, are retired: bench/RESULTS.md, "Retired programs and steps".) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/resource.h>
 
 #include "sched_bench.h"
 #include "common/timing.h"
-#include "common/pmu.h"
-#include "common/clock.h"
 
 typedef struct phases {
     double build, compute, destroy, total;
     double cpu_build, cpu_submit, cpu_destroy;   /* the calling thread's CPU time */
-    char pmu[320];        /* BENCH_PMU=1: counters per task of build + destroy, as JSON */
 } phases;
 
 /* CPU seconds of the calling thread: what building costs, whatever else runs on the
@@ -49,10 +40,6 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
         fprintf(stderr, "bench-sched: out of memory\n");
         exit(1);
     }
-    pmu pm;
-    int counting = pmu_open(&pm) == 0;
-    const char *rl = getenv("BENCH_REP_LOG");
-    int rep_log = rl && *rl && strcmp(rl, "0");
     batch_arrays ba = { 0 };
     if (o->deps == EDGES_BATCH) {
         if (bench_batch_make(s, o, d, &ba)) {
@@ -62,24 +49,16 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
         *ntasks = (long)ba.n;
     }
     for (int r = -1; r < o->reps; r++) {   /* r = -1: warm-up */
-        if (r >= 0)
-            pmu_start(&pm);
         double c0 = thread_cpu_s(), t0 = bench_now_s();
         cask_graph *g = o->deps == EDGES_BATCH ? bench_build_batch(rt, k, &ba)
                                                : bench_build_graph(rt, k, s, o, d, ntasks);
         double c1 = thread_cpu_s(), t1 = bench_now_s();
-        if (r >= 0)
-            pmu_stop(&pm);
         CHECK(cask_graph_submit(g));
         double c2 = thread_cpu_s();
         CHECK(cask_graph_wait(g));
         double c3 = thread_cpu_s(), t2 = bench_now_s();
-        if (r >= 0)
-            pmu_start(&pm);
         CHECK(cask_graph_destroy(g));
         double c4 = thread_cpu_s(), t3 = bench_now_s();
-        if (r >= 0)
-            pmu_stop(&pm);
         if (r < 0)
             continue;
         int R = o->reps;
@@ -90,32 +69,19 @@ static phases time_bcd(enum shape s, int workers, const options *o, const dag *d
         v[4 * R + r] = c1 - c0;
         v[5 * R + r] = c2 - c1;
         v[6 * R + r] = c4 - c3;
-        if (rep_log) {   /* after the rep: the clock's few ms are in no phase */
-            struct rusage ru;
-            getrusage(RUSAGE_THREAD, &ru);
-            double ghz = bench_clock_ghz(1000000);
-            fprintf(stderr, "rep %s %s %d build_destroy_ns %.2f clock_ghz %.3f minflt %ld "
-                    "core_ipc %.2f\n", shape_names[s], edges_names[o->deps], r,
-                    (t1 - t0 + t3 - t2) * 1e9 / (double)*ntasks, ghz, ru.ru_minflt,
-                    bench_core_ipc(400000, ghz));
-        }
     }
     bench_batch_free(&ba);
     int R = o->reps;
     phases p = { bench_median(v, R), bench_median(v + R, R), bench_median(v + 2 * R, R),
                  bench_median(v + 3 * R, R), bench_median(v + 4 * R, R),
-                 bench_median(v + 5 * R, R), bench_median(v + 6 * R, R), "" };
+                 bench_median(v + 5 * R, R), bench_median(v + 6 * R, R) };
     free(v);
-    p.pmu[0] = 0;
-    if (counting)
-        pmu_json(&pm, (double)*ntasks * o->reps, p.pmu, sizeof p.pmu);
-    pmu_close(&pm);
     CHECK(cask_shutdown(rt));
     return p;
 }
 
 static void row(const char *shape, int workers, const char *impl, long n, double total,
-                const phases *p, double reused, long work_ns, const char *pmu_floor)
+                const phases *p, double reused, long work_ns)
 {
     double ns = 1e9 / (double)n;
     char extra[720];
@@ -128,14 +94,13 @@ static void row(const char *shape, int workers, const char *impl, long n, double
                  p->build * ns, p->compute * ns, p->destroy * ns, (p->build + p->destroy) * ns,
                  reused * ns, (total - reused) * ns, p->cpu_build * ns, p->cpu_submit * ns,
                  p->cpu_destroy * ns, (p->cpu_build + p->cpu_submit + p->cpu_destroy) * ns);
-        strncat(extra, p->pmu, sizeof extra - strlen(extra) - 1);
         bench_table_add("%-12s %7d  %-10s %9ld %9.1f %8.1f %8.1f %8.1f %9.1f %9.1f %9.1f %9.1f\n",
                         shape, workers, impl, n, total * ns, p->build * ns, p->compute * ns,
                         p->destroy * ns, (p->build + p->destroy) * ns, reused * ns,
                         (total - reused) * ns,
                         (p->cpu_build + p->cpu_submit + p->cpu_destroy) * ns);
     } else {
-        snprintf(extra, sizeof extra, ",\"mode\":\"bcd\"%s", pmu_floor ? pmu_floor : "");
+        snprintf(extra, sizeof extra, ",\"mode\":\"bcd\"");
         bench_table_add("%-12s %7d  %-10s %9ld %9.1f\n", shape, workers, impl, n, total * ns);
     }
     bench_emit(shape, workers, impl, n, total, 0, work_ns, extra, 0);
@@ -163,33 +128,23 @@ void bench_bcd(const options *o, const dag *d)
             if (both || o->deps == EDGES_DEPEND) {
                 od.deps = EDGES_DEPEND;
                 phases p = time_bcd((enum shape)s, workers, &od, d, &n);
-                row(shape_names[s], workers, "cask", n, p.total, &p, reused, o->work_ns, NULL);
+                row(shape_names[s], workers, "cask", n, p.total, &p, reused, o->work_ns);
             }
             if ((both && s != INDEPENDENT) || o->deps == EDGES_DEPS) {
                 od.deps = EDGES_DEPS;
                 phases p = time_bcd((enum shape)s, workers, &od, d, &n);
-                row(shape_names[s], workers, "cask-deps", n, p.total, &p, reused, o->work_ns, NULL);
+                row(shape_names[s], workers, "cask-deps", n, p.total, &p, reused, o->work_ns);
             }
             if (all || o->deps == EDGES_BATCH) {
                 od.deps = EDGES_BATCH;
                 phases p = time_bcd((enum shape)s, workers, &od, d, &n);
-                row(shape_names[s], workers, "cask-batch", n, p.total, &p, reused, o->work_ns,
-                    NULL);
+                row(shape_names[s], workers, "cask-batch", n, p.total, &p, reused, o->work_ns);
             }
-            if (w == 0)   /* one thread, whatever the workers: the machine's floor */
-                for (int b = 0; b < 3; b++) {
-                    static const int bytes[3] = { 160, 96, 64 };
-                    static const char *names[3] = { "floor-160", "floor-96", "floor-64" };
-                    long fn = 0;
-                    char fp[320];
-                    double t = bench_floor((enum shape)s, o, d, bytes[b], &fn, fp, sizeof fp);
-                    row(shape_names[s], workers, names[b], fn, t, NULL, 0, o->work_ns, fp);
-                }
             if (o->peers & PEER_STARPU) {
                 long pn = 0;
                 double t = peer_starpu((enum shape)s, workers, o, d, &pn);
                 if (t >= 0)
-                    row(shape_names[s], workers, "starpu", pn, t, NULL, 0, o->work_ns, NULL);
+                    row(shape_names[s], workers, "starpu", pn, t, NULL, 0, o->work_ns);
                 else if (s == 0 && w == 0)
                     bench_table_add("(StarPU asked for but not built in)\n");
             }
@@ -197,7 +152,7 @@ void bench_bcd(const options *o, const dag *d)
                 long pn = 0;
                 double t = peer_openmp((enum shape)s, workers, o, d, &pn);
                 if (t >= 0)
-                    row(shape_names[s], workers, "openmp", pn, t, NULL, 0, o->work_ns, NULL);
+                    row(shape_names[s], workers, "openmp", pn, t, NULL, 0, o->work_ns);
                 else if (s == 0 && w == 0)
                     bench_table_add("(OpenMP asked for but not built in)\n");
             }

@@ -40,8 +40,8 @@
 #include "cask/status.h"
 #include "transport/bootstrap.h"
 #include "transport/ucx.h"
-#include "bench/xport_cpu.h"
-#include "bench/xport_gpu.h"
+#include "bench/common/timing.h"
+#include "bench/xport_bench.h"
 #if defined(CASK_HAVE_NCCL)
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -53,13 +53,6 @@ enum { AM_PING = 1, AM_PONG = 2, AM_DATA = 3, AM_ACK = 4 };
 static int rank, size;
 static xport_boot *boot;
 static FILE *json;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void die(const char *what, cask_status st)
 {
@@ -122,7 +115,7 @@ static void arrived(bench *b, int peer, int driven, int pong, size_t len)
                                    b->am_size, NULL, NULL);
             if (st) die("ping", st);
         } else {
-            b->am_t1 = now_s();
+            b->am_t1 = bench_now_s();
         }
     }
 }
@@ -185,10 +178,10 @@ static xport_ucx *cur_x;   /* the transport measured now (its errors, when stuck
  * that only waits for a phase to end sleeps between polls. */
 static void wait_until(_Atomic long *v, long target, int poll)
 {
-    double t0 = now_s();
+    double t0 = bench_now_s();
     struct timespec nap = { 0, 200000L };
     while (atomic_load_explicit(v, memory_order_acquire) < target) {
-        if (now_s() - t0 > 60) {
+        if (bench_now_s() - t0 > 60) {
             char err[512] = "";
             xport_ucx_error(cur_x, err, sizeof err);
             fprintf(stderr, "[rank %d] benchmark stuck (%ld of %ld; transport: %s)\n", rank,
@@ -223,15 +216,6 @@ static long stream_count(size_t s)
     return s >= (64u << 20) ? 50 : s >= (1u << 20) ? 200 : 2000;
 }
 
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-            double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
-        }
-    return v[n / 2];
-}
-
 static void run_cask(int spin, const size_t *lat_sizes, int nlat, const size_t *bw_sizes,
                      int nbw, int iters, result *lat_out, result *bw_out)
 {
@@ -262,19 +246,19 @@ static void run_cask(int spin, const size_t *lat_sizes, int nlat, const size_t *
                 xport_ucx_am_send(b.x, 1, AM_PING, &driven, sizeof driven, b.buf, s, NULL, NULL);
                 spin_until(&b.pongs, ++n0);
             }
-            double t0 = now_s();
+            double t0 = bench_now_s();
             for (int k = 0; k < iters; k++) {
                 xport_ucx_am_send(b.x, 1, AM_PING, &driven, sizeof driven, b.buf, s, NULL, NULL);
                 spin_until(&b.pongs, ++n0);
             }
-            lat_out[i].api_us = (now_s() - t0) / iters / 2 * 1e6;
+            lat_out[i].api_us = (bench_now_s() - t0) / iters / 2 * 1e6;
             /* handler-driven */
             driven = 1;
             b.am_size = s;
             b.am_t1 = 0;
             long base = atomic_load(&b.pongs);
             b.am_target = base + iters;
-            t0 = now_s();
+            t0 = bench_now_s();
             xport_ucx_am_send(b.x, 1, AM_PING, &driven, sizeof driven, b.buf, s, NULL, NULL);
             spin_until(&b.pongs, base + iters);
             while (b.am_t1 == 0)
@@ -288,7 +272,7 @@ static void run_cask(int spin, const size_t *lat_sizes, int nlat, const size_t *
             for (int rep = 0; rep < BW_REPS; rep++) {
                 long a0 = atomic_load(&b.acked);
                 atomic_store(&sends_done, 0);
-                double t0 = now_s();
+                double t0 = bench_now_s();
                 for (long k = 0; k < n; k++) {
                     st = xport_ucx_am_send(b.x, 1, AM_DATA, &n, sizeof n, b.buf, s,
                                            send_done, NULL);
@@ -298,9 +282,9 @@ static void run_cask(int spin, const size_t *lat_sizes, int nlat, const size_t *
                         sched_yield();
                 }
                 spin_until(&b.acked, a0 + 1);
-                r[rep] = (double)s * (double)n / (now_s() - t0) / 1048576.0;
+                r[rep] = (double)s * (double)n / (bench_now_s() - t0) / 1048576.0;
             }
-            bw_out[i].bw_mibs = median(r, BW_REPS);
+            bw_out[i].bw_mibs = bench_median(r, BW_REPS);
         }
     } else if (rank == 1) {
         /* counted from the start: the next stream may begin (a window of it arrive)
@@ -416,7 +400,7 @@ static void run_nccl(int quick)
         double tc = 1e9, tr = 1e9;
         for (int rep = 0; rep < 3; rep++) {
             xport_boot_barrier(boot);
-            double t0 = now_s();
+            double t0 = bench_now_s();
             for (int k = 0; k < it; k++) {
                 xport_nccl_op ops[2] = { { peer, 0, sb, b }, { peer, 1, rb, b } };
                 xport_nccl_xfer *t;
@@ -424,10 +408,10 @@ static void run_nccl(int quick)
                 if ((st = xport_nccl_wait(t, 60000))) die("nccl wait", st);
                 xport_nccl_xfer_free(t);
             }
-            double dt = (now_s() - t0) / it;
+            double dt = (bench_now_s() - t0) / it;
             if (dt < tc) tc = dt;
             xport_boot_barrier(boot);
-            t0 = now_s();
+            t0 = bench_now_s();
             for (int k = 0; k < it; k++) {
                 ncclGroupStart();
                 ncclSend(sb, b, ncclInt8, peer, raw, s);
@@ -435,7 +419,7 @@ static void run_nccl(int quick)
                 ncclGroupEnd();
                 cudaStreamSynchronize(s);
             }
-            dt = (now_s() - t0) / it;
+            dt = (bench_now_s() - t0) / it;
             if (dt < tr) tr = dt;
         }
         if (rank == 0) {

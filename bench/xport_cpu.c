@@ -5,7 +5,8 @@
  * into its buffer (xport_ucx_recv_into) and acknowledges the stream's end; each measures
  * getrusage(RUSAGE_SELF) over the stream and its waits are naps, not spins. The figure
  * is the sum of both ranks' CPU time over n, the median of the repetitions. */
-#include "bench/xport_cpu.h"
+#include "bench/xport_bench.h"
+#include "bench/common/timing.h"
 
 #include <stdatomic.h>
 #include <stdio.h>
@@ -21,21 +22,6 @@ enum { AM_STREAM = 11, AM_END = 12, REPS = 5 };
 
 static _Atomic long received, ended, sent;
 static unsigned char *rbuf;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static double cpu_s(void)
-{
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return (double)(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
-           1e-6 * (double)(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
-}
 
 static void nap(void)
 {
@@ -78,15 +64,6 @@ static void done(void *arg, cask_status st, const char *why)
     atomic_fetch_add(&sent, 1);
 }
 
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-            double t = v[j]; v[j] = v[j - 1]; v[j - 1] = t;
-        }
-    return v[n / 2];
-}
-
 void xport_cpu_bench(xport_boot *boot, int quick, xport_emit_fn emit)
 {
     static const size_t sizes[] = { 8192, 65536, 256 << 10, 1 << 20 };
@@ -118,7 +95,7 @@ void xport_cpu_bench(xport_boot *boot, int quick, xport_emit_fn emit)
         double cpu[REPS], c0v[REPS], c1v[REPS], wall[REPS];
         for (int r = 0; r < reps; r++) {
             xport_boot_barrier(boot);
-            double c0 = cpu_s(), t0 = now_s();
+            double c0 = bench_cpu_s(), t0 = bench_now_s();
             if (rank == 0) {
                 long e0 = atomic_load(&ended);
                 atomic_store(&sent, 0);
@@ -136,7 +113,7 @@ void xport_cpu_bench(xport_boot *boot, int quick, xport_emit_fn emit)
                     nap();
                 xport_ucx_am_send(x, 0, AM_END, NULL, 0, NULL, 0, NULL, NULL);
             }
-            double mine[2] = { cpu_s() - c0, now_s() - t0 };
+            double mine[2] = { bench_cpu_s() - c0, bench_now_s() - t0 };
             void **blobs;
             size_t *lens;
             if (xport_boot_allgather(boot, "bench.cpu", mine, sizeof mine, &blobs, &lens))
@@ -150,9 +127,9 @@ void xport_cpu_bench(xport_boot *boot, int quick, xport_emit_fn emit)
             wall[r] = mine[1] / (double)n * 1e6;
         }
         if (rank == 0) {
-            double c = median(cpu, reps), w = median(wall, reps);
-            printf("%10zu %14.2f %14.2f %14.2f %12.2f\n", s, c, median(c0v, reps),
-                   median(c1v, reps), w);
+            double c = bench_median(cpu, reps), w = bench_median(wall, reps);
+            printf("%10zu %14.2f %14.2f %14.2f %12.2f\n", s, c, bench_median(c0v, reps),
+                   bench_median(c1v, reps), w);
             emit("cpu_us_per_msg", "cask", s, c);
             emit("wall_us_per_msg", "cask", s, w);
         }

@@ -22,12 +22,11 @@
  * context, ~150 us where two processes share a GPU), the like of d2d's event-timed
  * figure; -1 where the landings came bunched (UCX ran several GETs at once and reported
  * them together: no rate to read). Sizes 8 KiB to 256 MiB. CASK_BENCH_GPU_SIZES=a,b,... keeps those sizes,
- * CASK_BENCH_GPU_STAGED=0 drops the staged column, CASK_BENCH_GPU_TIMELINE=1 prints
- * where the time of each step goes (bench/xport_gpu_diag.c). NCCL is --nccl's table (one GPU
+ * CASK_BENCH_GPU_STAGED=0 drops the staged column. (Where the time of each step goes was
+ * bench/xport_gpu_diag.c's, retired: bench/RESULTS.md.) NCCL is --nccl's table (one GPU
  * per rank). Rank 0 prints a table, a JSON line per figure, and the CASK_DIST_XPORT_MODEL
  * value (distributed/dist_route.c) fitted from these numbers. */
-#include "bench/xport_gpu.h"
-#include "bench/xport_gpu_diag.h"
+#include "bench/xport_bench.h"
 
 #include <sched.h>
 #include <stdatomic.h>
@@ -37,12 +36,14 @@
 #include <time.h>
 
 #include "transport/ucx.h"
+#include "bench/common/timing.h"
 
 #if defined(CASK_HAVE_CUDA)
 #include <cuda_runtime_api.h>
 
 enum { G_PING = 5, G_PONG = 6, G_DATA = 7, G_ACK = 8 };
 enum { MODE_CUDA = 0, MODE_STAGED = 1 };
+enum { LAND_MAX = 300 };   /* at least the bandwidth loop's most messages (256) */
 
 typedef struct gbench {
     xport_ucx *x;
@@ -51,25 +52,10 @@ typedef struct gbench {
     void *hs, *hr;              /* pinned host (staged) */
     size_t len;
     _Atomic long pongs, recvd, acked;
-    /* timeline of the latency loop (CASK_BENCH_GPU_TIMELINE=1), CLOCK_MONOTONIC seconds
-     * (one host: comparable between the ranks) by ping k: see xport_gpu_diag.h */
-    int timeline;
-    _Atomic long nping, npong, nland;
-    double ts[TL_N][TL_MAX];
+    /* the bandwidth loop on rank 1: when the first message arrived, when each landed */
+    _Atomic long narrived, nlanded;
+    double arrived0, land[LAND_MAX];
 } gbench;
-
-static double gnow(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void stamp(gbench *b, int what, long k)
-{
-    if ((b->timeline || what >= TL_BW_START) && k >= 0 && k < TL_MAX)
-        b->ts[what][k] = gnow();
-}
 
 static void gdie(const char *what, const char *why)
 {
@@ -79,34 +65,21 @@ static void gdie(const char *what, const char *why)
 
 static void gwait(_Atomic long *v, long target)
 {
-    double t0 = gnow();
+    double t0 = bench_now_s();
     while (atomic_load(v) < target) {
-        if (gnow() - t0 > 120)
+        if (bench_now_s() - t0 > 120)
             gdie("stuck", "no progress for 120 s");
         sched_yield();
     }
 }
 
 /* Sends len bytes of sbuf to peer as message id, by the bench's mode. */
-static void sent_ping(void *arg, cask_status st, const char *why)
-{
-    gbench *b = arg;
-    if (st)
-        gdie("send", why);
-    stamp(b, TL_PING_DONE, atomic_load(&b->pongs));
-}
-
 static void gsend(gbench *b, int peer, unsigned id)
 {
     cask_status st;
     if (b->mode == MODE_CUDA) {
-        int ping = id == G_PING && b->timeline;
-        if (id == G_PING)
-            stamp(b, TL_PING_SEND, atomic_load(&b->pongs));
-        else if (id == G_PONG)
-            stamp(b, TL_PONG_SEND, atomic_load(&b->nland) - 1);
         st = xport_ucx_am_send_mem(b->x, peer, id, NULL, 0, b->sbuf, b->len, XPORT_UCX_MEM_CUDA,
-                                   ping ? sent_ping : NULL, ping ? b : NULL);
+                                   NULL, NULL);
     } else {
         if (cudaMemcpy(b->hs, b->sbuf, b->len, cudaMemcpyDeviceToHost) != cudaSuccess)
             gdie("cudaMemcpy D2H", NULL);
@@ -125,10 +98,6 @@ static void landed(void *arg, cask_status st, const char *why)
     gbench *b = l->b;
     if (st)
         gdie("receive", why);
-    if (l->id == G_PING)
-        stamp(b, TL_PING_LAND, atomic_fetch_add(&b->nland, 1));
-    else if (l->id == G_PONG)
-        stamp(b, TL_PONG_LAND, atomic_load(&b->pongs));
     if (b->mode == MODE_STAGED &&
         cudaMemcpy(b->rbuf, b->hr, b->len, cudaMemcpyHostToDevice) != cudaSuccess)
         gdie("cudaMemcpy H2D", NULL);
@@ -136,8 +105,12 @@ static void landed(void *arg, cask_status st, const char *why)
         gsend(b, l->peer, G_PONG);
     else if (l->id == G_PONG)
         atomic_fetch_add(&b->pongs, 1);
-    else
-        stamp(b, TL_BW_LAND, atomic_fetch_add(&b->recvd, 1));
+    else {
+        long k = atomic_fetch_add(&b->nlanded, 1);
+        if (k < LAND_MAX)
+            b->land[k] = bench_now_s();
+        atomic_fetch_add(&b->recvd, 1);
+    }
 }
 
 static void on_msg(void *arg, xport_ucx_msg *m)
@@ -145,21 +118,13 @@ static void on_msg(void *arg, xport_ucx_msg *m)
     gbench *b = arg;
     landing *l = &landings[m->id - G_PING];
     *l = (landing){ b, m->peer, m->id };
-    long k = m->id == G_PING ? atomic_fetch_add(&b->nping, 1)
-           : m->id == G_PONG ? atomic_fetch_add(&b->npong, 1) : -1;
-    if (m->id == G_PING)
-        stamp(b, TL_PING_RTS, k);
-    else if (m->id == G_PONG)
-        stamp(b, TL_PONG_RTS, k);
-    else if (m->id == G_DATA)
-        stamp(b, TL_BW_RTS, atomic_fetch_add(&b->nping, 1));
+    if (m->id == G_DATA && atomic_fetch_add(&b->narrived, 1) == 0)
+        b->arrived0 = bench_now_s();
     cask_status st = b->mode == MODE_CUDA
         ? xport_ucx_recv_into_mem(m, b->rbuf, XPORT_UCX_MEM_CUDA, landed, l)
         : xport_ucx_recv_into(m, b->hr, landed, l);
     if (st)
         gdie("recv_into", cask_status_string(st));
-    if (m->id == G_PING)
-        stamp(b, TL_PING_POSTED, k);
 }
 
 static void on_ack(void *arg, xport_ucx_msg *m)
@@ -201,29 +166,22 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
     atomic_store(&b->pongs, 0);
     atomic_store(&b->recvd, 0);
     atomic_store(&b->acked, 0);
-    atomic_store(&b->nping, 0);
-    atomic_store(&b->npong, 0);
-    atomic_store(&b->nland, 0);
-    if (iters > TL_MAX)
-        iters = TL_MAX;
     xport_boot_barrier(boot);
-    double t0 = gnow();
+    double t0 = bench_now_s();
     if (b->rank == 0) {
         for (int k = 0; k < iters; k++) {
             gsend(b, 1, G_PING);
             gwait(&b->pongs, k + 1);
         }
     }
-    *lat_us = (gnow() - t0) / iters / 2 * 1e6;
+    *lat_us = (bench_now_s() - t0) / iters / 2 * 1e6;
     xport_boot_barrier(boot);
-    if (b->timeline && b->mode == MODE_CUDA)
-        xgd_timeline_report(boot, b->rank, len, iters, b->ts);
     /* bandwidth: nmsg messages in flight at once (the credit window queues the rest) */
     long nmsg = len >= (16u << 20) ? 20 : len >= (1u << 20) ? 32 : 256;   /* d2d: 20 */
-    atomic_store(&b->nping, 0);
+    atomic_store(&b->narrived, 0);
+    atomic_store(&b->nlanded, 0);
     xport_boot_barrier(boot);
-    t0 = gnow();
-    stamp(b, TL_BW_START, 0);
+    t0 = bench_now_s();
     if (b->rank == 0) {
         for (long k = 0; k < nmsg; k++)
             gsend(b, 1, G_DATA);
@@ -234,14 +192,14 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
         if (st)
             gdie("ack", cask_status_string(st));
     }
-    double dt = gnow() - t0;
+    double dt = bench_now_s() - t0;
     *gbs = (double)len * (double)nmsg / dt / 1e9;
     double st = -1;
     /* only where the landings spread over most of the stream: UCX may run the GETs of
      * several messages at once and report them done together (then -1, not measured) */
-    double first = b->ts[TL_BW_LAND][0], last = b->ts[TL_BW_LAND][nmsg - 1];
-    if (b->rank == 1 && nmsg >= 2 && nmsg <= TL_MAX && last > first &&
-        last - first >= 0.5 * (last - b->ts[TL_BW_RTS][0]))
+    double first = b->land[0], last = b->land[nmsg - 1];
+    if (b->rank == 1 && nmsg >= 2 && nmsg <= LAND_MAX && last > first &&
+        last - first >= 0.5 * (last - b->arrived0))
         st = (double)len * (double)(nmsg - 1) / (last - first) / 1e9;
     char key[32];
     snprintf(key, sizeof key, "gbench.stream.%u", round++);
@@ -251,8 +209,6 @@ static void measure(gbench *b, xport_boot *boot, size_t len, double *lat_us, dou
         gdie("allgather", NULL);
     memcpy(stream_gbs, blobs[1], sizeof *stream_gbs);
     xport_boot_free_blobs(boot, blobs, lens);
-    if (b->timeline && b->mode == MODE_CUDA)
-        xgd_bw_report(boot, b->rank, len, nmsg, dt, b->ts);
 }
 
 static void copy_on(void *dst, int dst_dev, const void *src, int src_dev, size_t len,
@@ -277,12 +233,12 @@ static void d2d(void *dst, int dst_dev, const void *src, int src_dev, size_t len
     int iters = len >= (16u << 20) ? 20 : 200;
     copy_on(dst, dst_dev, src, src_dev, len, s);   /* warm up */
     cudaStreamSynchronize(s);
-    double t0 = gnow();
+    double t0 = bench_now_s();
     for (int k = 0; k < iters; k++) {   /* latency: each copy waited for */
         copy_on(dst, dst_dev, src, src_dev, len, s);
         cudaStreamSynchronize(s);
     }
-    *lat_us = (gnow() - t0) / iters * 1e6;
+    *lat_us = (bench_now_s() - t0) / iters * 1e6;
     cudaEventRecord(e0, s);
     for (int k = 0; k < iters; k++)
         copy_on(dst, dst_dev, src, src_dev, len, s);
@@ -356,10 +312,6 @@ void xport_gpu_bench(xport_boot *boot, int quick, xport_emit_fn emit)
         xport_ucx_error(b.x, err, sizeof err);
         gdie("xport_ucx_connect", err);
     }
-    const char *tl = getenv("CASK_BENCH_GPU_TIMELINE");
-    b.timeline = tl && !strcmp(tl, "1");
-    if (b.timeline)
-        xgd_context_turns(boot, b.x, rank, G_ACK + 1);
     const char *sz = getenv("CASK_BENCH_GPU_SIZES");      /* e.g. 8192,67108864 */
     const char *stg = getenv("CASK_BENCH_GPU_STAGED");    /* 0: no host-staged column */
     int staged = !stg || strcmp(stg, "0");

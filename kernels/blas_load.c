@@ -36,7 +36,7 @@ static void core_choose(void *h)
         __builtin_cpu_supports("avx512vl"))
         /* (also where the CPU has BF16: on 16 Sapphire Rapids-class cores, one cblas_sgemm
            of 2048^2 ran at 1425 GFLOP/s with SkylakeX, 1140 with Cooperlake; 8192^2 at
-           1263 and 1255: bench-blas-floor) */
+           1263 and 1255: bench/RESULTS.md 22) */
         want = "SkylakeX";
     else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
         want = "Haswell";

@@ -262,8 +262,9 @@ cudaError_t knn_cuda_merge(cask_knn_best *a, const cask_knn_best *b, int64_t n, 
 cudaError_t knn_cuda_finish(const cask_knn_best *best, int64_t n, double scale, int32_t *idx,
                             float *dist, cudaStream_t s);
 
-/* Tuning (bench/knn_kernel_check.c): the search's variants (0 is what the launchers above
- * use), and counters of its bookkeeping (device memory zeroed by the caller, or NULL;
+/* Tuning (bench/knn_kernel_check.c, retired with its findings written: bench/RESULTS.md,
+ * "Retired programs and steps", names the commit to bring it back): the search's
+ * variants (0 is what the launchers above use), and counters of its bookkeeping (device memory zeroed by the caller, or NULL;
  * filled by the variants whose name says "counters"). Mode CASK_KNN_FINAL: out0 int32
  * idx, out1 float dist; CASK_KNN_PARTIAL: out0 cask_knn_best. Variants named "not exact"
  * only time pass 1 and leave scratch in the outputs. */

@@ -1,14 +1,14 @@
 /* test_sim_slow.c: a simulated GPU slowed as a competing load would (CASK_SIM_GPU_SLOW),
  * and what cask's dynamic placement buys against a static equal split then.
  *
- * The workload is bench/sim_load.h's: waves of tasks that sleep their device time (so
+ * The workload is tests/sim_load.h's: waves of tasks that sleep their device time (so
  * that timings hold on a loaded 2-core machine), each wave after a join of the previous
  * one. The static split binds half of each wave to each GPU; cask places the same tasks.
  * Timing checks compare medians of several runs that alternate the two, with margins
- * well below what is measured (bench/RESULTS.md, "Simulated GPUs, one slowed"). */
+ * well below what is measured (bench/RESULTS.md, section 14). */
 #include <stdlib.h>
 #include "test_helpers.h"
-#include "../bench/sim_load.h"
+#include "sim_load.h"
 
 TestSuite(sim_slow, .fini = leak_check, .timeout = 240);
 
@@ -108,7 +108,7 @@ Test(sim_slow, one_gpu_slowed_3x_cask_at_least_1_3x_faster_than_static_split)
  * task (the estimates were learnt at full speed) until 200 ms: most of the static split's
  * run (about 220 ms), the rest of cask's. Measured without late binding: 1.13x. A window
  * that ends early cannot give 1.3x against anything (0-60 ms: at most 1.2x in theory);
- * bench-sim-gpus --window measures those. */
+ * bench-sim-gpus --window measured those (bench/RESULTS.md, section 14). */
 Test(sim_slow, gpu_slowed_3x_for_part_of_the_run_cask_at_least_1_3x_faster)
 {
     double s = speedup_at_least(8, 4, 5000, "1:3:10-200", 1.3);

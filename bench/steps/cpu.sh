@@ -32,13 +32,7 @@ step_cpu_arrays() {   # CPU arrays against NumPy, dask.array and numexpr on this
     CUDA_VISIBLE_DEVICES= CASK_LOG=info cpu_run mm --figs matmul --mm 2048,8192 --mm-chunk 4096 --reps 9
     # GPU visible: cask opens the H200 (15 CPU workers), the products still on CPUs
     cpu_run mm_visible --no-peers --figs matmul --mm 2048,8192 --mm-chunk 4096 --reps 9 --cask-args=--with-gpus
-    # the floor: one cblas_sgemm of Debian's OpenBLAS from the main thread, by core; then
-    # cask's one-tile 2048^2 product with the core named, and with workers unbound
-    ninja -C "$B" bench/bench-blas-floor > /dev/null 2>&1
-    for core in default SkylakeX Cooperlake; do
-      if [ $core = default ]; then e="-u OPENBLAS_CORETYPE"; else e="OPENBLAS_CORETYPE=$core"; fi
-      env $e "$B/bench/bench-blas-floor" --n 2048,4096,8192 --reps 5 | grep -v '^{' | sed "s/^/floor $core: /"
-    done
+    # cask's one-tile 2048^2 product with the OpenBLAS core named, and with workers unbound
     for v in "OPENBLAS_CORETYPE=SkylakeX" "OPENBLAS_CORETYPE=Cooperlake" "CASK_BIND=0" "CASK_LOG=info"; do
       env CUDA_VISIBLE_DEVICES= $v "$X" --only matmul --mm 2048 --mm-chunk 2048 --reps 5 2>&1 |
         grep -E "^matmul|OpenBLAS" | sed "s/^/cask $v: /"

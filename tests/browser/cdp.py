@@ -1,6 +1,6 @@
 """tests/browser/cdp.py: a page of headless Chromium driven through the DevTools
 protocol over its WebSocket, with the standard library only (a minimal client: text
-frames). Used by the dashboard's browser test and bench/dash_replay.py."""
+frames). Used by the dashboard's browser test."""
 import base64
 import http.client
 import json

@@ -1,6 +1,7 @@
-/* bench/sim_load.h: a GPU workload on simulated GPUs (CASK_SIM_GPUS), for what dynamic
- * placement buys when one GPU is slowed (CASK_SIM_GPU_SLOW): used by bench-sim-gpus and
- * by tests/test_sim_slow.c.
+/* tests/sim_load.h: a GPU workload on simulated GPUs (CASK_SIM_GPUS), for what dynamic
+ * placement buys when one GPU is slowed (CASK_SIM_GPU_SLOW): used by tests/test_sim_slow.c
+ * and the TSan run's tests/tsan/sim_gpus.c (bench-sim-gpus, retired, measured it:
+ * bench/RESULTS.md, section 14).
  *
  * The graph has `waves` waves of `per_wave` tasks; each task reads a 64 KiB chunk of its
  * own from host memory and takes task_us of device time at full speed (it sleeps, so
@@ -9,8 +10,8 @@
  * shape; one wave is a bag of chunks, as bench-knn's search). With split == NULL cask
  * places the tasks; with split, task i of a wave is bound to its GPU by a static split
  * of per_wave in the given shares (the hand-partitioned baseline). */
-#ifndef CASK_BENCH_SIM_LOAD_H
-#define CASK_BENCH_SIM_LOAD_H
+#ifndef CASK_TESTS_SIM_LOAD_H
+#define CASK_TESTS_SIM_LOAD_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -1,4 +1,4 @@
-/* bench/sim_load.c: see sim_load.h. */
+/* tests/sim_load.c: see sim_load.h. */
 #include "sim_load.h"
 
 #include <stdio.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 #include "cask/cask.h"
+#include "common/timing.h"
 
 /* each task reads a chunk of its own from host memory, as a search reads its rows */
 #define SIM_LOAD_IN_BYTES 65536
@@ -29,22 +30,9 @@ static cask_status join_task(cask_task_ctx *ctx)
     return CASK_OK;
 }
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 double sim_load_median(double *x, int n)
 {
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && x[j - 1] > x[j]; j--) {
-            double t = x[j];
-            x[j] = x[j - 1];
-            x[j - 1] = t;
-        }
-    return n % 2 ? x[n / 2] : (x[n / 2 - 1] + x[n / 2]) / 2;
+    return bench_median(x, n);
 }
 
 /* Static split: the GPU of task i of n by cumulative shares. */
@@ -126,9 +114,9 @@ int sim_load_run(const sim_load_cfg *c, sim_load_result *res, char *err, size_t 
         }
     }
     TRY(cask_runtime_stats_reset(rt));
-    double t0 = now_s();
+    double t0 = bench_now_s();
     TRY(cask_graph_compute(g));
-    res->seconds = now_s() - t0;
+    res->seconds = bench_now_s() - t0;
     int nw = 0;
     TRY(cask_runtime_nworkers(rt, &nw));
     cask_worker_stats ws[64];
