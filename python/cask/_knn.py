@@ -186,6 +186,7 @@ def knn(obs, ref, k=1, method="auto", *, units="km", degrees=True, chunk=None,
     index, iptr = _gpu._device_empty(shape, np.int32, out_dev)
     dist, dptr = _gpu._device_empty(shape, np.float32, out_dev)
     _gpu._contiguous_and_synced(dist)   # memory the producer's pool may still be using
-    _cask.knn(*args, iptr, dptr, osample, rsample, out_dev)
+    # (index, dist) held by the extension until the search ends (Ctrl-C leaves it running)
+    _cask.knn(*args, iptr, dptr, osample, rsample, out_dev, (index, dist))
     del okeep, rkeep
     return index, dist

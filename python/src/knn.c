@@ -21,6 +21,8 @@ typedef struct knn_call {
     pc_job job;
     Py_buffer views[4];        /* obs, ref (host points), index, dist (host results) */
     void *out[2];              /* index, dist: where the graph writes them */
+    PyObject *keep;            /* what owns GPU results' memory: held until cleanup, so
+                                  that a search left running by Ctrl-C writes live memory */
     Py_buffer samples[2];      /* sample rows of points the host cannot read */
     pc_dl_managed *dl[2];      /* DLPack tensors of points on a GPU: deleted at cleanup */
     knn_points pts[2];         /* obs, ref */
@@ -107,6 +109,7 @@ static void knn_cleanup(pc_job *job)
     for (int i = 0; i < 4; i++)
         if (c->views[i].obj)
             PyBuffer_Release(&c->views[i]);
+    Py_XDECREF(c->keep);
     for (int i = 0; i < 2; i++) {
         if (c->samples[i].obj)
             PyBuffer_Release(&c->samples[i]);
@@ -265,15 +268,16 @@ static int outputs_of(knn_call *c, PyObject *const o[2], int out_device, size_t 
 }
 
 /* knn(obs, ref, k, method, km, chunk, ref_chunk, degrees, index, dist, obs_sample,
- *     ref_sample[, out_device]) -> pruned */
+ *     ref_sample[, out_device, keep]) -> pruned */
 static PyObject *knn(PyObject *m, PyObject *args)
 {
-    PyObject *o[4], *smp[2];
+    PyObject *o[4], *smp[2], *keep = NULL;
     int k, km, degrees, out_device = -1;
     const char *method;
     long long chunk, ref_chunk;
-    if (!PyArg_ParseTuple(args, "OOispLLpOOOO|i", &o[0], &o[1], &k, &method, &km, &chunk,
-                          &ref_chunk, &degrees, &o[2], &o[3], &smp[0], &smp[1], &out_device))
+    if (!PyArg_ParseTuple(args, "OOispLLpOOOO|iO", &o[0], &o[1], &k, &method, &km, &chunk,
+                          &ref_chunk, &degrees, &o[2], &o[3], &smp[0], &smp[1], &out_device,
+                          &keep))
         return NULL;
     int meth = !strcmp(method, "auto") ? 0 : !strcmp(method, "brute") ? 1
                : !strcmp(method, "pruned") ? 2 : -1;
@@ -308,6 +312,8 @@ static PyObject *knn(PyObject *m, PyObject *args)
         return PyErr_NoMemory();
     c->job.fn = knn_fn;
     c->job.cleanup = knn_cleanup;
+    Py_XINCREF(keep);
+    c->keep = keep;
     c->meth = meth;
     c->km = km;
     c->chunk = chunk;
@@ -363,8 +369,8 @@ static PyObject *knn_memo_clear(PyObject *m, PyObject *unused)
 PyMethodDef pc_knn_methods[] = {
     {"knn", knn, METH_VARARGS,
      "knn(obs, ref, k, method, km, chunk, ref_chunk, degrees, index, dist, obs_sample, "
-     "ref_sample[, out_device]) -> pruned; out_device >= 0: index and dist are addresses "
-     "of that GPU's memory"},
+     "ref_sample[, out_device, keep]) -> pruned; out_device >= 0: index and dist are "
+     "addresses of that GPU's memory, which keep owns (held until the search ends)"},
     {"knn_memo", knn_memo, METH_NOARGS,
      "knn_memo() -> (auto decisions recalled from the last sample, estimates run)"},
     {"knn_memo_clear", knn_memo_clear, METH_NOARGS,
