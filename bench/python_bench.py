@@ -237,6 +237,14 @@ def fig_knn_compute(a, np, cupy_inputs=False):
     st = timeit(lambda: res.setdefault("r", cask.knn(o, r, k=1)), a.reps)
     emit(fig, "cask.knn" + (" (CuPy in)" if cupy_inputs else ""), size, st,
          {"workers": cask.info()["ncpu_workers"], "gpus": cask.info()["ngpus"]})
+    if cupy_inputs:         # results left on the GPU (device="gpu"): no host round trip
+        sg = timeit(lambda: cask.knn(o, r, k=1, device="gpu"), a.reps)
+        cask.transfer_stats(reset=True)
+        gi = cask.knn(o, r, k=1, device="gpu")[0]
+        tr = cask.transfer_stats()
+        emit(fig, "cask.knn (CuPy in, GPU out)", size, sg,
+             {"d2h_bytes": tr["bytes_d2h"], "h2d_bytes": tr["bytes_h2d"],
+              "same_as_host": bool((cupy.asnumpy(gi) == res["r"][0]).all())})
     if not os.path.exists(os.path.join(a.build, "apps", "cask-knn")):
         return
     with tempfile.TemporaryDirectory() as d:
@@ -246,8 +254,10 @@ def fig_knn_compute(a, np, cupy_inputs=False):
         t = cask_knn_compute(a, op, rp, 1, not cupy_inputs, out)
         want = np.load(out).reshape(nobs, 2)[:, 0].astype(np.int32)
         same = bool((want == res["r"][0]).all())
-        emit(fig, "cask-knn compute", size, (t, t, t),
-             {"same_answers": same, "ratio_python": round(st[0] / t, 3) if t else None})
+        extra = {"same_answers": same, "ratio_python": round(st[0] / t, 3) if t else None}
+        if cupy_inputs:
+            extra["ratio_gpu_out"] = round(sg[0] / t, 3) if t else None
+        emit(fig, "cask-knn compute", size, (t, t, t), extra)
 
 
 def fig_gpu_chain(a, np):

@@ -8,8 +8,10 @@
 #   (b) the H200: the chain on a CuPy array in through DLPack and out on the GPU
 #       (compute(device="gpu")) with the run's host<->GPU byte counters, vs CuPy's own
 #       ufuncs; cask.knn on CuPy inputs vs cask-knn's compute, 2^22 x 2^12 and 2^24 x 2^14;
-#       the GPU tests (pytest python/tests/test_gpu.py + test_interrupt.py with CASK_NGPU
-#       unset, and the C test test_array_device_gpu)
+#       and with the results left on the GPU (device="gpu");
+#       the GPU tests (pytest python/tests/test_gpu.py, test_knn_gpu.py,
+#       test_knn_results.py + test_interrupt.py with CASK_NGPU unset, and the C test
+#       test_array_device_gpu)
 #   (c) GPU hidden: the Dask bridge vs Dask's threaded scheduler, 10^5 small tasks
 # Dask comes from wheels carried in .devdeps/ or .whl/ (dask, partd, locket, toolz,
 # cloudpickle, fsspec, ...: `pip download --no-deps --only-binary=:all:`), installed with
@@ -78,11 +80,12 @@ say "(b) knn 2^24 rc=$?"
 {
   echo "--- C: test_array_device_gpu"
   timeout 120 "$B/tests/test_array_device_gpu" 2>&1 | tail -5
-  echo "--- pytest test_gpu.py test_interrupt.py (CASK_NGPU unset)"
+  echo "--- pytest test_gpu.py test_knn_gpu.py test_knn_results.py test_interrupt.py (CASK_NGPU unset)"
   AB=$(cd "$B" && pwd)
   env -u CASK_NGPU CASK_KNN="$AB/apps/cask-knn" CASK_TEST_KERNELS="$AB/${mod:-none}" \
     timeout 300 $PY python/run_pytest.py "$B/python" python -q -rs \
-    -k "test_gpu or test_interrupt or gpu_arrays" 2>&1 | tail -25
+    -k "test_gpu or test_knn_gpu or test_knn_results or test_interrupt or gpu_arrays" \
+    2>&1 | tail -25
 } > "$OUT/tests.log" 2>&1
 say "(b) tests: $(grep -E 'passed|failed|Synthesis|SKIP' "$OUT/tests.log" | tr '\n' ' ')"
 
@@ -127,6 +130,9 @@ line("chain on CuPy: cask / CuPy ufuncs", ratio(g, get("gpuchain", "CuPy")), lam
 for s in ("4194304x4096", "16777216x16384"):
     line(f"knn {s} CuPy in: cask.knn / cask-knn compute (<= 1.1)",
          ratio(get("knncupy", "cask.knn", s), get("knncupy", "cask-knn", s)), lambda v: v <= 1.1)
+    line(f"knn {s} CuPy in, GPU out: / cask-knn compute (<= 1.1)",
+         ratio(get("knncupy", "cask.knn (CuPy in, GPU", s), get("knncupy", "cask-knn", s)),
+         lambda v: v <= 1.1)
 dc, dt = get("dask", "cask.dask.get"), get("dask", "dask threaded")
 line("Dask bridge 10^5 tasks: threaded / cask overhead per task (>= 5)",
      dt["overhead_us_per_task"] / dc["overhead_us_per_task"] if dc and dt and

@@ -287,7 +287,7 @@ cask_status knn_dist_job_create(knn_cluster *c, const cask_knn_kernels *k,
      * is searched, merged and finished by its owner, against that owner's replica. */
     knn_build b = {k, add, j, j->n, j->m, j->chunk, j->ref_chunk, j->nref, j->k,
                    j->ksearch, plan->prune ? 1 : 0, plan->scale, plan->where,
-                   {obs->f64, obs->degrees}, {ref->f64, ref->degrees}};
+                   {obs->f64, obs->degrees}, {ref->f64, ref->degrees}, 0, -1};
     char nb[64];
     for (int r = 0; r < P; r++)
         for (int64_t q = 0; q < j->nref; q++) {

@@ -8,7 +8,8 @@
  * index[i] and dist[i]. Ties go to the lowest index everywhere, so the result never
  * depends on the chunking. index[i]/dist[i] are registered slices of the caller's host
  * arrays with write-back on, so each chunk's result streams to host memory while others
- * still compute. The tasks themselves, and those of the k kernels, are added by
+ * still compute; or slices of the caller's GPU memory (plan out_on_device), written in
+ * place by tasks pinned to that GPU. The tasks themselves, and those of the k kernels, are added by
  * knn_tasks.c (shared with the ranks of a job, knn_dist.c); this file holds the data. */
 #include "knn_graph.h"
 #include "knn_chunks.h"
@@ -47,6 +48,7 @@ struct knn_job {
     int own_refs;                      /* 1: made (and destroyed) by this job */
     int k, ksearch;                    /* neighbours; 1 when the k kernels are used */
     int obs_on_device;                 /* the observations are the user's GPU memory */
+    int out_on_device;                 /* index and dist are the user's GPU memory */
     size_t ntasks;
 };
 
@@ -65,6 +67,19 @@ static cask_status reg_points(knn_job *j, const knn_points *p, void *at, size_t 
     if (!p->on_device)
         return reg(j, at, bytes, out, name);
     cask_status st = cask_data_register_device(j->rt, at, bytes, p->device, out);
+    return st ? st : cask_data_set_name(*out, name);
+}
+
+/* Registers rows of a result (index or dist): host memory written back as each chunk
+ * ends, or GPU memory of plan->out_device, in place (written by tasks pinned there). */
+static cask_status reg_result(knn_job *j, const knn_plan *plan, void *at, size_t bytes,
+                              cask_data **out, const char *name)
+{
+    if (!plan->out_on_device) {
+        cask_status st = reg(j, at, bytes, out, name);
+        return st ? st : cask_data_set_writeback(*out, 1);
+    }
+    cask_status st = cask_data_register_device(j->rt, at, bytes, plan->out_device, out);
     return st ? st : cask_data_set_name(*out, name);
 }
 
@@ -160,7 +175,7 @@ static knn_build build_of(const cask_knn_kernels *k, void *ctx, int64_t n, const
                           cask_knn_points rfmt)
 {
     knn_build b = {k, add, ctx, n, r->m, 0, r->ref_chunk, r->nref, kk, r->ksearch,
-                   plan->prune ? 1 : 0, plan->scale, plan->where, ofmt, rfmt};
+                   plan->prune ? 1 : 0, plan->scale, plan->where, ofmt, rfmt, 0, -1};
     return b;
 }
 
@@ -255,6 +270,7 @@ cask_status knn_job_create_on(cask_runtime *rt, const cask_knn_kernels *k,
     j->k = kk;
     j->ksearch = ksearch;
     j->obs_on_device = obs->on_device;
+    j->out_on_device = plan->out_on_device;
     if (!refs) {
         if ((st = refs_make(rt, ref, plan->ref_chunk, ksearch, &refs, err, errlen))) {
             free(j);
@@ -293,14 +309,12 @@ cask_status knn_job_create_on(cask_runtime *rt, const cask_knn_kernels *k,
         int64_t r0 = i * j->chunk, n = knn_rows_of(j->n, j->chunk, i);
         if ((st = reg_points(j, obs, (char *)obs->data + r0 * oe, (size_t)n * oe,
                              &j->obs[i], knn_name(nb, "obs[%lld]", (long long)i))) ||
-            (st = reg(j, index + r0 * K, (size_t)n * K * sizeof *index, &j->index[i],
-                      knn_name(nb, "index[%lld]", (long long)i))) ||
-            (st = reg(j, dist + r0 * K, (size_t)n * K * sizeof *dist, &j->dist[i],
-                      knn_name(nb, "dist[%lld]", (long long)i))) ||
+            (st = reg_result(j, plan, index + r0 * K, (size_t)n * K * sizeof *index,
+                             &j->index[i], knn_name(nb, "index[%lld]", (long long)i))) ||
+            (st = reg_result(j, plan, dist + r0 * K, (size_t)n * K * sizeof *dist,
+                             &j->dist[i], knn_name(nb, "dist[%lld]", (long long)i))) ||
             (j->ksearch && (st = create(j, cask_knn_scratch_bytes(n), &j->scratch[i],
-                                        knn_name(nb, "scratch[%lld]", (long long)i)))) ||
-            (st = cask_data_set_writeback(j->index[i], 1)) ||
-            (st = cask_data_set_writeback(j->dist[i], 1)))
+                                        knn_name(nb, "scratch[%lld]", (long long)i)))))
             goto fail_rt;
     }
     if (partial) {
@@ -319,6 +333,8 @@ cask_status knn_job_create_on(cask_runtime *rt, const cask_knn_kernels *k,
     knn_build b = build_of(k, j, j->n, refs, plan, j->k, (cask_knn_points){obs->f64, obs->degrees},
                            (cask_knn_points){ref->f64, ref->degrees});
     b.chunk = j->chunk;
+    b.pin_out = plan->out_on_device;
+    b.out_device = plan->out_device;
     /* prepared references are only read: their prep ran once, in knn_refs_create */
     if (!refs->prepared && (st = add_preps(&b, refs)))
         goto fail_rt;
@@ -356,8 +372,9 @@ cask_status knn_job_run(knn_job *j, int progress, char *err, size_t errlen)
         return fail_rt(j, st, "computing", err, errlen);
     }
     /* Write-back has normally brought every result home already; acquiring makes sure
-     * (and is what a correct program must do before reading registered memory). */
-    for (int64_t i = 0; i < j->nobs; i++) {
+     * (and is what a correct program must do before reading registered memory). Results
+     * on a GPU were written in place by tasks pinned there: nothing to bring. */
+    for (int64_t i = 0; i < j->nobs && !j->out_on_device; i++) {
         void *p;
         if ((st = cask_data_acquire(j->index[i], CASK_READ, &p)) ||
             (st = cask_data_release(j->index[i])) ||

@@ -15,6 +15,13 @@ typedef struct knn_plan {
     uint32_t where;     /* cask_where of every task */
     int k;              /* neighbours per observation (0 or 1: one) */
     int prune;          /* 1: pruned search (ksearch kernels), 0: brute force */
+    /* out_on_device: index and dist are memory of GPU out_device, not host memory. They
+     * are registered in place (cask_data_register_device), the tasks that write them run
+     * on that GPU (pinned there, whatever where says), nothing is written back to the
+     * host and knn_job_run does not read them back: the results are there when it
+     * returns. 0 (the default): host results, streamed back as each chunk ends. */
+    int out_on_device;
+    int out_device;
 } knn_plan;
 
 typedef struct knn_job knn_job;
@@ -52,7 +59,8 @@ cask_status knn_job_create_on(cask_runtime *rt, const cask_knn_kernels *k,
                               int32_t *index, float *dist, const knn_plan *plan,
                               knn_job **out, char *err, size_t errlen);
 
-/* Runs the graph and waits until every result is valid in index/dist (host memory).
+/* Runs the graph and waits until every result is valid in index/dist (host memory, or
+ * the GPU memory of plan->out_device with out_on_device).
  * With progress, a bar is drawn on stderr if it is a terminal and the run lasts. */
 cask_status knn_job_run(knn_job *j, int progress, char *err, size_t errlen);
 

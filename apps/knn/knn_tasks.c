@@ -14,6 +14,17 @@ cask_status knn_add_prep(const knn_build *b, int64_t q, cask_data *ref, cask_dat
                   b->ksearch ? 3 : 2, &a, sizeof a, 3, b->where, device, name);
 }
 
+/* Where a task that writes index and dist runs: out_device's GPU with pin_out. */
+static uint32_t out_where(const knn_build *b)
+{
+    return b->pin_out ? CASK_WHERE_GPU : b->where;
+}
+
+static int out_device(const knn_build *b, int device)
+{
+    return b->pin_out ? b->out_device : device;
+}
+
 /* Chunk i's searches (n rows), one per reference chunk: FINAL into index and dist with
  * one reference chunk, else PARTIAL into best[q]; the k kernels' after korder (which
  * orders the chunk in scratch for them). */
@@ -57,11 +68,11 @@ static cask_status add_searches(const knn_build *b, int64_t i, int64_t n,
             acc[nacc++] = (cask_access){d->dist, CASK_WRITE};
         }
         knn_name(nb, "knn[%lld,%lld]", (long long)i, (long long)q);
+        uint32_t w = partial ? b->where : out_where(b);
+        int dv = partial ? device : out_device(b, device);
         if ((st = b->ksearch
-                      ? b->add(b->ctx, k->ksearch, acc, nacc, &ak, sizeof ak, 0, b->where,
-                               device, nb)
-                      : b->add(b->ctx, k->search, acc, nacc, &a1, sizeof a1, 0, b->where,
-                               device, nb)))
+                      ? b->add(b->ctx, k->ksearch, acc, nacc, &ak, sizeof ak, 0, w, dv, nb)
+                      : b->add(b->ctx, k->search, acc, nacc, &a1, sizeof a1, 0, w, dv, nb)))
             return st;
     }
     return CASK_OK;
@@ -94,11 +105,13 @@ cask_status knn_add_chunk(const knn_build *b, int64_t i, const knn_chunk_data *d
         cask_knn_kfinish_args a = {n, b->k, b->scale};
         cask_access acc[3] = {{d->best[0], CASK_READ}, {d->index, CASK_WRITE},
                               {d->dist, CASK_WRITE}};
-        return b->add(b->ctx, k->kfinish, acc, 3, &a, sizeof a, 2, b->where, device, nb);
+        return b->add(b->ctx, k->kfinish, acc, 3, &a, sizeof a, 2, out_where(b),
+                      out_device(b, device), nb);
     }
     /* the 1-NN finish re-reads the winning reference's coordinates: ref_all */
     cask_knn_finish_args a = {n, b->scale, b->ofmt, b->rfmt};
     cask_access acc[5] = {{d->obs, CASK_READ}, {d->best[0], CASK_READ}, {d->index, CASK_WRITE},
                           {d->dist, CASK_WRITE}, {d->ref_all, CASK_READ}};
-    return b->add(b->ctx, k->finish, acc, 5, &a, sizeof a, 2, b->where, device, nb);
+    return b->add(b->ctx, k->finish, acc, 5, &a, sizeof a, 2, out_where(b),
+                  out_device(b, device), nb);
 }

@@ -29,6 +29,11 @@ typedef struct knn_build {
     double scale;
     uint32_t where;
     cask_knn_points ofmt, rfmt;
+    /* pin_out: the tasks that write index and dist run on GPU out_device (where GPU,
+     * pinned), so that results registered in place there (cask_data_register_device)
+     * are written in place; 0: as the others */
+    int pin_out;
+    int out_device;
 } knn_build;
 
 /* Reference chunk q made ready, named name: with the 1-NN kernels prep of ref (R) into

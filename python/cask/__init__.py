@@ -52,12 +52,12 @@ def persist(*arrays):
 
 
 def knn(obs, ref, k=1, method="auto", *, units="km", degrees=True, chunk=None,
-        ref_chunk=None):
+        ref_chunk=None, device="cpu"):
     """Nearest references of each observation by great-circle distance: see
-    ``cask._knn.knn``."""
+    ``cask._knn.knn``. device="gpu" leaves the results on the GPU (CuPy arrays)."""
     from ._knn import knn as _knn_impl
     return _knn_impl(obs, ref, k=k, method=method, units=units, degrees=degrees,
-                     chunk=chunk, ref_chunk=ref_chunk)
+                     chunk=chunk, ref_chunk=ref_chunk, device=device)
 
 
 def shutdown():

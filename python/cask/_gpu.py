@@ -80,6 +80,19 @@ def _device_empty(shape, dtype, dev):
     return out, int(out.data_ptr())
 
 
+def _device_copy_of(r, dev):
+    """A host array's values in new memory of GPU dev (CuPy, else PyTorch)."""
+    out, _ = _device_empty(np.shape(r), np.asarray(r).dtype, dev)
+    if _library_of(out) == "cupy":
+        out.set(np.ascontiguousarray(r)) if out.ndim else out.fill(r)
+    elif _library_of(out) == "torch":
+        import torch
+        out.copy_(torch.from_numpy(np.ascontiguousarray(r)))
+    else:                       # the tests' stand-in: host memory
+        out[...] = r
+    return out
+
+
 def _compute_gpu(arrays, device, compute):
     dev = _gpu_index(device)
     if dev is None:
@@ -89,13 +102,7 @@ def _compute_gpu(arrays, device, compute):
         host = compute(*arrays)
         for i, r in enumerate(host):
             if hasattr(arrays[i], "_node"):
-                out, _ = _device_empty(np.shape(r), np.asarray(r).dtype, dev)
-                if _library_of(out) == "cupy":
-                    out.set(np.ascontiguousarray(r)) if out.ndim else out.fill(r)
-                else:
-                    import torch
-                    out.copy_(torch.from_numpy(np.ascontiguousarray(r)))
-                res[i] = out
+                res[i] = _device_copy_of(r, dev)
         return tuple(res)
     for i, a in enumerate(arrays):
         if hasattr(a, "_node"):

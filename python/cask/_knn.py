@@ -114,8 +114,30 @@ def _input(x, name, degrees, ngpus):
     return _gpu_points(x, name, degrees, dev)
 
 
+def _host_results(n, k):
+    """index (int32) and dist (float32) arrays of n x k over one block of host memory
+    that the extension keeps and reuses once both are dropped (pinned with real GPUs;
+    no page faults in the call after the first): NumPy views, no copy."""
+    nk = n * k
+    blk = _cask.host_block(8 * nk)
+    shape = (n,) if k == 1 else (n, k)
+    return (np.frombuffer(blk, np.int32, nk).reshape(shape),
+            np.frombuffer(blk, np.float32, nk, 4 * nk).reshape(shape))
+
+
+def _gpu_of(device, obs, ref):
+    """The GPU index device names (cask._gpu._gpu_index); "gpu" alone: that of the
+    CUDA inputs (obs first), else 0."""
+    dev = _gpu._gpu_index(device)
+    if dev is None:
+        dev = _gpu._cuda_device_of(obs)
+        if dev is None:
+            dev = _gpu._cuda_device_of(ref)
+    return 0 if dev is None else dev
+
+
 def knn(obs, ref, k=1, method="auto", *, units="km", degrees=True, chunk=None,
-        ref_chunk=None):
+        ref_chunk=None, device="cpu"):
     """The k nearest references of each observation by great-circle distance.
 
     obs: (n, 2), ref: (m, 2) arrays of (latitude, longitude), float32 or float64, in
@@ -124,26 +146,47 @@ def knn(obs, ref, k=1, method="auto", *, units="km", degrees=True, chunk=None,
     copied to the host). method: "auto" (pruned when a sample says it pays), "brute"
     or "pruned" (the same answers). units: "km" (Earth radius 6371.0088 km) or "rad".
 
-    Returns (index, distance): int32 and float32 NumPy arrays of shape (n,) for k=1,
-    else (n, k), nearest first, ties to the lower index (index -1 and distance NaN where
+    device: "cpu" (the default): the results are NumPy arrays (over host memory that
+    cask reuses once they are dropped: pinned with real GPUs). "gpu" (or "cuda",
+    "gpu:N", "cuda:N"): CuPy arrays (PyTorch CUDA tensors when only PyTorch is there)
+    on GPU N (default: the GPU of the CUDA inputs, else 0), written there by cask's GPU
+    tasks, no byte through the host (without GPU workers there: computed on the host
+    and copied over).
+
+    Returns (index, distance): int32 and float32 arrays of shape (n,) for k=1, else
+    (n, k), nearest first, ties to the lower index (index -1 and distance NaN where
     m < k), exactly what ``cask-knn --k K --method M`` writes.
     """
+    on_gpu = device not in ("cpu", None)
+    if on_gpu:
+        out_dev = _gpu_of(device, obs, ref)       # ValueError for a bad name
     if units not in ("km", "rad"):
         raise ValueError("cask.knn: units is 'km' or 'rad'")
     k = int(k)
     if not 1 <= k <= _cask.KNN_KMAX:
         raise ValueError(f"cask.knn: k must be 1..{_cask.KNN_KMAX}")
     ngpus = 0
-    if _gpu._cuda_device_of(obs) is not None or _gpu._cuda_device_of(ref) is not None:
+    if on_gpu or _gpu._cuda_device_of(obs) is not None or \
+            _gpu._cuda_device_of(ref) is not None:
         ngpus = _cask.info()["ngpus"]
+    if on_gpu and out_dev >= ngpus:   # no GPU workers there: host results, copied over
+        index, dist = knn(obs, ref, k, method, units=units, degrees=degrees, chunk=chunk,
+                          ref_chunk=ref_chunk)
+        return _gpu._device_copy_of(index, out_dev), _gpu._device_copy_of(dist, out_dev)
     o, osample, okeep = _input(obs, "obs", degrees, ngpus)
     r, rsample, rkeep = _input(ref, "ref", degrees, ngpus)
     n = o.shape[0] if isinstance(o, np.ndarray) else okeep.shape[0]
-    index = np.empty((n, k), np.int32)
-    dist = np.empty((n, k), np.float32)
-    _cask.knn(o, r, k, method, units == "km", int(chunk or 0), int(ref_chunk or 0),
-              bool(degrees), index, dist, osample, rsample)
+    args = (o, r, k, method, units == "km", int(chunk or 0), int(ref_chunk or 0),
+            bool(degrees))
+    if not on_gpu:
+        index, dist = _host_results(n, k)
+        _cask.knn(*args, index, dist, osample, rsample)
+        return index, dist
+    shape = (n,) if k == 1 else (n, k)
+    index, iptr = _gpu._device_empty(shape, np.int32, out_dev)
+    dist, dptr = _gpu._device_empty(shape, np.float32, out_dev)
+    _gpu._contiguous_and_synced(dist)   # memory the producer's pool may still be using
+    # (index, dist) held by the extension until the search ends (Ctrl-C leaves it running)
+    _cask.knn(*args, iptr, dptr, osample, rsample, out_dev, (index, dist))
     del okeep, rkeep
-    if k == 1:
-        return index[:, 0], dist[:, 0]
     return index, dist

@@ -2,8 +2,10 @@
  * graph cask-knn builds (apps/knn/knn_graph.c, compiled into this extension: the same
  * tasks, chunk sizes and method choice, hence the same answers). Points come as host
  * buffers (used in place) or as DLPack capsules of CUDA tensors, registered in place on
- * their GPU (knn_points.on_device). Before the graph, one small graph of CPU tasks
- * checks the coordinates and runs the estimate of method auto (knn_pre.c). */
+ * their GPU (knn_points.on_device). Results go to host buffers, or to GPU memory given
+ * by address (written in place by tasks on that GPU: knn_plan.out_on_device). Before
+ * the graph, one small graph of CPU tasks checks the coordinates and runs the estimate
+ * of method auto (knn_pre.c), unless the last estimate had this sample (knn_memo.c). */
 #include "pc.h"
 
 #include <stdlib.h>
@@ -12,11 +14,15 @@
 #include "auto_method.h"
 #include "knn_chunks.h"
 #include "knn_graph.h"
+#include "knn_memo.h"
 #include "knn_pre.h"
 
 typedef struct knn_call {
     pc_job job;
-    Py_buffer views[4];        /* obs, ref (host points), index, dist */
+    Py_buffer views[4];        /* obs, ref (host points), index, dist (host results) */
+    void *out[2];              /* index, dist: where the graph writes them */
+    PyObject *keep;            /* what owns GPU results' memory: held until cleanup, so
+                                  that a search left running by Ctrl-C writes live memory */
     Py_buffer samples[2];      /* sample rows of points the host cannot read */
     pc_dl_managed *dl[2];      /* DLPack tensors of points on a GPU: deleted at cleanup */
     knn_points pts[2];         /* obs, ref */
@@ -53,14 +59,20 @@ static cask_status knn_prepare(knn_call *c)
         int64_t rstep = c->has_sample[1] ? 1 : r->n / knn_auto_ref_samples(r->n);
         if (knn_auto_begin(&est, os, ostep, rs, rstep, o->n, r->n, k, pchunk))
             est_on = 0;     /* out of memory: the brute force, as knn_auto_prune */
+        else if (pc_knn_memo_recall(&est, &prune)) {
+            knn_auto_end(&est, NULL, NULL);     /* decided before, on this very sample */
+            est_on = 0;
+        }
     }
     const knn_points *check[2] = {c->has_sample[0] ? NULL : o, c->has_sample[1] ? NULL : r};
-    int bad[2];
-    cask_status st = pc_knn_pre(pc_st.rt, &(pc_knn_pre_kernels_t){pc_st.knn_check,
-                                pc_st.knn_estimate}, c->info.ncpu_workers, check, bad,
-                                est_on ? &est : NULL, fractions);
+    int bad[2] = {0, 0};
+    cask_status st = CASK_OK;
+    if (check[0] || check[1] || est_on)
+        st = pc_knn_pre(pc_st.rt, &(pc_knn_pre_kernels_t){pc_st.knn_check,
+                        pc_st.knn_estimate}, c->info.ncpu_workers, check, bad,
+                        est_on ? &est : NULL, fractions);
     if (est_on)
-        prune = knn_auto_end(&est, st ? NULL : fractions, &fraction) ? 1 : prune;
+        prune = pc_knn_memo_end(&est, st ? NULL : fractions, &fraction) ? 1 : prune;
     if (st)
         return st;
     c->bad = bad[0] ? 1 : bad[1] ? 2 : 0;
@@ -82,8 +94,8 @@ static cask_status knn_fn(pc_job *job)
     if (st || c->bad)
         return st;
     knn_job *kj = NULL;
-    st = knn_job_create(pc_st.rt, &pc_st.knn, &c->pts[0], &c->pts[1], c->views[2].buf,
-                        c->views[3].buf, &c->plan, &kj, job->err, sizeof job->err);
+    st = knn_job_create(pc_st.rt, &pc_st.knn, &c->pts[0], &c->pts[1], c->out[0], c->out[1],
+                        &c->plan, &kj, job->err, sizeof job->err);
     if (!st)
         st = knn_job_run(kj, 0, job->err, sizeof job->err);
     knn_job_destroy(kj);
@@ -97,6 +109,7 @@ static void knn_cleanup(pc_job *job)
     for (int i = 0; i < 4; i++)
         if (c->views[i].obj)
             PyBuffer_Release(&c->views[i]);
+    Py_XDECREF(c->keep);
     for (int i = 0; i < 2; i++) {
         if (c->samples[i].obj)
             PyBuffer_Release(&c->samples[i]);
@@ -212,16 +225,59 @@ static int input_of(knn_call *c, int s, PyObject *o, PyObject *sample, int degre
     return 0;
 }
 
+/* The results: writable host buffers of n x k elements at least, or (out_device >= 0)
+ * the addresses of n x k elements of that GPU's memory, which the caller allocated so.
+ * -1 with an exception. */
+static int outputs_of(knn_call *c, PyObject *const o[2], int out_device, size_t nk)
+{
+    if (out_device >= 0) {
+        if (out_device >= c->info.ngpus) {
+            PyErr_Format(PyExc_ValueError, "cask.knn: results on GPU %d: cask's runtime has "
+                         "%d", out_device, c->info.ngpus);
+            return -1;
+        }
+        for (int i = 0; i < 2; i++) {
+            c->out[i] = PyLong_Check(o[i]) ? PyLong_AsVoidPtr(o[i]) : NULL;
+            if (!c->out[i]) {
+                if (!PyErr_Occurred())
+                    PyErr_SetString(PyExc_ValueError, "cask.knn: GPU results need the "
+                                    "addresses of their memory (non-zero ints)");
+                return -1;
+            }
+        }
+        c->plan.out_on_device = 1;
+        c->plan.out_device = out_device;
+        return 0;
+    }
+    for (int i = 0; i < 2; i++) {
+        Py_buffer *v = &c->views[2 + i];
+        if (PyObject_GetBuffer(o[i], v, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
+            v->obj = NULL;
+            PyErr_Clear();
+            PyErr_SetString(PyExc_ValueError,
+                            "cask.knn: outputs must be writable C-contiguous buffers");
+            return -1;
+        }
+        if ((size_t)v->len < nk * 4) {
+            PyErr_SetString(PyExc_ValueError, "cask.knn: outputs too small");
+            return -1;
+        }
+        c->out[i] = v->buf;
+    }
+    return 0;
+}
+
 /* knn(obs, ref, k, method, km, chunk, ref_chunk, degrees, index, dist, obs_sample,
- *     ref_sample) -> pruned */
+ *     ref_sample[, out_device, keep]) -> pruned */
 static PyObject *knn(PyObject *m, PyObject *args)
 {
-    PyObject *o[4], *smp[2];
-    int k, km, degrees;
+    PyObject *o[4], *smp[2], *keep = NULL;
+    int k, km, degrees, out_device = -1;
     const char *method;
     long long chunk, ref_chunk;
-    if (!PyArg_ParseTuple(args, "OOispLLpOOOO", &o[0], &o[1], &k, &method, &km, &chunk,
-                          &ref_chunk, &degrees, &o[2], &o[3], &smp[0], &smp[1]))
+    if (!PyArg_ParseTuple(args, "OOispLLpOOOO|iO", &o[0], &o[1], &k, &method, &km, &chunk,
+                          &ref_chunk, &degrees, &o[2], &o[3], &smp[0], &smp[1], &out_device,
+                          &keep))
         return NULL;
     int meth = !strcmp(method, "auto") ? 0 : !strcmp(method, "brute") ? 1
                : !strcmp(method, "pruned") ? 2 : -1;
@@ -256,6 +312,8 @@ static PyObject *knn(PyObject *m, PyObject *args)
         return PyErr_NoMemory();
     c->job.fn = knn_fn;
     c->job.cleanup = knn_cleanup;
+    Py_XINCREF(keep);
+    c->keep = keep;
     c->meth = meth;
     c->km = km;
     c->chunk = chunk;
@@ -267,19 +325,8 @@ static PyObject *knn(PyObject *m, PyObject *args)
     }
     if (input_of(c, 0, o[0], smp[0], degrees) || input_of(c, 1, o[1], smp[1], degrees))
         goto fail;
-    for (int i = 2; i < 4; i++)
-        if (PyObject_GetBuffer(o[i], &c->views[i], PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
-            c->views[i].obj = NULL;
-            PyErr_Clear();
-            PyErr_SetString(PyExc_ValueError,
-                            "cask.knn: outputs must be writable C-contiguous buffers");
-            goto fail;
-        }
-    size_t nk = (size_t)c->pts[0].n * (size_t)k;
-    if ((size_t)c->views[2].len < nk * 4 || (size_t)c->views[3].len < nk * 4) {
-        PyErr_SetString(PyExc_ValueError, "cask.knn: outputs too small");
+    if (outputs_of(c, &o[2], out_device, (size_t)c->pts[0].n * (size_t)k))
         goto fail;
-    }
     c->plan.scale = km ? CASK_EARTH_RADIUS_KM : 1.0;
     c->plan.where = c->info.ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
     c->plan.k = k;
@@ -305,9 +352,28 @@ fail:
     return NULL;
 }
 
+/* knn_memo() -> (decisions recalled, estimates run); knn_memo_clear() forgets. */
+static PyObject *knn_memo(PyObject *m, PyObject *unused)
+{
+    uint64_t recalls, estimates;
+    pc_knn_memo_counts(&recalls, &estimates);
+    return Py_BuildValue("(KK)", (unsigned long long)recalls, (unsigned long long)estimates);
+}
+
+static PyObject *knn_memo_clear(PyObject *m, PyObject *unused)
+{
+    pc_knn_memo_clear();
+    Py_RETURN_NONE;
+}
+
 PyMethodDef pc_knn_methods[] = {
     {"knn", knn, METH_VARARGS,
      "knn(obs, ref, k, method, km, chunk, ref_chunk, degrees, index, dist, obs_sample, "
-     "ref_sample) -> pruned"},
+     "ref_sample[, out_device, keep]) -> pruned; out_device >= 0: index and dist are "
+     "addresses of that GPU's memory, which keep owns (held until the search ends)"},
+    {"knn_memo", knn_memo, METH_NOARGS,
+     "knn_memo() -> (auto decisions recalled from the last sample, estimates run)"},
+    {"knn_memo_clear", knn_memo_clear, METH_NOARGS,
+     "knn_memo_clear(): forgets the last auto decision"},
     {NULL, NULL, 0, NULL},
 };

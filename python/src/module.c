@@ -111,7 +111,7 @@ PyMODINIT_FUNC PyInit__cask(void)
         return NULL;
     PyMethodDef *tables[] = {pc_array_methods, pc_ops_methods, pc_compute_methods,
                              pc_dask_methods, pc_knn_methods, pc_kernel_methods,
-                             pc_dlpack_methods};
+                             pc_dlpack_methods, pc_hostbuf_methods};
     for (size_t i = 0; i < sizeof tables / sizeof *tables; i++)
         if (PyModule_AddFunctions(m, tables[i]) < 0)
             goto fail;
@@ -138,7 +138,7 @@ PyMODINIT_FUNC PyInit__cask(void)
         Py_DECREF(pc_st.error);
         goto fail;
     }
-    if (pc_node_type_init(m) < 0)
+    if (pc_node_type_init(m) < 0 || pc_hostbuf_type_init(m) < 0)
         goto fail;
     if (PyModule_AddIntConstant(m, "MAX_DIMS", CASK_ARRAY_MAX_DIMS) < 0 ||
         PyModule_AddIntConstant(m, "KNN_KMAX", CASK_KNN_KMAX) < 0 ||

@@ -126,6 +126,10 @@ extern PyMethodDef pc_dask_methods[];
 extern PyMethodDef pc_knn_methods[];
 extern PyMethodDef pc_kernel_methods[];
 extern PyMethodDef pc_dlpack_methods[];
+extern PyMethodDef pc_hostbuf_methods[];
 int pc_node_type_init(PyObject *module);
+int pc_hostbuf_type_init(PyObject *module);
+/* Frees the host blocks kept for reuse (hostbuf.c); the GIL held, the runtime running. */
+void pc_hostbuf_drop(void);
 
 #endif

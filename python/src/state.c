@@ -97,6 +97,7 @@ int pc_shutdown(void)
     cask_array_ctx *ctx = pc_st.ctx;
     cask_runtime *rt = pc_st.rt;
     pc_release_dropped();
+    pc_hostbuf_drop();          /* while the runtime that pinned them runs */
     pc_st.ctx = NULL;
     pc_st.rt = NULL;
     pc_st.generation++;
