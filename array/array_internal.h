@@ -233,6 +233,13 @@ cask_status chosolve_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, ca
 int chol_lower_to_host(plan *pl, cask_array *n, void *out, cask_status *st);
 /* Adds a tile task of op with args a (both: CPU and GPU kernels; priority p). */
 cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int nacc, int prio);
+/* The descriptor of a tile task of ctx's kernels (la_task adds it to a plan's graph,
+ * linalg_dist.c to a distributed one): a's op and GPU cache set, ctx's placement option
+ * (LA_ZERO: CPU workers). d points at acc and a, which must outlive its use. */
+void la_task_desc(cask_array_ctx *ctx, int op, la_args *a, const cask_access *acc, int nacc,
+                  int prio, cask_task_desc *d);
+/* Rows of tile row i of a matrix of order n in tiles of t (the last may be smaller). */
+int64_t la_tile_rows(int64_t n, int64_t t, int64_t i);
 /* The right-looking tiled Cholesky of an n x n matrix in tiles of t, in sequential task
  * flow (linalg.c): emit is called for each tile operation in order, with its la_args
  * filled but for the fields of where the tiles live (gpu, copy_in, src_host, dst_host),

@@ -57,29 +57,35 @@ cask_status cask_array_cholesky(cask_array *a, cask_array **out)
     return CASK_OK;
 }
 
+void la_task_desc(cask_array_ctx *ctx, int op, la_args *a, const cask_access *acc, int nacc,
+                  int prio, cask_task_desc *d)
+{
+    a->op = op;
+    a->gpu = ctx->la_gpu;
+    memset(d, 0, sizeof *d);
+    d->kernel = ctx->la.k[op];
+    d->access = acc;
+    d->naccess = nacc;
+    d->field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY;
+    d->args = a;
+    d->args_size = sizeof *a;
+    d->priority = prio;
+    if (op == LA_ZERO) {
+        d->field_mask |= CASK_TASK_WHERE;
+        d->where = CASK_WHERE_CPU;
+    } else if (ctx->where != CASK_WHERE_ANY) {
+        d->field_mask |= CASK_TASK_WHERE;
+        d->where = (uint32_t)ctx->where;
+    }
+}
+
 cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int nacc, int prio)
 {
     static const char *const names[LA_OP_COUNT] = {
         "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.zero"
     };
-    a->op = op;
-    a->gpu = pl->ctx->la_gpu;
     cask_task_desc d;
-    memset(&d, 0, sizeof d);
-    d.kernel = pl->ctx->la.k[op];
-    d.access = acc;
-    d.naccess = nacc;
-    d.field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY;
-    d.args = a;
-    d.args_size = sizeof *a;
-    d.priority = prio;
-    if (op == LA_ZERO) {
-        d.field_mask |= CASK_TASK_WHERE;
-        d.where = CASK_WHERE_CPU;
-    } else if (pl->ctx->where != CASK_WHERE_ANY) {
-        d.field_mask |= CASK_TASK_WHERE;
-        d.where = (uint32_t)pl->ctx->where;
-    }
+    la_task_desc(pl->ctx, op, a, acc, nacc, prio, &d);
     cask_status st = cask_graph_add_task(pl->g, &d, NULL);
     if (st)
         return arr_error(pl->ctx, st, "cannot add task %s: %s", names[op], cask_status_string(st));
@@ -90,8 +96,7 @@ cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int na
     return CASK_OK;
 }
 
-/* Rows of tile row i of a matrix of size n in tiles of t. */
-static int64_t tile_rows(int64_t n, int64_t t, int64_t i)
+int64_t la_tile_rows(int64_t n, int64_t t, int64_t i)
 {
     return i * t + t <= n ? t : n - i * t;
 }
@@ -183,7 +188,7 @@ cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *
     int64_t nt = (n + t - 1) / t;
     cask_status st = CASK_OK;
     for (int64_t k = 0; k < nt && !st; k++) {
-        int64_t bk = tile_rows(n, t, k);
+        int64_t bk = la_tile_rows(n, t, k);
         la_args a;
         memset(&a, 0, sizeof a);
         a.dt = dt;
@@ -201,13 +206,13 @@ cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *
             a.row0 = i * t;
             a.side = 'R';
             a.trans = 1;
-            a.m = tile_rows(n, t, i);
+            a.m = la_tile_rows(n, t, i);
             a.n = bk;
             st = emit(u, LA_TRSM, &a, in, 1, 64);
         }
         /* updates of the trailing matrix with column k */
         for (int64_t i = k + 1; i < nt && !st; i++) {
-            int64_t bi = tile_rows(n, t, i);
+            int64_t bi = la_tile_rows(n, t, i);
             for (int64_t j = k + 1; j <= i && !st; j++) {
                 int64_t in[2][2] = {{i, k}, {j, k}};
                 memset(&a, 0, sizeof a);
@@ -221,7 +226,7 @@ cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *
                     st = emit(u, LA_SYRK, &a, in, 1, update_prio(k, j));
                 } else {        /* GEMM: C -= L_ik L_jk^T */
                     a.m = bi;
-                    a.n = tile_rows(n, t, j);
+                    a.n = la_tile_rows(n, t, j);
                     a.tb = 1;
                     st = emit(u, LA_GEMM, &a, in, 2, update_prio(k, j));
                 }
@@ -275,7 +280,7 @@ int chol_lower_to_host(plan *pl, cask_array *n, void *out, cask_status *st)
         a.dt = la_dtype(n->dtype);
         a.ti = i;
         a.tj = i + 1;
-        a.m = i * t + t <= N ? t : N - i * t;
+        a.m = la_tile_rows(N, t, i);
         a.n = N - (i + 1) * t;
         a.dst_host = (char *)out + (size_t)(i * t * N + (i + 1) * t) * es;
         a.dst_ld = N;

@@ -51,7 +51,7 @@ static size_t tidx(int64_t i, int64_t j)
 
 static int64_t side(const cask_dist_matrix *m, int64_t i)
 {
-    return i * m->t + m->t <= m->n ? m->t : m->n - i * m->t;
+    return la_tile_rows(m->n, m->t, i);
 }
 
 int cask_dist_matrix_owner(const cask_dist_matrix *m, int64_t i, int64_t j)
@@ -207,21 +207,8 @@ static cask_status dist_emit(void *u, int op, la_args *a, const int64_t in[][2],
     }
     acc[k].data = m->h[tidx(a->ti, a->tj)];
     acc[k++].mode = CASK_RW;
-    a->op = op;
-    a->gpu = m->ctx->la_gpu;
     cask_task_desc d;
-    memset(&d, 0, sizeof d);
-    d.kernel = m->ctx->la.k[op];
-    d.access = acc;
-    d.naccess = k;
-    d.field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY;
-    d.args = a;
-    d.args_size = sizeof *a;
-    d.priority = prio;
-    if (m->ctx->where != CASK_WHERE_ANY) {
-        d.field_mask |= CASK_TASK_WHERE;
-        d.where = (uint32_t)m->ctx->where;
-    }
+    la_task_desc(m->ctx, op, a, acc, k, prio, &d);
     size_t index;
     cask_status st = cask_dist_graph_add_task(w->g, &d, &index);
     if (!st) st = cask_dist_graph_set_rank(w->g, index, cask_dist_matrix_owner(m, a->ti, a->tj));

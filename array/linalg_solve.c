@@ -52,7 +52,7 @@ static cask_status solve_column(plan *pl, cask_array *n, int64_t c, cask_data **
     for (int pass = 0; pass < 2 && !st; pass++) {
         for (int64_t s = 0; s < nt && !st; s++) {
             int64_t i = pass == 0 ? s : nt - 1 - s;
-            int64_t bi = i * t + t <= rows ? t : rows - i * t;
+            int64_t bi = la_tile_rows(rows, t, i);
             int64_t lo = pass == 0 ? 0 : i + 1, hi = pass == 0 ? i : nt;
             /* the updates, then the triangular solve (op index: hi - lo GEMMs, 1 TRSM) */
             for (int64_t k = lo; k <= hi && !st; k++) {
@@ -90,7 +90,7 @@ static cask_status solve_column(plan *pl, cask_array *n, int64_t c, cask_data **
                 acc[m].data = x[i];
                 acc[m++].mode = touched[i] ? CASK_RW : CASK_WRITE;
                 touched[i] = 1;
-                int64_t bk = k * t + t <= rows ? t : rows - k * t;
+                int64_t bk = la_tile_rows(rows, t, k);
                 if (trsm) {
                     a.side = 'L';
                     a.trans = pass;
