@@ -216,6 +216,15 @@ int64_t chunk_linear(const cask_array *n, const int64_t *idx)
     return c;
 }
 
+void chunk_host_args(const cask_array *n, int64_t c, ak_host_args *h)
+{
+    int64_t idx[MAXD];
+    memset(h, 0, sizeof *h);
+    chunk_index(n, c, idx);
+    chunk_geom(n, idx, &h->geom);
+    h->esize = (int32_t)cask_dtype_size(n->dtype);
+}
+
 void chunk_geom(const cask_array *n, const int64_t *idx, ak_geom *g)
 {
     memset(g, 0, sizeof *g);

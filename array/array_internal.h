@@ -127,6 +127,9 @@ int shape_valid(int ndim, const int64_t *shape);
 void chunk_index(const cask_array *n, int64_t c, int64_t *idx);
 int64_t chunk_linear(const cask_array *n, const int64_t *idx);
 void chunk_geom(const cask_array *n, const int64_t *idx, ak_geom *g);
+/* The arguments of a host transfer of linear chunk c (scatter, .npy write, device
+ * scatter): zeroed, with the chunk's geometry and element size; the caller adds where. */
+void chunk_host_args(const cask_array *n, int64_t c, ak_host_args *h);
 size_t chunk_bytes(const cask_array *n, const int64_t *idx);
 
 /* ---- build.c: shared helpers of the builders ---- */

@@ -129,11 +129,7 @@ cask_status cask_array_compute_to_device(cask_array *a, void *dev_ptr, size_t by
         cask_data *d;
         if ((st = plan_chunk(&pl, a, c, &d))) break;
         ak_host_args h;
-        memset(&h, 0, sizeof h);
-        int64_t idx[MAXD];
-        chunk_index(a, c, idx);
-        chunk_geom(a, idx, &h.geom);
-        h.esize = (int32_t)cask_dtype_size(a->dtype);
+        chunk_host_args(a, c, &h);
         h.dst = dev_ptr;
         cask_access acc = {d, CASK_READ};
         st = dev_task(&pl, ctx->k.scatter_dev, &acc, &h, device, "array.scatter_dev");

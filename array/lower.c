@@ -465,11 +465,7 @@ cask_status cask_array_compute_many(cask_array_ctx *ctx, int n, cask_array *cons
             cask_data *d;
             if ((st = plan_chunk(&pl, a, c, &d))) break;
             ak_host_args h;
-            memset(&h, 0, sizeof h);
-            int64_t idx[MAXD];
-            chunk_index(a, c, idx);
-            chunk_geom(a, idx, &h.geom);
-            h.esize = (int32_t)cask_dtype_size(a->dtype);
+            chunk_host_args(a, c, &h);
             h.dst = outs[i];
             cask_access acc = {d, CASK_READ};
             st = plan_task(&pl, ctx->k.scatter, &acc, 1, &h, sizeof h, "array.scatter", 0, -1);
@@ -505,11 +501,7 @@ cask_status cask_array_to_npy(cask_array *a, const char *path)
         cask_data *d;
         if ((st = plan_chunk(&pl, a, c, &d))) break;
         ak_host_args h;
-        memset(&h, 0, sizeof h);
-        int64_t idx[MAXD];
-        chunk_index(a, c, idx);
-        chunk_geom(a, idx, &h.geom);
-        h.esize = (int32_t)cask_dtype_size(a->dtype);
+        chunk_host_args(a, c, &h);
         h.path = path;
         h.data_offset = off;
         cask_access acc = {d, CASK_READ};
