@@ -28,6 +28,10 @@ cask_status chol_read_input(cask_runtime *rt, cask_array_ctx *ctx, chol_opts *o,
 int chol_finish(cask_array_ctx *ctx, const chol_opts *o, const void *a, const void *l,
                 const void *b, const void *x, double *res, double *berr);
 
+/* Seconds of CLOCK_MONOTONIC; qsort's comparison of doubles (the median of the runs). */
+double chol_now_s(void);
+int chol_cmp_d(const void *a, const void *b);
+
 /* FNV-1a of bytes: the --digest of a factor (the same bytes give the same digest). */
 uint64_t chol_digest(const void *p, size_t bytes);
 

@@ -7,16 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "chol_app.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
 
 typedef struct fill_job {
     cask_dist_matrix *m;
@@ -87,12 +79,6 @@ static cask_status gen_tile(cask_task_ctx *ctx)
     chol_generate_tile(cask_task_buffer(ctx, 0), (cask_dtype)g.dt, g.n, t.row0, t.col0, t.rows,
                        t.cols, g.seed);
     return CASK_OK;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* X = A^-1 B with the factor l in host memory (rank 0, for --rhs). */
@@ -181,9 +167,9 @@ int chol_dist_run(cask_runtime *rt, cask_array_ctx *ctx, cask_dist *dist, chol_o
             msg = cask_dist_error(dist);
             goto fail;
         }
-        double t0 = now_s();
+        double t0 = chol_now_s();
         st = cask_dist_cholesky(m);
-        int64_t ns = (int64_t)((now_s() - t0) * 1e9);
+        int64_t ns = (int64_t)((chol_now_s() - t0) * 1e9);
         if (st) {
             msg = cask_dist_matrix_error(m);
             goto fail;
@@ -202,7 +188,7 @@ int chol_dist_run(cask_runtime *rt, cask_array_ctx *ctx, cask_dist *dist, chol_o
         msg = cask_dist_error(dist);
         goto fail;
     }
-    qsort(times, (size_t)o->repeat, sizeof *times, cmp_d);
+    qsort(times, (size_t)o->repeat, sizeof *times, chol_cmp_d);
     double med = times[o->repeat / 2], gf = (double)o->n * o->n * o->n / 3.0 / med * 1e-9;
     int p, q;
     cask_dist_matrix_grid(m, &p, &q, NULL);

@@ -1,8 +1,22 @@
 /* chol_out.c: what cask-chol does with a factor once it is in host memory (chol_app.h):
- * the checks, the digest, and the --out file. */
+ * the checks, the digest, and the --out file; and the clock and median of its runs. */
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 #include "chol_app.h"
+
+double chol_now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int chol_cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
 
 uint64_t chol_digest(const void *p, size_t bytes)
 {

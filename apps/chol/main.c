@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include "cask/cask.h"
 #include "chol_app.h"
@@ -130,19 +129,6 @@ static int parse(int argc, char **argv, chol_opts *o)
     }
     if (o->warmup < 0) o->warmup = o->repeat > 1 ? 1 : 0;
     return 0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* Reads the matrix of --in into host memory of the runtime (n, dtype from the file). */
@@ -263,14 +249,14 @@ static int run_local(cask_runtime *rt, cask_array_ctx *ctx, chol_opts *o)
     }
     for (int r = -o->warmup; r < o->repeat; r++) {
         if (r == 0) cask_runtime_stats_reset(rt);
-        double t0 = now_s();
+        double t0 = chol_now_s();
         st = factor_once(ctx, o, A, l, b, x);
         if (st) goto out;
-        if (r >= 0) times[r] = now_s() - t0;
+        if (r >= 0) times[r] = chol_now_s() - t0;
     }
     uint64_t ncpu_tasks, ngpu_tasks;
     where_ran(rt, &ncpu_tasks, &ngpu_tasks);
-    qsort(times, (size_t)o->repeat, sizeof *times, cmp_d);
+    qsort(times, (size_t)o->repeat, sizeof *times, chol_cmp_d);
     double med = times[o->repeat / 2], gf = (double)o->n * o->n * o->n / 3.0 / med * 1e-9;
     if (o->resident && (o->check || o->out || o->digest)) {   /* the factor to host, untimed */
         st = factor_once(ctx, &(chol_opts){ .n = o->n, .tile = o->tile, .dt = o->dt, .rhs = o->rhs },
