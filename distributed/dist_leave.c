@@ -82,9 +82,14 @@ void dist_leave_announce(cask_dist *dist)
      * one): those messages name the lost rank too. */
     pthread_mutex_lock(&dist->mu);
     char why[sizeof dist->left_why] = "";
-    if (dist->nlost && dist_all_losses_agreed(dist))
-        ;   /* the losses were survived (recovery): this rank leaves after a good end */
-    else if (dist->nlost)
+    if (dist->nlost && dist_all_losses_agreed(dist)) {
+        /* the losses were agreed on; unless this rank's recovery then failed (a lost
+         * chunk without a source, say), it leaves after a good end. If it failed, its
+         * error is the cause a survivor still recovering must name, not "left" alone:
+         * that survivor may hear of this LEAVE before any other word of the failure. */
+        if (dist->failed_graph && dist->failed_st == CASK_ERR_PEER)
+            snprintf(why, sizeof why, "%.250s", dist->failed_msg);
+    } else if (dist->nlost)
         snprintf(why, sizeof why, "%.250s", dist->err);   /* a control message: 255 B */
     else if (dist->lost_heard[0])
         snprintf(why, sizeof why, "%.250s", dist->lost_heard);

@@ -61,6 +61,7 @@ void dist_recover_free(cask_dist_graph *g)
     free(rec->state_flags);
     free(rec->completed_run);
     free(rec->ready_epoch);
+    free(rec->gone_why);
     free(rec->orphan);
     free(rec);
     g->rec = NULL;
@@ -80,13 +81,14 @@ static cask_status rec_create(cask_dist_graph *g)
     rec->state_flags = calloc(n, 1);
     rec->completed_run = calloc(n, sizeof *rec->completed_run);
     rec->ready_epoch = calloc(n, sizeof *rec->ready_epoch);
+    rec->gone_why = calloc(n, sizeof *rec->gone_why);
     rec->orphan = calloc(dist->ndata ? dist->ndata : 1, 1);
     pthread_mutex_lock(&dist->mu);
     g->rec = rec;   /* handlers look at it */
     pthread_mutex_unlock(&dist->mu);
     cask_status st = CASK_ERR_NOMEM;
     if (rec->done && rec->state_epoch && rec->state_run && rec->state_flags &&
-        rec->completed_run && rec->ready_epoch && rec->orphan)
+        rec->completed_run && rec->ready_epoch && rec->gone_why && rec->orphan)
         st = dist_lineage_prepare(g);
     if (st) {   /* none of it: the next compute tries again */
         pthread_mutex_lock(&dist->mu);
@@ -374,8 +376,18 @@ cask_status dist_recover(cask_dist_graph *g)
             pthread_mutex_lock(&dist->mu);
             dist_excluded_list(dist, gone, 0, lost, sizeof lost);
             pthread_mutex_unlock(&dist->mu);
-            dist_graph_error(g, "rank %d left graph %u after the loss of rank %s: the "
-                             "survivors cannot finish it without it", gone, g->id, lost);
+            /* with its cause, which came with its STATE (it may have learnt of it
+             * before this rank did, from a third rank whose ABORT is still on its way
+             * here): "left" alone named neither the failing rank nor the lost data */
+            pthread_mutex_lock(&dist->mu);
+            char why[DIST_GONE_WHY];
+            snprintf(why, sizeof why, "%s", rec->gone_why[gone]);
+            if (!why[0] && dist->left_by == gone && dist->left[gone])   /* its LEAVE said */
+                snprintf(why, sizeof why, "%s", dist->left_why);
+            pthread_mutex_unlock(&dist->mu);
+            dist_graph_error(g, "rank %d left graph %u after the loss of rank %s%s%s: the "
+                             "survivors cannot finish it without it", gone, g->id, lost,
+                             why[0] ? ", failing with: " : "", why);
             return CASK_ERR_PEER;
         }
         int quiet = dist_testkill_give_up(dist);

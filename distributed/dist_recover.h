@@ -7,6 +7,8 @@
 #include "distributed/dist_impl.h"
 
 enum { STATE_RECOVERING = 1, STATE_COMPLETED = 2, STATE_GONE = 3 };
+/* A STATE_GONE carries the leaver's error, this long at most, as its bytes. */
+enum { DIST_GONE_WHY = 400 };
 
 /* The header of a STATE message (DIST_AM_STATE); its data: one byte per gather, then
  * one per datum, 1 where this rank delivered that gather / brought that datum home in
@@ -44,6 +46,8 @@ typedef struct dist_recovery {
                                   STATE_COMPLETED answer; kept when a later STATE of
                                   the same rank overwrites state_run) */
     uint32_t *ready_epoch;
+    char (*gone_why)[DIST_GONE_WHY];   /* per rank: why it left the run, as its STATE_GONE
+                                          said (its error then), or empty */
     /* the recovery plan */
     dist_task *saved_tasks;    /* the graph's own tasks while the plan is built */
     size_t saved_ntasks;

@@ -37,7 +37,11 @@ static void state_landed(void *arg, cask_status st, const char *why)
     pthread_mutex_lock(&dist->mu);
     cask_dist_graph *g = dist_find_graph(dist, in->h.graph);
     dist_recovery *rec = g ? g->rec : NULL;
-    if (!st && rec && in->h.n == rec->ndone) {
+    if (!st && rec && in->h.flags == STATE_GONE) {   /* its bytes: why it left the run */
+        snprintf(rec->gone_why[in->from], DIST_GONE_WHY, "%.*s", (int)in->h.n,
+                 (const char *)in->bytes);
+        note_state(rec, in->from, &in->h);
+    } else if (!st && rec && in->h.n == rec->ndone) {
         /* what was delivered in run h.run: an earlier run's says nothing of this one; a
          * later run's (a rank that went on: it completed the run this one recovers,
          * and says so) starts that run's record */
@@ -80,6 +84,20 @@ void dist_rec_send_state(cask_dist *dist, int to, const dist_state_hdr *h, const
 #endif
 }
 
+/* A STATE_GONE answer with the run's error on this rank (under dist->mu): the asker
+ * names it as the cause. Its bytes are the text, without the NUL. A graph destroyed
+ * since (its program went on to finalize) left its failure on the job. */
+static void gone_why(const cask_dist *dist, const cask_dist_graph *g, dist_state_hdr *reply,
+                     char *buf)
+{
+    buf[0] = 0;
+    if (reply->flags == STATE_GONE && g)
+        snprintf(buf, DIST_GONE_WHY, "%.*s", DIST_GONE_WHY - 1, g->error);
+    else if (reply->flags == STATE_GONE && reply->graph == dist->failed_graph)
+        snprintf(buf, DIST_GONE_WHY, "%.*s", DIST_GONE_WHY - 1, dist->failed_msg);
+    reply->n = (uint32_t)strlen(buf);
+}
+
 void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, void *ucx_msg)
 {
 #ifdef CASK_HAVE_UCX
@@ -106,11 +124,13 @@ void dist_on_state(cask_dist *dist, int from, const void *hdr, size_t hdr_len, v
         else if (g && !g->running && g->run >= h.run)
             reply.flags = STATE_GONE;
     }
+    char why[DIST_GONE_WHY];
+    gone_why(dist, g, &reply, why);
     pthread_mutex_unlock(&dist->mu);
     if (drop)
         return;
     if (reply.flags)
-        dist_rec_send_state(dist, from, &reply, NULL);
+        dist_rec_send_state(dist, from, &reply, (const uint8_t *)why);
     state_in *in = malloc(sizeof *in + (m->len ? m->len : 1));
     if (!in)
         return;
@@ -148,6 +168,8 @@ void dist_recover_answer_late(cask_dist_graph *g)
     pthread_mutex_lock(&dist->mu);
     dist_state_hdr reply = { g->id, dist->epoch, g->run,
                              g->ok_run >= g->run ? STATE_COMPLETED : STATE_GONE, 0 };
+    char why[DIST_GONE_WHY];
+    gone_why(dist, g, &reply, why);
     for (int r = 0; r < dist->size && r < 64; r++)
         if (r != dist->rank && !dist->excluded[r] && rec->state_run[r] == g->run &&
             rec->state_flags[r] == STATE_RECOVERING)
@@ -155,7 +177,7 @@ void dist_recover_answer_late(cask_dist_graph *g)
     pthread_mutex_unlock(&dist->mu);
     for (int r = 0; r < dist->size && r < 64; r++)
         if (to >> r & 1)
-            dist_rec_send_state(dist, r, &reply, NULL);
+            dist_rec_send_state(dist, r, &reply, (const uint8_t *)why);
 }
 
 /* READY's value: 2 epoch (a recovery plan is in place) or 2 epoch + 1 (after it, the
