@@ -195,6 +195,9 @@ int knn_stream_main(const knn_stream_main_args *a)
                 prog, t_ref + r.t_first_load, r.t_compute, r.t_wait_io, r.t_wait_read,
                 r.t_wait_write, t_ref + r.t_total + t_commit,
                 out_path ? " (output written as it came)" : "");
+        fprintf(stderr, "%s: outside the windows: auto %.3f s, references %.3f, the windows' "
+                "jobs %.3f, after the last window %.3f (writes finished, buffers freed)\n",
+                prog, r.t_auto, r.t_refs, r.t_jobs, r.t_end);
         fprintf(stderr, "%s: I/O: %d windows of buffers (--read-ahead %d), %d parallel reads "
                 "and writes a window%s%s\n", prog, r.slots, a->read_ahead, a->io_threads,
                 out_path && P == 1 ? "; the output synced to disk before its rename" : "",

@@ -189,8 +189,10 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
         goto agree;
     res->t_first_load = now_s() - t;
     /* auto: the first window stands for the file (as the whole input does in memory) */
+    t = now_s();
     if (c->auto_prune)
         prune = knn_auto_prune(&sl[0].obs, c->ref, K, c->pchunk, &res->auto_fraction);
+    res->t_auto = now_s() - t;
 agree:
     /* Ranks meet here on every path, failed or not, so that none waits for one that
      * left: they learn whether one failed and prune only if every one would, as in
@@ -207,7 +209,10 @@ agree:
         plan.ref_chunk = c->brute_ref_chunk;
     }
     res->prune = plan.prune;
-    if ((st = knn_refs_create(rt, k, c->ref, &plan, &refs, err, errlen)))
+    t = now_s();
+    st = knn_refs_create(rt, k, c->ref, &plan, &refs, err, errlen);
+    res->t_refs = now_s() - t;
+    if (st)
         goto done;
 
     int64_t next_sample = 0;
@@ -216,6 +221,7 @@ agree:
         int64_t first = w * W, rows = knn_rows_of(n, W, w);
         if ((st = stream_io_wait_read(io, w, &res->t_wait_read, err, errlen)))
             goto done;
+        t = now_s();
         if (cur->job && cur->job_rows != rows) {
             knn_job_destroy(cur->job);
             cur->job = NULL;
@@ -233,6 +239,7 @@ agree:
         } else if ((st = knn_job_make_cold(cur->job, err, errlen))) {
             goto done;   /* the device copies of the slot's previous window must go */
         }
+        res->t_jobs += now_s() - t;
         t = now_s();
         st = knn_job_run(cur->job, 0, err, errlen);
         res->t_compute += now_s() - t;
@@ -243,6 +250,7 @@ agree:
     }
 
 done:
+    t = now_s();
     if (io) {
         char ioerr[KNN_ERRLEN];
         cask_status ist = stream_io_finish(io, st == CASK_OK, &res->t_wait_write, ioerr,
@@ -254,6 +262,7 @@ done:
     for (int s = 0; s < nslots; s++)
         slot_free(&sl[s], c->alloc);
     knn_refs_destroy(refs);
+    res->t_end = now_s() - t;
     res->t_total = now_s() - t_start;
     return st;
 }

@@ -113,6 +113,11 @@ typedef struct knn_stream_result {
     double t_wait_write;       /* after the last search, waiting for the writes */
     int slots;                 /* windows of buffers held */
     double t_total;
+    /* the total outside the windows' searches and waits: */
+    double t_auto;             /* auto's choice from the first window */
+    double t_refs;             /* the references prepared */
+    double t_jobs;             /* each window's job made, or its device copies dropped */
+    double t_end;              /* after the last window: writes finished, buffers freed */
     int64_t obs_chunks;        /* of a full window */
     int64_t ref_chunks;
     size_t ntasks;             /* of a full window's graph */
