@@ -460,12 +460,12 @@ cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
                                knn_points *ref, int64_t chunk, int64_t clusters, char *err,
                                size_t errlen)
 {
-    return knn_generate_part(rt, seed, obs, ref, chunk, clusters, 0, 1, err, errlen);
+    return knn_generate_part(rt, seed, obs, ref, chunk, 0, clusters, 0, 1, err, errlen);
 }
 
 cask_status knn_generate_part(cask_runtime *rt, uint64_t seed, knn_points *obs,
-                              knn_points *ref, int64_t chunk, int64_t clusters, int part,
-                              int parts, char *err, size_t errlen)
+                              knn_points *ref, int64_t chunk, int64_t piece, int64_t clusters,
+                              int part, int parts, char *err, size_t errlen)
 {
     cask_kernel_desc kd = {0};
     cask_kernel *kern;
@@ -476,9 +476,13 @@ cask_status knn_generate_part(cask_runtime *rt, uint64_t seed, knn_points *obs,
     cask_status st;
     knn_job ctx = {.rt = rt}; /* only for fail_rt's message */
 
-    if (chunk <= 0)
+    if (chunk <= 0 || piece < 0)
         return knn_errorf(CASK_ERR_INVALID, err, errlen, "bad chunk");
-    cap = (obs ? (obs->n + chunk - 1) / chunk : 0) + (ref ? (ref->n + chunk - 1) / chunk : 0);
+    if (!piece || piece > chunk)
+        piece = chunk;
+    int64_t per = (chunk + piece - 1) / piece;   /* tasks a chunk */
+    cap = ((obs ? (obs->n + chunk - 1) / chunk : 0) + (ref ? (ref->n + chunk - 1) / chunk : 0)) *
+          per;
     kd.name = "knn_generate";
     kd.cpu = knn_generate_cpu;
     if ((st = cask_kernel_register(rt, &kd, &kern)) || (st = cask_graph_create(rt, &g)))
@@ -496,22 +500,26 @@ cask_status knn_generate_part(cask_runtime *rt, uint64_t seed, knn_points *obs,
         for (int64_t c = 0; c * chunk < p->n; c++) {
             if (s == 0 && c % parts != part)
                 continue;   /* another rank's observations */
-            knn_gen_args a = {seed, s == 0 ? KNN_STREAM_OBS : KNN_STREAM_REF, c * chunk,
-                              knn_rows_of(p->n, chunk, c), clusters, p->f64};
-            if ((st = cask_data_register(rt, (char *)p->data + (size_t)a.first * row,
-                                         (size_t)a.n * row, &h[nh])))
-                goto fail;
-            cask_access acc = {h[nh++], CASK_WRITE};
-            cask_task_desc d = {0};
-            d.field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE;
-            d.kernel = kern;
-            d.access = &acc;
-            d.naccess = 1;
-            d.args = &a;
-            d.args_size = sizeof a;
-            d.where = CASK_WHERE_CPU;
-            if ((st = cask_graph_add_task(g, &d, NULL)))
-                goto fail;
+            int64_t rows = knn_rows_of(p->n, chunk, c);
+            for (int64_t f = 0; f < rows; f += piece) {
+                knn_gen_args a = {seed, s == 0 ? KNN_STREAM_OBS : KNN_STREAM_REF,
+                                  c * chunk + f, rows - f < piece ? rows - f : piece, clusters,
+                                  p->f64};
+                if ((st = cask_data_register(rt, (char *)p->data + (size_t)a.first * row,
+                                             (size_t)a.n * row, &h[nh])))
+                    goto fail;
+                cask_access acc = {h[nh++], CASK_WRITE};
+                cask_task_desc d = {0};
+                d.field_mask = CASK_TASK_ARGS | CASK_TASK_WHERE;
+                d.kernel = kern;
+                d.access = &acc;
+                d.naccess = 1;
+                d.args = &a;
+                d.args_size = sizeof a;
+                d.where = CASK_WHERE_CPU;
+                if ((st = cask_graph_add_task(g, &d, NULL)))
+                    goto fail;
+            }
         }
         p->degrees = 0;
     }

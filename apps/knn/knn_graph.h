@@ -89,10 +89,12 @@ cask_status knn_generate_tasks(cask_runtime *rt, uint64_t seed, knn_points *obs,
 
 /* As knn_generate_tasks, for one rank of `parts`: of obs (NULL: none) only the chunks c
  * of chunk rows with c % parts == part, which that rank owns in the distributed graph
- * (knn_dist.c); ref (NULL: none) whole. The other rows are left as they are. */
+ * (knn_dist.c); ref (NULL: none) whole. The other rows are left as they are. A task
+ * makes at most `piece` rows (0: a chunk), so that a rank's few large chunks keep all
+ * its workers busy (the rows are the same whatever the pieces). */
 cask_status knn_generate_part(cask_runtime *rt, uint64_t seed, knn_points *obs,
-                              knn_points *ref, int64_t chunk, int64_t clusters, int part,
-                              int parts, char *err, size_t errlen);
+                              knn_points *ref, int64_t chunk, int64_t piece, int64_t clusters,
+                              int part, int parts, char *err, size_t errlen);
 
 /* The arguments of knn_generate_cpu: rows first .. first+n-1 of a stream of seed. */
 typedef struct knn_gen_args {
