@@ -38,7 +38,7 @@ e2e_run() {
   timeout 300 "$@" > "$log" 2>&1
   rc=$?
   echo "$label: rc $rc, end to end $(awk "BEGIN{printf \"%.3f\", $(date +%s.%N) - $t1}") s (shell)"
-  grep -E 'time:|end to end|I/O:|method|windows|check:' "$log" | sed 's/^/    /' | head -8
+  grep -E 'time:|end to end|I/O:|method|windows|check:|outside' "$log" | sed 's/^/    /' | head -9
   grep -E 'phases' "$log" | sed 's/^/    /' | head -2
 }
 
@@ -61,6 +61,18 @@ step_e2e() {   # issue 53: what users time, each figure beside its floor from th
   python3 bench/startup.py --build "$B" --np 1,2,4 --rounds 3 --cpu-only \
     --json "$OUT/e2e_startup.json" > "$OUT/e2e_startup_cpu.txt" 2>&1
   echo "startup --cpu-only rc=$?"; grep -v '^{' "$OUT/e2e_startup_cpu.txt"
+  echo "-- the floor of N processes opening the one GPU at once: N independent bench-startup"
+  echo "   (each a job of one: no launcher, no UCX), started together; wall by the shell"
+  for n in 1 2 4; do
+    ws=""
+    for r in 1 2 3; do
+      t1=$(date +%s.%N); i=0
+      while [ $i -lt $n ]; do "$B/bench/bench-startup" > /dev/null 2>&1 & i=$((i + 1)); done
+      wait
+      ws="$ws $(awk "BEGIN{printf \"%.1f\", ($(date +%s.%N) - $t1) * 1000}")"
+    done
+    echo "$n independent: wall ms$ws (median $(echo $ws | tr ' ' '\n' | sort -n | sed -n 2p))"
+  done
   echo "== buffers freed and reused between transfers (2 processes, the one GPU)"
   for v in now before; do
     e=; [ $v = before ] && e=CASK_UCX_MEM_EVENTS=1
@@ -81,6 +93,18 @@ step_e2e() {   # issue 53: what users time, each figure beside its floor from th
     e2e_run "round $r, 2 processes" "$OUT/e2e_knn2_$r.txt" env CASK_STATS=1 $L 2 $K
     e2e_run "round $r, 2 processes, before (CASK_UCX_MEM_EVENTS=1)" "$OUT/e2e_knn2b_$r.txt" \
       env CASK_STATS=1 CASK_UCX_MEM_EVENTS=1 $L 2 $K
+  done
+  # the floor of any 2 processes on the one GPU: two independent cask-knn of half the
+  # rows each, started together (no job, no UCX): two GPU contexts made at once, two
+  # processes' kernels time-sliced, two processes loaded and ended
+  H=$(echo "$E2E_KNN" | awk '{ split($1, a, "^"); printf "%s^%d %s", a[1], a[2] - 1, $2 }')
+  for r in 1 2 3; do
+    t1=$(date +%s.%N)
+    $B/apps/cask-knn --generate $H --seed 1 > "$OUT/e2e_half_a_$r.txt" 2>&1 &
+    $B/apps/cask-knn --generate $H --seed 2 > "$OUT/e2e_half_b_$r.txt" 2>&1
+    wait
+    echo "round $r, floor: 2 independent processes of --generate $H at once: end to end $(awk "BEGIN{printf \"%.3f\", $(date +%s.%N) - $t1}") s (shell)"
+    grep -hE 'end to end' "$OUT/e2e_half_a_$r.txt" "$OUT/e2e_half_b_$r.txt" | sed 's/^/    /'
   done
   e2e_run "1 process --out" "$OUT/e2e_knn1_out.txt" $K --out $T/e2e_one.npy
   e2e_run "2 processes --out (in place)" "$OUT/e2e_knn2_out.txt" $L 2 $K --out $T/e2e_two.npy
