@@ -10,6 +10,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "auto_method.h"
 #include "knn_chunks.h"
@@ -87,18 +88,35 @@ static cask_status knn_prepare(knn_call *c)
     return CASK_OK;
 }
 
+static double knn_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static cask_status knn_fn(pc_job *job)
 {
     knn_call *c = (knn_call *)job;
+    double t[5];
+    memset(pc_st.knn_times, 0, sizeof pc_st.knn_times);
+    t[0] = knn_now();
     cask_status st = knn_prepare(c);
+    t[1] = knn_now();
+    pc_st.knn_times[0] = t[1] - t[0];
     if (st || c->bad)
         return st;
     knn_job *kj = NULL;
     st = knn_job_create(pc_st.rt, &pc_st.knn, &c->pts[0], &c->pts[1], c->out[0], c->out[1],
                         &c->plan, &kj, job->err, sizeof job->err);
+    t[2] = knn_now();
     if (!st)
         st = knn_job_run(kj, 0, job->err, sizeof job->err);
+    t[3] = knn_now();
     knn_job_destroy(kj);
+    t[4] = knn_now();
+    for (int i = 1; i < 4; i++)
+        pc_st.knn_times[i] = t[i + 1] - t[i];
     c->pruned = c->plan.prune;
     return st;
 }
@@ -352,6 +370,16 @@ fail:
     return NULL;
 }
 
+/* knn_times() -> the last cask.knn's parts in seconds (a diagnostic of bench/). */
+static PyObject *knn_times(PyObject *m, PyObject *unused)
+{
+    (void)m;
+    (void)unused;
+    const double *t = pc_st.knn_times;
+    return Py_BuildValue("{s:d,s:d,s:d,s:d}", "plan", t[0], "job", t[1], "run", t[2],
+                         "destroy", t[3]);
+}
+
 /* knn_memo() -> (decisions recalled, estimates run); knn_memo_clear() forgets. */
 static PyObject *knn_memo(PyObject *m, PyObject *unused)
 {
@@ -371,6 +399,9 @@ PyMethodDef pc_knn_methods[] = {
      "knn(obs, ref, k, method, km, chunk, ref_chunk, degrees, index, dist, obs_sample, "
      "ref_sample[, out_device, keep]) -> pruned; out_device >= 0: index and dist are "
      "addresses of that GPU's memory, which keep owns (held until the search ends)"},
+    {"knn_times", knn_times, METH_NOARGS,
+     "knn_times() -> the last cask.knn's parts in seconds: plan (checks and auto's "
+     "estimate), job (graph made, references prepared), run, destroy"},
     {"knn_memo", knn_memo, METH_NOARGS,
      "knn_memo() -> (auto decisions recalled from the last sample, estimates run)"},
     {"knn_memo_clear", knn_memo_clear, METH_NOARGS,

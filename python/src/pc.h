@@ -36,6 +36,8 @@ typedef struct pc_state {
     cask_knn_kernels knn;
     cask_kernel *knn_check, *knn_estimate;   /* cask.knn's work before its graph */
     int knn_ready;
+    double knn_times[4];        /* the last cask.knn's parts, s: plan (checks, auto), job
+                                   made, run, job destroyed (knn_times()) */
     uint64_t generation;        /* bumped by each start: arrays of a stopped runtime die */
     pc_job *busy;               /* a compute left running by Ctrl-C (array context busy) */
     pc_job *inflight;           /* a job on the array context that a thread waits for:
