@@ -63,8 +63,9 @@ static void usage(FILE *f)
 "  --stream, --no-stream   read observations and write results window by window\n"
 "                          (default: when the file has more rows than a window)\n"
 "  --window ROWS           observation rows per streamed window (default 2^24)\n"
-"  --read-ahead W          streamed: windows read ahead of the one computing (default 2;\n"
-"                          memory: W + 2 windows of observations and results)\n"
+"  --read-ahead W          streamed: windows read ahead of the one computing (default 2,\n"
+"                          fewer where W + 2 windows of observations and results would\n"
+"                          hold more than 2 GiB; memory: W + 2 windows of them)\n"
 "  --io-threads N          streamed: parallel reads and .npy writes of a window (default 8)\n"
 "  --out-format F          .npy results: f64 ((N, 2) float64 [ref_index, distance], the\n"
 "                          default) or compact (records of int32 index, float32 dist:\n"
@@ -178,7 +179,7 @@ void knn_parse_args(int argc, char **argv, options *o)
     o->k = 1;
     o->method = KNN_METHOD_AUTO;
     o->out_format = KNN_OUT_F64;
-    o->read_ahead = 2;
+    o->read_ahead = -1;   /* 2, or fewer for large windows (stream.c) */
     o->io_threads = 8;
     int format_set = 0;
     opterr = 0;

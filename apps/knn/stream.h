@@ -97,9 +97,13 @@ typedef struct knn_stream_cfg {
     const knn_alloc *alloc;    /* window buffers (pinned host memory) */
     knn_out_format out_format; /* .npy rows: f64 or compact */
     int read_ahead;            /* windows read ahead of the one searched (0 .. 16): the
-                                * run holds read_ahead + 2 windows of buffers */
+                                * run holds read_ahead + 2 windows of buffers; -1: 2, or
+                                * fewer so that they hold KNN_STREAM_AUTO_BYTES at most */
     int io_threads;            /* parallel reads and .npy writes of one window (>= 1) */
 } knn_stream_cfg;
+
+/* The window buffers of the default read-ahead, at most (unless 2 windows need more). */
+#define KNN_STREAM_AUTO_BYTES ((int64_t)2 << 30)
 
 /* Most windows of buffers a run holds (read_ahead 16). */
 #define KNN_STREAM_MAX_SLOTS 18

@@ -178,7 +178,7 @@ static void *reader_main(void *arg)
         if (!sl->obs.data && io->cfg.slot_alloc(io->cfg.slot_ctx, sl)) {
             snprintf(err, sizeof err, "%s: out of memory for %d windows of %lld rows "
                      "(--read-ahead %d, --window)", s->name, io->cfg.nslots,
-                     (long long)io->cfg.window, io->cfg.c->read_ahead);
+                     (long long)io->cfg.window, io->cfg.nslots - 2);
             fail(io, CASK_ERR_NOMEM, err);
             return NULL;
         }
