@@ -44,24 +44,19 @@ def _points(x, name):
     return a
 
 
-_cupy_bad = None
-
-
 def _gpu_bad(x, degrees):
     """Whether a CuPy / PyTorch (n, 2) tensor has a value out of range or not finite,
-    on its GPU: CuPy, one fused reduction; PyTorch, a few kernels."""
-    global _cupy_bad
+    on its GPU. CuPy: the largest magnitude of each column (NaN propagates, so it fails
+    the comparison; float32 compares with float32 limits, as on the host): 0.26 ms for
+    2^24 rows on the H200, where one reduction over the (n, 2) array with the limits
+    broadcast, or over axis 0, took 25 ms (CuPy reduces a short last axis slowly).
+    PyTorch: a few kernels."""
     lat, lon = _limits(degrees)
     if _gpu._library_of(x) == "cupy":
         import cupy
-        if _cupy_bad is None:
-            # NaN fails both comparisons; float32 compares with float32 limits, as on
-            # the host
-            _cupy_bad = cupy.ReductionKernel(
-                "T x, T lim", "int32 y", "(x <= lim && x >= -lim) ? 0 : 1", "a | b",
-                "y = a", "0", "cask_knn_out_of_range")
         with x.device:
-            return bool(_cupy_bad(x, cupy.asarray([lat, lon], dtype=x.dtype)))
+            m = cupy.stack([cupy.abs(x[:, 0]).max(), cupy.abs(x[:, 1]).max()]).get()
+        return not (m[0] <= x.dtype.type(lat) and m[1] <= x.dtype.type(lon))
     import torch
     lim = torch.tensor([lat, lon], dtype=x.dtype, device=x.device)
     return not bool((x.abs() <= lim).all())
