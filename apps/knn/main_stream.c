@@ -200,7 +200,7 @@ int knn_stream_main(const knn_stream_main_args *a)
                 prog, r.t_auto, r.t_refs, r.t_jobs, r.t_end);
         fprintf(stderr, "%s: I/O: %d windows of buffers (--read-ahead %d%s), %d parallel reads "
                 "and writes a window%s%s\n", prog, r.slots, r.slots - 2 > 0 ? r.slots - 2 : 0,
-                a->read_ahead < 0 ? ", the default for windows of this size" : "", a->io_threads,
+                a->read_ahead < 0 ? ", by default" : "", a->io_threads,
                 out_path && P == 1 ? "; the output synced to disk before its rename" : "",
                 out_path && P == 1 ? " (in the total)" : "");
         fprintf(stderr, "%s: %.4g pairs/s (compute), %.4g pairs/s (end to end)\n", prog,

@@ -110,15 +110,19 @@ static int slot_alloc(void *ctx, stream_slot *sl)
 
 /* Slots of window buffers for a run of nwin windows: read_ahead + 2 (the one searched,
  * the one written, the ones read ahead), no more than there are windows. read_ahead < 0
- * (the default): 2, fewer where the slots would hold more than KNN_STREAM_AUTO_BYTES (a
- * window of 2^24 rows with --k 16 holds 2.1 GiB of pinned results: 4 of them took 9 GiB
- * and their pinning, while the search ran, made it 2.4x slower, H200). */
+ * (the default): without an output 0 (the slot no write holds is the one read ahead),
+ * with one 2, fewer where the slots would hold more than KNN_STREAM_AUTO_BYTES. Every
+ * slot after the first is pinned by the reader while the search runs, and that slows
+ * the search (H200, 2^30 x 2^16 auto, no output: 1.376 s with 2 slots, 1.467 with 3,
+ * 1.623 with 4, the reads keeping up with each; a window of 2^24 rows with --k 16 holds
+ * 2.1 GiB of results: 4 of them made the search 7.0 s, 2 of them 4.8). */
 static int slots_of(const knn_stream_cfg *c, int64_t nwin)
 {
     int64_t n = c->nrows ? c->nrows : c->obs->n, W = c->window < n ? c->window : n;
     int64_t slot = W * ((c->obs->f64 ? 16 : 8) + (int64_t)k_of(c) * 8), ahead = c->read_ahead;
     if (ahead < 0)
-        for (ahead = 2; ahead > 0 && (ahead + 2) * slot > KNN_STREAM_AUTO_BYTES; ahead--)
+        for (ahead = c->out || c->out_file ? 2 : 0;
+             ahead > 0 && (ahead + 2) * slot > KNN_STREAM_AUTO_BYTES; ahead--)
             ;
     int64_t want = ahead + 2;
     if (want > KNN_STREAM_MAX_SLOTS)

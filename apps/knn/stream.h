@@ -97,8 +97,9 @@ typedef struct knn_stream_cfg {
     const knn_alloc *alloc;    /* window buffers (pinned host memory) */
     knn_out_format out_format; /* .npy rows: f64 or compact */
     int read_ahead;            /* windows read ahead of the one searched (0 .. 16): the
-                                * run holds read_ahead + 2 windows of buffers; -1: 2, or
-                                * fewer so that they hold KNN_STREAM_AUTO_BYTES at most */
+                                * run holds read_ahead + 2 windows of buffers; -1: 0
+                                * without an output, else 2, or fewer so that they hold
+                                * KNN_STREAM_AUTO_BYTES at most */
     int io_threads;            /* parallel reads and .npy writes of one window (>= 1) */
 } knn_stream_cfg;
 
