@@ -1,5 +1,6 @@
 /* main_stream.c: see main_stream.h. */
 #include "main_stream.h"
+#include "knn_clock.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,13 +13,6 @@
 #include "knn_chunks.h"
 #include "kout.h"
 #include "options.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* The ranks' meeting inside knn_stream_run (knn_stream_agree_fn): this rank's failure is
  * told by knn_stream_run's caller, so here only that it failed. */
@@ -39,7 +33,7 @@ int knn_stream_main(const knn_stream_main_args *a)
     const int P = a->cl ? a->cl->size : 1, me = a->cl ? a->cl->rank : 0;
     FILE *share = NULL;                    /* several ranks: where this one's rows go */
     int failed = 0;
-    double t0 = now_s();
+    double t0 = knn_now_s();
     if (knn_points_read(a->ref_path, &a->ro, a->alloc, a->ref, err, sizeof err)) {
         failed = 1;
     } else if (a->ref->n > INT32_MAX) {
@@ -75,7 +69,7 @@ int knn_stream_main(const knn_stream_main_args *a)
         return 1;
     if (share)
         a->dout->n = a->obs->n;   /* its rows, for the commit's messages */
-    double t_ref = now_s() - t0;
+    double t_ref = knn_now_s() - t0;
     const int64_t lo = a->obs->n * me / P, hi = a->obs->n * (me + 1) / P;
 
     knn_stream_cfg c = {0};
@@ -150,7 +144,7 @@ int knn_stream_main(const knn_stream_main_args *a)
     if (knn_ranks_agree(a->cl, prog, failed, &all_checked, err, sizeof err))
         goto done;
     check_failed = check_failed || !all_checked;
-    double t_commit = now_s();
+    double t_commit = knn_now_s();
     if (P > 1 && out_path && !check_failed) {
         /* every rank's share reported written, then the file appears */
         if (knn_out_commit(a->dout, 1, P, 0, -1, err, sizeof err)) {
@@ -163,7 +157,7 @@ int knn_stream_main(const knn_stream_main_args *a)
         fprintf(stderr, "%s: %s\n", prog, err);
         goto done;
     }
-    t_commit = now_s() - t_commit;
+    t_commit = knn_now_s() - t_commit;
     int64_t n = a->obs->n, m = a->ref->n;
     if (!a->quiet) {
         const cask_runtime_info *in = a->info;

@@ -2,6 +2,7 @@
  * runtime) wakes every 200 ms, reads the graph's count of finished tasks (an atomic
  * counter, safe to read while the graph runs) and redraws one line with \r. */
 #include "progress.h"
+#include "knn_clock.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,13 +19,6 @@ struct knn_progress {
     pthread_cond_t cond;
     int stop, drawn;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static void draw(knn_progress *p, double elapsed)
 {
@@ -47,7 +41,7 @@ static void draw(knn_progress *p, double elapsed)
 static void *run(void *arg)
 {
     knn_progress *p = arg;
-    double t0 = now_s();
+    double t0 = knn_now_s();
     pthread_mutex_lock(&p->lock);
     while (!p->stop) {
         struct timespec ts;
@@ -58,7 +52,7 @@ static void *run(void *arg)
             ts.tv_nsec -= 1000000000L;
         }
         pthread_cond_timedwait(&p->cond, &p->lock, &ts);
-        double el = now_s() - t0;
+        double el = knn_now_s() - t0;
         if (!p->stop && el >= p->delay_s)
             draw(p, el);
     }

@@ -5,6 +5,7 @@
  * same) and run again after its observations are replaced; knn_job_make_cold drops
  * device copies of the old observations. */
 #include "stream.h"
+#include "knn_clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,13 +20,6 @@
 #include "knn_out.h"
 #include "kout.h"
 #include "stream_io.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int k_of(const knn_stream_cfg *c)
 {
@@ -142,7 +136,7 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
     int64_t out_rows = c->out_rows ? c->out_rows : n;
     int K = k_of(c), nslots = 0;
     knn_plan plan = c->plan;
-    double t_start = now_s();
+    double t_start = knn_now_s();
 
     memset(res, 0, sizeof *res);
     memset(sl, 0, sizeof sl);
@@ -186,7 +180,7 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
         st = knn_errorf(CASK_ERR_IO, err, errlen, "%s: write failed", c->out_name);
         goto agree;
     }
-    t = now_s();
+    t = knn_now_s();
     if (!c->obs->by_range && c->obs->window != W && c->obs->window < n) {
         st = knn_errorf(CASK_ERR_INVALID, err, errlen, "%s: scanned for windows of %lld rows, "
                         "not %lld", c->obs->name, (long long)c->obs->window, (long long)W);
@@ -199,12 +193,12 @@ cask_status knn_stream_run(cask_runtime *rt, const cask_knn_kernels *k,
     if ((st = stream_io_start(&ioc, &io, err, errlen)) ||
         (st = stream_io_wait_read(io, 0, NULL, err, errlen)))
         goto agree;
-    res->t_first_load = now_s() - t;
+    res->t_first_load = knn_now_s() - t;
     /* auto: the first window stands for the file (as the whole input does in memory) */
-    t = now_s();
+    t = knn_now_s();
     if (c->auto_prune)
         prune = knn_auto_prune(&sl[0].obs, c->ref, K, c->pchunk, &res->auto_fraction);
-    res->t_auto = now_s() - t;
+    res->t_auto = knn_now_s() - t;
 agree:
     /* Ranks meet here on every path, failed or not, so that none waits for one that
      * left: they learn whether one failed and prune only if every one would, as in
@@ -221,9 +215,9 @@ agree:
         plan.ref_chunk = c->brute_ref_chunk;
     }
     res->prune = plan.prune;
-    t = now_s();
+    t = knn_now_s();
     st = knn_refs_create(rt, k, c->ref, &plan, &refs, err, errlen);
-    res->t_refs = now_s() - t;
+    res->t_refs = knn_now_s() - t;
     if (st)
         goto done;
 
@@ -233,7 +227,7 @@ agree:
         int64_t first = w * W, rows = knn_rows_of(n, W, w);
         if ((st = stream_io_wait_read(io, w, &res->t_wait_read, err, errlen)))
             goto done;
-        t = now_s();
+        t = knn_now_s();
         if (cur->job && cur->job_rows != rows) {
             knn_job_destroy(cur->job);
             cur->job = NULL;
@@ -251,10 +245,10 @@ agree:
         } else if ((st = knn_job_make_cold(cur->job, err, errlen))) {
             goto done;   /* the device copies of the slot's previous window must go */
         }
-        res->t_jobs += now_s() - t;
-        t = now_s();
+        res->t_jobs += knn_now_s() - t;
+        t = knn_now_s();
         st = knn_job_run(cur->job, 0, err, errlen);
-        res->t_compute += now_s() - t;
+        res->t_compute += knn_now_s() - t;
         if (st)
             goto done;
         samples_take(res, cur, first, rows, K, &next_sample);
@@ -262,7 +256,7 @@ agree:
     }
 
 done:
-    t = now_s();
+    t = knn_now_s();
     if (io) {
         char ioerr[KNN_ERRLEN];
         cask_status ist = stream_io_finish(io, st == CASK_OK, &res->t_wait_write, ioerr,
@@ -274,8 +268,8 @@ done:
     for (int s = 0; s < nslots; s++)
         slot_free(&sl[s], c->alloc);
     knn_refs_destroy(refs);
-    res->t_end = now_s() - t;
-    res->t_total = now_s() - t_start;
+    res->t_end = knn_now_s() - t;
+    res->t_total = knn_now_s() - t_start;
     return st;
 }
 

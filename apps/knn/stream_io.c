@@ -4,6 +4,7 @@
  * slot w % nslots once written > w - nslots; the search may run window w once read > w;
  * the writer may write window w once computed > w. */
 #include "stream_io.h"
+#include "knn_clock.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,13 +32,6 @@ struct stream_io {
     pthread_t reader, writer;
     int reader_started, writer_started;
 };
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static int k_of(const knn_stream_cfg *c)
 {
@@ -289,7 +283,7 @@ cask_status stream_io_start(const stream_io_cfg *cfg, stream_io **out, char *err
 cask_status stream_io_wait_read(stream_io *io, int64_t w, double *waited, char *err,
                                 size_t errlen)
 {
-    double t = now_s();
+    double t = knn_now_s();
     pthread_mutex_lock(&io->mu);
     while (io->read <= w && !io->st)
         pthread_cond_wait(&io->cv, &io->mu);
@@ -298,7 +292,7 @@ cask_status stream_io_wait_read(stream_io *io, int64_t w, double *waited, char *
         snprintf(err, errlen, "%s", io->err);
     pthread_mutex_unlock(&io->mu);
     if (waited)
-        *waited += now_s() - t;
+        *waited += knn_now_s() - t;
     return st;
 }
 
@@ -310,7 +304,7 @@ void stream_io_computed(stream_io *io, int64_t w)
 
 cask_status stream_io_finish(stream_io *io, int ok, double *waited, char *err, size_t errlen)
 {
-    double t = now_s();
+    double t = knn_now_s();
     pthread_mutex_lock(&io->mu);
     if (!ok)
         io->stop = 1;
@@ -325,7 +319,7 @@ cask_status stream_io_finish(stream_io *io, int ok, double *waited, char *err, s
     if (io->reader_started)
         pthread_join(io->reader, NULL);
     if (waited)
-        *waited += now_s() - t;
+        *waited += knn_now_s() - t;
     cask_status st = io->st;
     if (st)
         snprintf(err, errlen, "%s", io->err);

@@ -10,10 +10,10 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "auto_method.h"
 #include "knn_chunks.h"
+#include "knn_clock.h"
 #include "knn_graph.h"
 #include "knn_memo.h"
 #include "knn_pre.h"
@@ -88,33 +88,26 @@ static cask_status knn_prepare(knn_call *c)
     return CASK_OK;
 }
 
-static double knn_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static cask_status knn_fn(pc_job *job)
 {
     knn_call *c = (knn_call *)job;
     double t[5];
     memset(pc_st.knn_times, 0, sizeof pc_st.knn_times);
-    t[0] = knn_now();
+    t[0] = knn_now_s();
     cask_status st = knn_prepare(c);
-    t[1] = knn_now();
+    t[1] = knn_now_s();
     pc_st.knn_times[0] = t[1] - t[0];
     if (st || c->bad)
         return st;
     knn_job *kj = NULL;
     st = knn_job_create(pc_st.rt, &pc_st.knn, &c->pts[0], &c->pts[1], c->out[0], c->out[1],
                         &c->plan, &kj, job->err, sizeof job->err);
-    t[2] = knn_now();
+    t[2] = knn_now_s();
     if (!st)
         st = knn_job_run(kj, 0, job->err, sizeof job->err);
-    t[3] = knn_now();
+    t[3] = knn_now_s();
     knn_job_destroy(kj);
-    t[4] = knn_now();
+    t[4] = knn_now_s();
     for (int i = 1; i < 4; i++)
         pc_st.knn_times[i] = t[i + 1] - t[i];
     c->pruned = c->plan.prune;
