@@ -371,16 +371,13 @@ cask_status dist_recover(cask_dist_graph *g)
             return CASK_OK;
         }
         if (gone >= 0) {
-            /* name the ranks lost too: the one that left usually failed because of them */
-            char lost[160];
-            pthread_mutex_lock(&dist->mu);
-            dist_excluded_list(dist, gone, 0, lost, sizeof lost);
-            pthread_mutex_unlock(&dist->mu);
-            /* with its cause, which came with its STATE (it may have learnt of it
+            /* name the ranks lost too (the one that left usually failed because of
+             * them) and its cause, which came with its STATE (it may have learnt of it
              * before this rank did, from a third rank whose ABORT is still on its way
              * here): "left" alone named neither the failing rank nor the lost data */
+            char lost[160], why[DIST_GONE_WHY];
             pthread_mutex_lock(&dist->mu);
-            char why[DIST_GONE_WHY];
+            dist_excluded_list(dist, gone, 0, lost, sizeof lost);
             snprintf(why, sizeof why, "%s", rec->gone_why[gone]);
             if (!why[0] && dist->left_by == gone && dist->left[gone])   /* its LEAVE said */
                 snprintf(why, sizeof why, "%s", dist->left_why);

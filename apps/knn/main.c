@@ -13,6 +13,7 @@
  * 3 --check found errors above its limits. */
 #include <errno.h>
 #include "cask/distributed.h"
+#include "knn_clock.h"
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -51,13 +52,6 @@ static const char *prog = "cask-knn";
 
 /* ---- the parts of main ---- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 static void *host_alloc(void *ctx, size_t bytes)
 {
     void *p = NULL;
@@ -67,6 +61,14 @@ static void *host_alloc(void *ctx, size_t bytes)
 static void host_free(void *ctx, void *p)
 {
     cask_host_free(ctx, p);
+}
+
+/* Rows a generating task makes, for `rows` rows on `workers` CPU workers: 4 tasks a
+ * worker, 65536 rows at least. */
+static int64_t gen_piece(int64_t rows, int workers)
+{
+    int64_t piece = rows / (4 * (workers > 0 ? workers : 1));
+    return piece < 65536 ? 65536 : piece;
 }
 
 /* Row i of the generated observations (generate.h: a pure function of seed and i). */
@@ -101,7 +103,7 @@ static int ranks_agree(knn_cluster *cl, int failed, int64_t *value, char *err, s
 
 int main(int argc, char **argv)
 {
-    double t_main = now_s(), t_joined = 0, t_done;   /* end to end: main to exit */
+    double t_main = knn_now_s(), t_joined = 0, t_done;   /* end to end: main to exit */
     options o;
     cask_runtime *rt = NULL;
     cask_runtime_info info = {0};
@@ -151,7 +153,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, err);
         goto done;
     }
-    t_joined = now_s();
+    t_joined = knn_now_s();
     int rank = cl.rank, nranks = cl.size;
     if (rank != 0)
         o.quiet = 1;   /* rank 0 speaks for the job; the others report only errors */
@@ -223,7 +225,7 @@ int main(int argc, char **argv)
         knn_obs_source_close(&src);
 
     /* ---- load ---- */
-    double t0 = now_s();
+    double t0 = knn_now_s();
     if (failed) {
     } else if (o.generate) {
         if (knn_points_alloc(o.gen_n, 1, 0, &alloc, &obs) ||
@@ -232,9 +234,7 @@ int main(int argc, char **argv)
                      (long long)o.gen_n, (long long)o.gen_m);
             failed = 1;
         } else {
-            int64_t gchunk = o.gen_n / (4 * (info.ncpu_workers > 0 ? info.ncpu_workers : 1));
-            if (gchunk < 65536)
-                gchunk = 65536;
+            int64_t gchunk = gen_piece(o.gen_n, info.ncpu_workers);
             /* Across ranks each generates only the observations it searches, once the
              * chunks are agreed (below), and now the rows the method estimate and the
              * check read; the references whole. */
@@ -275,7 +275,7 @@ int main(int argc, char **argv)
         snprintf(err, sizeof err, "out of memory");
         failed = 1;
     }
-    double t_load = now_s() - t0;
+    double t_load = knn_now_s() - t0;
     /* Read files: every rank must hold the same bytes (nodes may see other copies). */
     if (!o.generate && nranks > 1 &&
         knn_ranks_same_input(&cl, prog, failed, &obs, &ref, o.obs_path, o.ref_path, err,
@@ -322,14 +322,14 @@ int main(int argc, char **argv)
     if (!failed && o.generate && nranks > 1) {
         /* this rank's observation chunks (chunk c is rank c % P's, knn_dist.c); another
          * rank's are made again from the seed should it be lost */
-        double tg = now_s();
+        double tg = knn_now_s();
         /* in pieces of the one-process split (4 a worker): a rank owns few search
          * chunks, fewer than its workers at 2 ranks (8 chunks of 2^20 rows on 7 workers
          * made the generation two chunks long: 0.285 s against 0.14 alone, H200 host) */
-        int64_t piece = obs.n / nranks / (4 * (info.ncpu_workers > 0 ? info.ncpu_workers : 1));
-        failed = knn_generate_part(rt, o.seed, &obs, NULL, chunk, piece < 65536 ? 65536 : piece,
-                                   o.clusters, rank, nranks, err, sizeof err) != 0;
-        t_load += now_s() - tg;
+        failed = knn_generate_part(rt, o.seed, &obs, NULL, chunk,
+                                   gen_piece(obs.n / nranks, info.ncpu_workers), o.clusters,
+                                   rank, nranks, err, sizeof err) != 0;
+        t_load += knn_now_s() - tg;
         if (failed) {   /* the others find this rank lost, and make its chunks */
             fprintf(stderr, "%s: rank %d: %s\n", prog, rank, err);
             goto done;
@@ -382,7 +382,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: rank %d: %s\n", prog, rank, err);
             goto done;
         }
-        double t = now_s();
+        double t = knn_now_s();
         cask_status rst = job ? knn_job_run(job, !o.quiet, err, sizeof err)
                               : knn_dist_job_run(djob, err, sizeof err);
         if (rst) {
@@ -392,7 +392,7 @@ int main(int argc, char **argv)
                 fprintf(stderr, "%s: rank %d: %s\n", prog, rank, err);
             goto done;
         }
-        times[r] = now_s() - t;
+        times[r] = knn_now_s() - t;
     }
     int64_t nobsc, nrc;
     size_t ntasks;
@@ -428,10 +428,10 @@ int main(int argc, char **argv)
         knn_dist_job_destroy(djob);
         djob = NULL;
         int64_t K = o.k > 1 ? o.k : 1;
-        t0 = now_s();
+        t0 = knn_now_s();
         st = knn_out_commit(&dout, ok, nobsc + 1, plan.chunk,
                             dout.npy ? dout.data_off + obs.n * K * 16 : -1, err, sizeof err);
-        t_write = now_s() - t0;
+        t_write = knn_now_s() - t0;
         knn_tmp_disarm();
         lost0 = rank != 0 && cask_dist_rank_lost(cl.dist, 0);
         int speaker = lowest_alive(&cl);
@@ -485,7 +485,7 @@ int main(int argc, char **argv)
 
     /* ---- write (one process, or gathered to rank 0) ---- */
     if (o.out_path && !check_failed && !dout.in_place) {
-        t0 = now_s();
+        t0 = knn_now_s();
         int npy = knn_path_is_npy(o.out_path);
         FILE *f = nranks > 1 ? knn_out_stream(&dout, err, sizeof err) : out.f;
         if (!f)
@@ -507,7 +507,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "%s: %s\n", prog, err);
             goto done;
         }
-        t_write = now_s() - t0;
+        t_write = knn_now_s() - t0;
     }
 
     if (!o.quiet) {
@@ -551,7 +551,7 @@ int main(int argc, char **argv)
     rc = check_failed ? EXIT_CHECK : 0;
 
 done:
-    t_done = now_s();
+    t_done = knn_now_s();
     if (out.f) {
         knn_tmp_disarm();
         knn_outfile_abort(&out);
@@ -574,7 +574,7 @@ done:
         rc = EXIT_DATA;
     }
     if (rc == 0 && !o.quiet && t_joined > 0) {
-        double t_exit = now_s();
+        double t_exit = knn_now_s();
         fprintf(stderr, "%s: end to end %.3f s: start-up %.3f s (main to the runtime started "
                 "and the job joined), shutdown %.3f s (after the results, to exit)\n", prog,
                 t_exit - t_main, t_joined - t_main, t_exit - t_done);

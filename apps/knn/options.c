@@ -180,7 +180,7 @@ void knn_parse_args(int argc, char **argv, options *o)
     o->k = 1;
     o->method = KNN_METHOD_AUTO;
     o->out_format = KNN_OUT_F64;
-    o->read_ahead = -1;   /* 2, or fewer for large windows (stream.c) */
+    o->read_ahead = -1;   /* by the run: 0 without --out, else 2 or fewer (stream.c) */
     o->io_threads = 8;
     int format_set = 0;
     opterr = 0;
