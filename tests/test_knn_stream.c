@@ -226,6 +226,67 @@ static char *read_log(void)
     return buf;
 }
 
+/* The values of write_csv(name, n, 0) as an (n, 2) float64 .npy. */
+static void write_npy_like_csv(const char *name, int n)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    char hdr[128];
+    int hl = snprintf(hdr, sizeof hdr, "{'descr': '<f8', 'fortran_order': False, "
+                      "'shape': (%d, 2), }", n);
+    memset(hdr + hl, ' ', sizeof hdr - 10 - (size_t)hl);
+    hdr[sizeof hdr - 10 - 1] = '\n';
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    unsigned short len = sizeof hdr - 10;   /* little-endian hosts, as the test runs */
+    fwrite(&len, 2, 1, f);
+    fwrite(hdr, 1, len, f);
+    uint64_t x = 12345;
+    for (int i = 0; i < n; i++) {
+        double v[2];
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        v[0] = (double)(x >> 11) / 9007199254740992.0 * 180.0 - 90.0;
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        v[1] = (double)(x >> 11) / 9007199254740992.0 * 360.0 - 180.0;
+        cr_assert_eq(fwrite(v, sizeof v, 1, f), 1);
+    }
+    cr_assert_eq(fclose(f), 0);
+}
+
+/* The "about ... of the pairs" of a run's log (auto's estimate), copied to out. */
+static void auto_fraction_of(const char *log, char *out, size_t len)
+{
+    const char *p = strstr(log, "(auto, from the first window: about ");
+    cr_assert(p, "%s", log);
+    snprintf(out, len, "%s", p);
+    char *e = strchr(out, ')');
+    cr_assert(e, "%s", log);
+    *e = '\0';
+}
+
+/* --method auto decides from the first window's sample rows: read on their own from a
+ * .npy (while the reader pins and reads the window), from the window once read for CSV.
+ * The same rows give the same choice and estimate. */
+Test(knn_stream, auto_same_estimate_from_npy_rows_as_from_csv_window)
+{
+    write_csv("obs.csv", 50000, 0);
+    write_npy_like_csv("obs.npy", 50000);
+    gen("ref", "3000", "ref.npy");
+    char r[128], got[2][160];
+    snprintf(r, sizeof r, "%s/ref.npy", dir);
+    const char *in[] = {"obs.csv", "obs.npy"};
+    for (int i = 0; i < 2; i++) {
+        char o[128];
+        snprintf(o, sizeof o, "%s/%s", dir, in[i]);
+        char *argv[] = {(char *)env_path("CASK_KNN"), "--obs", o, "--ref", r, "--cpu-only",
+                        "--stream", "--window", "20000", "--method", "auto", NULL};
+        cr_assert_eq(run(argv, NULL), 0, "%s", read_log());
+        auto_fraction_of(read_log(), got[i], sizeof got[i]);
+    }
+    cr_assert_str_eq(got[0], got[1]);
+}
+
 Test(knn_stream, csv_input_scanned_once_identical_output)
 {
     write_csv("obs.csv", 30011, 0);

@@ -141,12 +141,18 @@ int knn_auto_end(knn_auto_est *e, const double *fractions, double *fraction)
 int knn_auto_prune(const knn_points *obs, const knn_points *ref, int k, int64_t chunk,
                    double *fraction)
 {
+    return knn_auto_prune_at(obs, obs->n / SAMPLE_OBS, obs->n, ref, k, chunk, fraction);
+}
+
+int knn_auto_prune_at(const knn_points *obs, int64_t ostep, int64_t n, const knn_points *ref,
+                      int k, int64_t chunk, double *fraction)
+{
     *fraction = 1.0;
-    if (!knn_auto_applies(obs->n, ref->n, chunk))
+    if (!knn_auto_applies(n, ref->n, chunk))
         return 0;
     knn_auto_est e;
-    if (knn_auto_begin(&e, obs, obs->n / SAMPLE_OBS, ref, ref->n / knn_auto_ref_samples(ref->n),
-                       obs->n, ref->n, k, chunk))
+    if (knn_auto_begin(&e, obs, ostep, ref, ref->n / knn_auto_ref_samples(ref->n), n, ref->n,
+                       k, chunk))
         return 0;
     double *scratch = malloc(knn_auto_scratch_count(&e) * sizeof *scratch);
     double *f = malloc((size_t)e.so * sizeof *f);

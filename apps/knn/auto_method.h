@@ -32,6 +32,12 @@ static inline int64_t knn_auto_sample_row(int64_t n, int64_t i)
 
 int knn_auto_prune(const knn_points *obs, const knn_points *ref, int k, int64_t chunk,
                    double *fraction);
+/* The same from the sample rows of n observations held apart: observation sample i is
+ * row i * ostep of obs (ostep 1: obs holds only the KNN_AUTO_SAMPLE_OBS rows
+ * knn_auto_sample_row(n, i); ostep n / KNN_AUTO_SAMPLE_OBS with obs->n == n: the call
+ * above). The same decision and fraction as knn_auto_prune on the n rows. */
+int knn_auto_prune_at(const knn_points *obs, int64_t ostep, int64_t n, const knn_points *ref,
+                      int k, int64_t chunk, double *fraction);
 
 /* The estimate in pieces, for callers that spread it over workers or hold only the
  * sample rows (points on a GPU: the sample copied to the host). knn_auto_applies says

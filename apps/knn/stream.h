@@ -111,7 +111,8 @@ typedef struct knn_stream_cfg {
 
 typedef struct knn_stream_result {
     int64_t windows;
-    double t_first_load;       /* reading the first window */
+    double t_first_load;       /* the search (or auto, from CSV) waiting for the first window,
+                                * read while auto decides and the references are prepared */
     double t_compute;          /* sum over windows of submit .. results in host memory */
     double t_wait_io;          /* t_wait_read + t_wait_write */
     double t_wait_read;        /* the search waiting for windows to be read */
