@@ -62,7 +62,7 @@ usage() {
   cat <<'EOF'
 Settings: BCD_BASE=dir or BCD_BASE_REF=ref (bcd before/after), BCD_ROUNDS, KNN_REPS,
 KNN_CHECK, REPS (multigpu's jacobi rounds, 3), SEG_ROUNDS (seg's bench-xport rounds, 3),
-KNN_DIR (knn-stream's files), CHOL_PART, E2E_F64, E2E_KNN, GPU_ARCH (sm_90), BUILDTYPE
+KNN_DIR (knn-stream's files), CHOL_PART, E2E_F64, E2E_KNN, E2E_STREAM_ONLY, GPU_ARCH, BUILDTYPE
 (meson's, for a new $BUILD; default debugoptimized: the multigpu, hog, cma and gather
 figures in bench/RESULTS.md were taken with BUILDTYPE=release).
 EOF

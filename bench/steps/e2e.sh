@@ -49,6 +49,11 @@ step_e2e() {   # issue 53: what users time, each figure beside its floor from th
   E2E_KNN=${E2E_KNN:-2^24 2^14}
   lo=${E2E_OBS_LOG2:-30} lr=${E2E_REF_LOG2:-16}
   rows=$((1 << lo)) blocks=$((1 << (lo - 21)))   # dd's 16 MiB blocks of 8-byte rows
+  [ "${E2E_STREAM_ONLY:-0}" = 1 ] || e2e_jobs   # E2E_STREAM_ONLY=1: the streamed runs alone
+  e2e_stream
+}
+
+e2e_jobs() {   # start-up of 1, 2, 4 ranks and cask-knn on 1 and 2 processes, with floors
   echo "== start-up plus shutdown, GPUs opened (medians of 3; np 1 is one process alone)"
   # now: UCX without its memory hooks; before: with them (CASK_UCX_MEM_EVENTS=1);
   # nocudaucx: also without UCX's CUDA modules (a diagnostic: such ranks could not move
@@ -110,6 +115,9 @@ step_e2e() {   # issue 53: what users time, each figure beside its floor from th
   e2e_run "2 processes --out (in place)" "$OUT/e2e_knn2_out.txt" $L 2 $K --out $T/e2e_two.npy
   cmp -s $T/e2e_one.npy $T/e2e_two.npy && echo "  outputs identical" || echo "  OUTPUTS DIFFER"
   rm -f $T/e2e_one.npy $T/e2e_two.npy
+}
+
+e2e_stream() {   # streamed from the page cache, against dd's read and write
   echo "== streamed 2^$lo x 2^$lr from the page cache (default window 2^24)"
   D=${KNN_DIR:-/tmp/knn-stream}; mkdir -p "$D"; G=$B/apps/cask-knn-gen; KS=$B/apps/cask-knn
   O=$D/o$lo.npy R=$D/r$lr.npy
@@ -121,25 +129,24 @@ step_e2e() {   # issue 53: what users time, each figure beside its floor from th
   dd if="$O" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read floor: /'
   S="$KS --obs $O --ref $R --stream --method auto"
   e2e_run "streamed auto, no --out (warm-up of the GPU and cache)" "$OUT/e2e_s30_w.txt" $S
-  e2e_run "streamed auto, no --out" "$OUT/e2e_s30.txt" $S
-  e2e_run "streamed auto, no --out, --read-ahead 0 --io-threads 4" "$OUT/e2e_s30_ra0.txt" \
-    $S --read-ahead 0 --io-threads 4
+  for r in 1 2 3; do
+    e2e_run "round $r, streamed auto, no --out" "$OUT/e2e_s30_$r.txt" $S
+  done
+  e2e_run "streamed auto, no --out, --read-ahead 2 (the default before 6df7e1f)" \
+    "$OUT/e2e_s30_ra2.txt" $S --read-ahead 2
   dd if="$O" of=/dev/null bs=16M 2>&1 | tail -1 | sed 's/^/dd read floor, again: /'
   dd if=/dev/zero of="$D/dd.bin" bs=16M count=$blocks conv=fdatasync 2>&1 | tail -1 \
     | sed 's/^/dd write floor (the compact bytes, fdatasync): /'
   rm -f "$D/dd.bin"; sync
-  e2e_run "streamed auto --out-format compact (synced before its rename)" \
-    "$OUT/e2e_s30_c.txt" $S --out "$D/c30.npy" --out-format compact
+  e2e_run "streamed auto --out-format compact (synced before its rename)" "$OUT/e2e_s30_c.txt" $S --out "$D/c30.npy" --out-format compact
   ls -l "$D/c30.npy" 2>&1 | tail -1
   python3 -c "import numpy as np, sys; a=np.load(sys.argv[1], mmap_mode='r'); print('compact output', a.dtype, a.shape, 'first index/dist', a[0]['index'], a[0]['dist'])" "$D/c30.npy" 2>&1 | tail -1
   rm -f "$D/c30.npy"; sync
-  if [ "${E2E_F64:-0}" = 1 ]; then
-    dd if=/dev/zero of="$D/dd.bin" bs=16M count=$((2 * blocks)) conv=fdatasync 2>&1 | tail -1 \
-      | sed 's/^/dd write floor (the f64 bytes, fdatasync): /'
-    rm -f "$D/dd.bin"; sync
-    e2e_run "streamed auto --out f64" "$OUT/e2e_s30_f.txt" $S --out "$D/f30.npy"
-    rm -f "$D/f30.npy"
-  fi
+  [ "${E2E_F64:-0}" = 1 ] || return 0
+  dd if=/dev/zero of="$D/dd.bin" bs=16M count=$((2 * blocks)) conv=fdatasync 2>&1 | tail -1 \
+    | sed 's/^/dd write floor (the f64 bytes, fdatasync): /'
+  rm -f "$D/dd.bin"; sync
+  e2e_run "streamed auto --out f64" "$OUT/e2e_s30_f.txt" $S --out "$D/f30.npy"; rm -f "$D/f30.npy"
 }
 
 case ${STEP:-${1:-}} in
