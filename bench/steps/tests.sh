@@ -31,7 +31,7 @@ case ${STEP:-${1:-}} in
     meson test -C "$B" --suite dist --print-errorlogs > "$OUT/dist.log" 2>&1
     grep -E "^ *[0-9]+/|Ok:|Fail:|Skipped:" "$OUT/dist.log" | tail -20 ;;
   distgpu)
-    sh tests/dist/device.sh "$B" 2>&1 | tail -40 ;;
+    sh tests/dist/device.sh "$B" 2>&1 | tail -60 ;;
   knn-k)
     OUT=$OUT timeout 300 sh tests/dist/device_knn_k.sh "$B" ;;
   gpux)
