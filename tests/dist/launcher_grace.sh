@@ -7,7 +7,10 @@
 #                                           test passes with run.sh's NOTE, well before
 #                                           its limit; (2) a rank that reported success
 #                                           does not exit: the test fails as a hang, with
-#                                           and without a hung launcher
+#                                           and without a hung launcher, the report
+#                                           naming the job's processes; (3) every rank
+#                                           exited, one without success, and the
+#                                           launcher hangs: a failure within the grace
 #   launcher_grace.sh cask PROGRAM ARGS...  the real launcher and a rank of cask's that
 #                                           reports success and then does not exit
 #                                           (CASK_DIST_TEST_HANG_AFTER_OK): run.sh fails,
@@ -49,6 +52,13 @@ fake)
   FAKE_LAUNCHER_HANG=1 FAKE_HANG_RANK=2 CASK_TEST_TIMEOUT=8 \
     expect "the same with a hung launcher: a hang" 1 \
       "did not finish within 8s" "$here/run.sh" 3 --survivors 2 "$here/fake_rank.sh"
+  grep -q "^-- pid .*fake_rank.sh" "$out" ||
+    { echo "FAILED: the hang's report names no process of the job"; fails=$((fails + 1)); }
+  FAKE_LAUNCHER_HANG=1 FAKE_SILENT_RANK=2 CASK_TEST_TIMEOUT=30 \
+    expect "every rank exited, one without success, the launcher hung: a failure at once" 1 \
+      "every rank exited but 1 of 2 reported success" "$here/run.sh" 3 --survivors 2 \
+      "$here/fake_rank.sh"
+  [ "$t" -lt 15 ] || { echo "FAILED: that took ${t}s"; fails=$((fails + 1)); }
   ;;
 cask)
   shift

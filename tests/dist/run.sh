@@ -11,7 +11,10 @@
 # job when that happens (--enable-recovery), and the test passes when exactly K ranks
 # wrote their ok file into $CASK_TEST_DIR.
 # The whole run is limited to $CASK_TEST_TIMEOUT seconds (default 120): a hang fails,
-# and every process of the job is ended (the job runs in a session of its own).
+# with what each process of the job was doing (session_dump: threads' kernel waits, and
+# their stacks where gdb is on PATH), and every process of the job is ended (the job
+# runs in a session of its own). With --survivors, a job whose ranks have all exited with
+# fewer than K successes fails once the launcher has had its grace (below) to exit.
 # With --survivors, once K ranks have reported success and no process of the job but the
 # launcher itself is left running, the launcher has $CASK_TEST_LAUNCHER_GRACE seconds
 # (default 10) to exit; past that it is ended and the test passes with a NOTE line. Open
@@ -71,7 +74,7 @@ fi
 
 echo "+ $*"
 hung=$(mktemp "${TMPDIR:-/tmp}/cask-hung.XXXXXX") && rm -f "$hung"
-graced=$hung.graced
+graced=$hung.graced short=$hung.short
 setsid "$@" &
 job=$!
 # meson ends a test past its timeout with SIGTERM to this script alone: the job, in a
@@ -81,11 +84,21 @@ trap 'kill -TERM -"$job" 2>/dev/null; sleep 1; kill -KILL -"$job" 2>/dev/null; e
 
 . "$here/session_procs.sh"
 grace=${CASK_TEST_LAUNCHER_GRACE:-10}
-( i=0 done_at=""
+( i=0 done_at="" short_at=""
   while [ $i -lt "$limit" ] && kill -0 "$job" 2>/dev/null; do
     sleep 1; i=$((i + 1))
     [ -n "$survivors" ] || continue
     got=$(ls "$dir" 2>/dev/null | grep -c '^ok\.' || true)
+    if [ "$got" -lt "$survivors" ] && kill -0 "$job" 2>/dev/null && ! others_running "$job"; then
+      # every rank has exited (only the launcher is left) and too few said ok: that is
+      # the result, whether or not the launcher ever exits
+      [ -n "$short_at" ] || short_at=$i
+      if [ $((i - short_at)) -ge "$grace" ] && kill -0 "$job" 2>/dev/null; then
+        echo "$got" > "$short"; kill -TERM -"$job"; sleep 2; kill -KILL -"$job"; exit 0
+      fi
+      continue
+    fi
+    short_at=""
     if [ "$got" -ge "$survivors" ] && kill -0 "$job" 2>/dev/null && ! others_running "$job"; then
       [ -n "$done_at" ] || done_at=$i
       if [ $((i - done_at)) -ge "$grace" ] && kill -0 "$job" 2>/dev/null; then
@@ -96,14 +109,21 @@ grace=${CASK_TEST_LAUNCHER_GRACE:-10}
     fi
   done
   if kill -0 "$job" 2>/dev/null; then
+    session_dump "$job" > "$hung.dump" 2>&1
     : > "$hung"; kill -TERM -"$job"; sleep 5; kill -KILL -"$job"
   fi ) >/dev/null 2>&1 &
 wait "$job"
 rc=$?
 if [ -e "$hung" ]; then
   rm -f "$hung"
-  echo "FAIL: the job did not finish within ${limit}s (a hang)"
+  echo "FAIL: the job did not finish within ${limit}s (a hang); its processes then:"
+  cat "$hung.dump" 2>/dev/null; rm -f "$hung.dump"
   [ -n "$dir" ] && rm -rf "$dir"
+  exit 1
+fi
+if [ -e "$short" ]; then
+  echo "FAIL: every rank exited but $(cat "$short") of $survivors reported success; the launcher ($1) was still running ${grace}s later"
+  rm -f "$short"; [ -n "$dir" ] && rm -rf "$dir"
   exit 1
 fi
 if [ -e "$graced" ]; then

@@ -15,3 +15,23 @@ others_running() {
   done
   return 1
 }
+
+# session_dump SID: what each process of session SID is doing (for a test that hung):
+# its state and command, each thread's kernel wait, and with gdb on PATH its threads'
+# stacks (CASK_TEST_NO_GDB=1: not).
+session_dump() {
+  for _sd_st in /proc/[0-9]*/stat; do
+    read -r _sd_line 2>/dev/null < "$_sd_st" || continue
+    _sd_pid=${_sd_st#/proc/}; _sd_pid=${_sd_pid%/stat}
+    set -- "$1" ${_sd_line##*) }
+    [ "$5" = "$1" ] || continue
+    echo "-- pid $_sd_pid (state $2): $(tr '\0' ' ' < /proc/$_sd_pid/cmdline 2>/dev/null | cut -c1-160)"
+    for _sd_t in /proc/$_sd_pid/task/*; do
+      echo "   thread ${_sd_t##*/} $(cat "$_sd_t/comm" 2>/dev/null): waits in $(cat "$_sd_t/wchan" 2>/dev/null), syscall $(cut -d' ' -f1 "$_sd_t/syscall" 2>/dev/null)"
+    done
+    if [ "$2" != Z ] && [ "${CASK_TEST_NO_GDB:-0}" != 1 ] && command -v gdb > /dev/null; then
+      timeout 10 gdb -p "$_sd_pid" -batch -ex "thread apply all bt 16" 2>/dev/null |
+        grep -E '^(Thread|#)' | head -120
+    fi
+  done
+}
