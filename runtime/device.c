@@ -21,7 +21,7 @@ struct device_set {
     int ngpu;
     int sim;
     int nstreams;
-    host_pin *pin;        /* page-locked host blocks (NULL: cudaHostAlloc alone) */
+    host_pin *pin;        /* page-locked host blocks (not with simulated GPUs) */
     gpu_dev gpu[CASK_MAX_GPUS];
 };
 
@@ -67,7 +67,8 @@ cask_status device_open(cask_runtime *rt, int ngpu, int sim, device_set **out)
     if (sim)
         return CASK_OK;
 #ifdef CASK_HAVE_CUDA
-    ds->pin = host_pin_create();
+    if (!(ds->pin = host_pin_create(rt->cfg.huge_pages, NULL)))
+        return log_error(rt, CASK_ERR_NOMEM, "device_open: the pinned-memory registry");
     for (int g = 0; g < ngpu; g++) {
         CUDA_TRY(cudaSetDevice(g));
         for (int s = 0; s < 3 + ds->nstreams + 1; s++) {

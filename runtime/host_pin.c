@@ -1,4 +1,4 @@
-/* host_pin.c: see host_pin.h. The registry maps each registered block to its length, for
+/* host_pin.c: see host_pin.h. The registry maps each mapped block to its length, for
  * host_pin_free; it holds the blocks of HOST_PIN_MIN bytes and more, which are few (window
  * buffers, chunk replicas, matrices), and is searched only when one is freed. */
 #include "runtime/host_pin.h"
@@ -21,11 +21,42 @@ typedef struct pin_block {
 } pin_block;
 
 struct host_pin {
+    host_pin_ops ops;
     pthread_mutex_t lock;
-    int map;              /* 1: large blocks mapped and registered; 0: cudaHostAlloc only */
+    int map;              /* 1: large blocks mapped and registered; 0: ops.alloc only */
     pin_block *blocks;
     size_t n, cap;
 };
+
+#ifdef CASK_HAVE_CUDA
+static int cuda_lock(void *p, size_t len)
+{
+    if (cudaHostRegister(p, len, cudaHostRegisterPortable) == cudaSuccess)
+        return 0;
+    cudaGetLastError();
+    return -1;
+}
+
+static void cuda_unlock(void *p)
+{
+    cudaHostUnregister(p);
+}
+
+static int cuda_alloc(void **p, size_t bytes, char *msg, size_t msglen)
+{
+    cudaError_t e = cudaHostAlloc(p, bytes, cudaHostAllocPortable);
+    if (e == cudaSuccess)
+        return 0;
+    cudaGetLastError();
+    snprintf(msg, msglen, "cudaHostAlloc(%zu): %s", bytes, cudaGetErrorString(e));
+    return -1;
+}
+
+static void cuda_free(void *p)
+{
+    cudaFreeHost(p);
+}
+#endif
 
 /* Whether the kernel gives transparent huge pages to a mapping that asks for them. */
 static int thp_available(void)
@@ -39,14 +70,24 @@ static int thp_available(void)
     return ok;
 }
 
-host_pin *host_pin_create(void)
+host_pin *host_pin_create(int huge, const host_pin_ops *ops)
 {
+#ifdef CASK_HAVE_CUDA
+    static const host_pin_ops cuda_ops = {cuda_lock, cuda_unlock, cuda_alloc, cuda_free};
+#endif
+    if (!ops) {
+#ifdef CASK_HAVE_CUDA
+        ops = &cuda_ops;
+#else
+        return NULL;
+#endif
+    }
     host_pin *hp = calloc(1, sizeof *hp);
     if (!hp)
         return NULL;
+    hp->ops = *ops;
     pthread_mutex_init(&hp->lock, NULL);
-    const char *e = getenv("CASK_HOST_PIN");
-    hp->map = !(e && !strcmp(e, "alloc")) && thp_available();
+    hp->map = huge && thp_available();
     return hp;
 }
 
@@ -59,7 +100,11 @@ void host_pin_destroy(host_pin *hp)
     free(hp);
 }
 
-#ifdef CASK_HAVE_CUDA
+int host_pin_maps(const host_pin *hp)
+{
+    return hp && hp->map;
+}
+
 /* A mapping of len bytes (a multiple of HUGE_PAGE) aligned to HUGE_PAGE, huge pages
  * advised and every page faulted in here; NULL if none. */
 static void *map_filled(size_t len)
@@ -101,7 +146,7 @@ static int remember(host_pin *hp, void *p, size_t len)
     return 0;
 }
 
-/* The length of registered block p, taken out of the registry; 0 if p is not one. */
+/* The length of mapped block p, taken out of the registry; 0 if p is not one. */
 static size_t forget(host_pin *hp, void *p)
 {
     size_t len = 0;
@@ -115,54 +160,39 @@ static size_t forget(host_pin *hp, void *p)
     pthread_mutex_unlock(&hp->lock);
     return len;
 }
-#endif
 
 cask_status host_pin_alloc(host_pin *hp, size_t bytes, void **out, char *msg, size_t msglen)
 {
     *out = NULL;
-#ifdef CASK_HAVE_CUDA
-    if (hp && hp->map && bytes >= HOST_PIN_MIN) {
+    if (hp->map && bytes >= HOST_PIN_MIN) {
         size_t len = (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
         void *p = map_filled(len);
-        if (p && cudaHostRegister(p, len, cudaHostRegisterPortable) == cudaSuccess) {
+        if (p && hp->ops.lock(p, len) == 0) {
             if (remember(hp, p, len) == 0) {
                 *out = p;
                 return CASK_OK;
             }
-            cudaHostUnregister(p);
+            hp->ops.unlock(p);
         }
-        cudaGetLastError();   /* not registered: cudaHostAlloc's way below */
-        if (p)
+        if (p)   /* not locked: the plain way below */
             munmap(p, len);
     }
-    cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
+    if (hp->ops.alloc(out, bytes, msg, msglen)) {
         *out = NULL;
-        snprintf(msg, msglen, "cudaHostAlloc(%zu): %s", bytes, cudaGetErrorString(e));
         return CASK_ERR_NOMEM;
     }
     return CASK_OK;
-#else
-    (void)hp;
-    snprintf(msg, msglen, "pinned memory (%zu bytes) without CUDA", bytes);
-    return CASK_ERR_UNSUPPORTED;
-#endif
 }
 
 void host_pin_free(host_pin *hp, void *p)
 {
     if (!p)
         return;
-#ifdef CASK_HAVE_CUDA
-    size_t len = hp ? forget(hp, p) : 0;
+    size_t len = forget(hp, p);
     if (len) {
-        cudaHostUnregister(p);
+        hp->ops.unlock(p);
         munmap(p, len);
     } else {
-        cudaFreeHost(p);
+        hp->ops.free(p);
     }
-#else
-    (void)hp;
-#endif
 }
