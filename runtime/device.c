@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "runtime/device.h"
+#include "runtime/host_pin.h"
 #include "runtime/log.h"
 #ifdef CASK_HAVE_CUDA
 #include <cuda_runtime.h>
@@ -20,6 +21,7 @@ struct device_set {
     int ngpu;
     int sim;
     int nstreams;
+    host_pin *pin;        /* page-locked host blocks (not with simulated GPUs) */
     gpu_dev gpu[CASK_MAX_GPUS];
 };
 
@@ -65,6 +67,10 @@ cask_status device_open(cask_runtime *rt, int ngpu, int sim, device_set **out)
     if (sim)
         return CASK_OK;
 #ifdef CASK_HAVE_CUDA
+    /* huge-page pinned blocks: off unless CASK_PINNED_HUGE=1 until measured on GPUs */
+    const char *ph = getenv("CASK_PINNED_HUGE");
+    if (!(ds->pin = host_pin_create(rt->cfg.huge_pages && ph && !strcmp(ph, "1"), NULL)))
+        return log_error(rt, CASK_ERR_NOMEM, "device_open: the pinned-memory registry");
     for (int g = 0; g < ngpu; g++) {
         CUDA_TRY(cudaSetDevice(g));
         for (int s = 0; s < 3 + ds->nstreams + 1; s++) {
@@ -110,6 +116,7 @@ void device_close(device_set *ds)
                     cudaStreamDestroy(ds->gpu[g].streams[s]);
         }
 #endif
+    host_pin_destroy(ds->pin);
     free(ds);
 }
 
@@ -176,14 +183,9 @@ cask_status device_host_alloc(device_set *ds, size_t bytes, void **out)
             return log_error(ds->rt, CASK_ERR_NOMEM, "host alloc %zu bytes", bytes);
         return CASK_OK;
     }
-#ifdef CASK_HAVE_CUDA
-    cudaError_t e = cudaHostAlloc(out, bytes, cudaHostAllocPortable);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return log_error(ds->rt, CASK_ERR_NOMEM, "cudaHostAlloc(%zu): %s", bytes, cudaGetErrorString(e));
-    }
-#endif
-    return CASK_OK;
+    char msg[160];
+    cask_status st = host_pin_alloc(ds->pin, bytes, out, msg, sizeof msg);
+    return st ? log_error(ds->rt, st, "%s", msg) : CASK_OK;
 }
 
 void device_host_free(device_set *ds, void *p)
@@ -192,9 +194,7 @@ void device_host_free(device_set *ds, void *p)
         free(p);
         return;
     }
-#ifdef CASK_HAVE_CUDA
-    cudaFreeHost(p);
-#endif
+    host_pin_free(ds->pin, p);
 }
 
 void *device_stream(device_set *ds, int gpu, int which)
