@@ -120,8 +120,7 @@ e2e_jobs() {   # start-up of 1, 2, 4 ranks and cask-knn on 1 and 2 processes, wi
 e2e_stream() {   # streamed from the page cache, against dd's read and write
   echo "== streamed 2^$lo x 2^$lr from the page cache (default window 2^24)"
   D=${KNN_DIR:-/tmp/knn-stream}; mkdir -p "$D"; G=$B/apps/cask-knn-gen; KS=$B/apps/cask-knn
-  O=$D/o$lo.npy R=$D/r$lr.npy
-  t1=$(date +%s)
+  O=$D/o$lo.npy R=$D/r$lr.npy t1=$(date +%s)
   [ -f "$O" ] || $G --rows $rows --seed 11 --set obs "$O" > /dev/null
   [ -f "$R" ] || $G --rows $((1 << lr)) --seed 11 --set ref "$R" > /dev/null
   sync; echo "inputs made and synced in $(( $(date +%s) - t1 )) s"
