@@ -67,9 +67,9 @@ cask_status device_open(cask_runtime *rt, int ngpu, int sim, device_set **out)
     if (sim)
         return CASK_OK;
 #ifdef CASK_HAVE_CUDA
-    /* huge-page pinned blocks: off unless CASK_PINNED_HUGE=1 until measured on GPUs */
+    /* huge-page pinned blocks unless huge pages are off or CASK_PINNED_HUGE=0 */
     const char *ph = getenv("CASK_PINNED_HUGE");
-    if (!(ds->pin = host_pin_create(rt->cfg.huge_pages && ph && !strcmp(ph, "1"), NULL)))
+    if (!(ds->pin = host_pin_create(rt->cfg.huge_pages && !(ph && !strcmp(ph, "0")), NULL)))
         return log_error(rt, CASK_ERR_NOMEM, "device_open: the pinned-memory registry");
     for (int g = 0; g < ngpu; g++) {
         CUDA_TRY(cudaSetDevice(g));

@@ -5,10 +5,10 @@
  * 0.14-0.20 s by cudaHostAlloc, all of it inside the driver (CUDA calls of other threads,
  * a GPU search's included, wait meanwhile), and 0.08-0.10 s this way, of which the
  * registration is 8-11 ms and the rest the kernel's zeroing of the pages; freeing 7-9 ms
- * against 36-48 (bench/RESULTS.md, section 38). The runtime maps blocks so only with
- * CASK_PINNED_HUGE=1 (device.c) until the way has been measured on GPUs; where the kernel
- * gives no huge pages (transparent_hugepage "never") or huge pages are off
- * (cask_config.huge_pages, CASK_HUGE_PAGES=0), every block comes from cudaHostAlloc.
+ * against 36-48 (bench/RESULTS.md, sections 38 and 39). Where the kernel gives no huge
+ * pages (transparent_hugepage "never"), huge pages are off (cask_config.huge_pages,
+ * CASK_HUGE_PAGES=0) or CASK_PINNED_HUGE=0 (device.c), every block comes from
+ * cudaHostAlloc.
  * Thread safe. */
 #ifndef CASK_RUNTIME_HOST_PIN_H
 #define CASK_RUNTIME_HOST_PIN_H

@@ -94,10 +94,10 @@ typedef struct cask_config {
                                  CASK_HOST_CACHE_LIMIT (suffixes K, M, G, T). Default: a
                                  quarter of physical memory; 0 keeps nothing. */
     int huge_pages;           /* advise transparent huge pages on host chunks of 2 MiB and
-                                 more (and, with CASK_PINNED_HUGE=1, make pinned host
-                                 blocks of 8 MiB and more of huge pages registered with
-                                 CUDA rather than by cudaHostAlloc: runtime/host_pin.h).
-                                 CASK_HUGE_PAGES. Default 1. */
+                                 more, and make pinned host blocks of 8 MiB and more of
+                                 huge pages registered with CUDA rather than by
+                                 cudaHostAlloc (CASK_PINNED_HUGE=0 keeps cudaHostAlloc:
+                                 runtime/host_pin.h). CASK_HUGE_PAGES. Default 1. */
     int graph_replay;         /* replay the GPU work of a graph computed again as one CUDA
                                  graph (docs/guide.md, "Replaying GPU graphs"): 1 on, 0
                                  off (every run takes the usual path). A graph is replayed
