@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #ifdef CASK_HAVE_CUBLAS
-#include <cublas_v2.h>
+#include "kernels/cuda_libs.h"   /* cuBLAS, opened by the first product */
 #endif
 #include "kernels/array_cuda_eval.cuh"
 
@@ -162,7 +162,7 @@ struct blas_cache {
     blas_entry e[256];
 };
 
-static cublasHandle_t blas_handle(blas_cache *c, cudaStream_t s)
+static cublasHandle_t blas_handle(blas_cache *c, cudaStream_t s, const cuda_blas_fns *f)
 {
     int dev = 0;
     cudaGetDevice(&dev);
@@ -170,8 +170,8 @@ static cublasHandle_t blas_handle(blas_cache *c, cudaStream_t s)
     pthread_mutex_lock(&c->mu);
     for (int i = 0; i < c->n && !h; i++)
         if (c->e[i].stream == s && c->e[i].device == dev) h = c->e[i].h;
-    if (!h && c->n < 256 && cublasCreate(&h) == CUBLAS_STATUS_SUCCESS) {
-        cublasSetStream(h, s);
+    if (!h && c->n < 256 && f->create(&h) == CUBLAS_STATUS_SUCCESS) {
+        f->set_stream(h, s);
         c->e[c->n].stream = s;
         c->e[c->n].device = dev;
         c->e[c->n++].h = h;
@@ -199,7 +199,7 @@ extern "C" void ak_blas_cache_destroy(void *cache)
     if (!c) return;
     for (int i = 0; i < c->n; i++) {
         cudaSetDevice(c->e[i].device);
-        cublasDestroy(c->e[i].h);
+        cuda_blas_load(NULL)->destroy(c->e[i].h);   /* (made: cuBLAS was opened) */
     }
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -218,19 +218,22 @@ extern "C" cask_status ak_cuda_matmul(cask_task_ctx *ctx)
     cudaStream_t s = stream_of(ctx);
 #ifdef CASK_HAVE_CUBLAS
     if ((a->dt == AK_F32 || a->dt == AK_F64) && a->blas) {
-        cublasHandle_t h = blas_handle((blas_cache *)a->blas, s);
+        const char *why = NULL;
+        const cuda_blas_fns *f = cuda_blas_load(&why);
+        if (!f) return cask_task_fail(ctx, "array.matmul: %s", why);
+        cublasHandle_t h = blas_handle((blas_cache *)a->blas, s, f);
         if (!h) return cask_task_fail(ctx, "array.matmul: no cuBLAS handle");
         int m = (int)a->m, n = (int)a->n, k = (int)a->k;
         cublasStatus_t st;
         /* row-major C = A B is column-major C^T = B^T A^T */
         if (a->dt == AK_F32) {
             float one = 1.0f, beta = a->beta ? 1.0f : 0.0f;
-            st = cublasSgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, (const float *)B, n,
-                             (const float *)A, k, &beta, (float *)C, n);
+            st = f->sgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, (const float *)B, n,
+                          (const float *)A, k, &beta, (float *)C, n);
         } else {
             double one = 1.0, beta = a->beta ? 1.0 : 0.0;
-            st = cublasDgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, (const double *)B, n,
-                             (const double *)A, k, &beta, (double *)C, n);
+            st = f->dgemm(h, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, &one, (const double *)B, n,
+                          (const double *)A, k, &beta, (double *)C, n);
         }
         if (st != CUBLAS_STATUS_SUCCESS)
             return cask_task_fail(ctx, "array.matmul: cuBLAS gemm failed (status %d)", (int)st);

@@ -18,9 +18,9 @@
  * workspace and info words, made on the stream's first tile (creating a handle and
  * allocating synchronise once) and freed with the array context.
  *
- * cuSOLVER is opened by the first POTRF (dlopen), not linked: its library and those it
- * needs are about 45 MiB of pages and start-up time for every process, also those that
- * never factor a matrix (OpenBLAS is opened lazily for the same reason, blas_load.h). */
+ * cuSOLVER and cuBLAS are opened by the first tile (dlopen: cuda_libs.h), not linked:
+ * they cost start-up time and memory in every process, also those that never factor a
+ * matrix (OpenBLAS is opened lazily for the same reason, blas_load.h). */
 #include <cuda_runtime.h>
 #include <math.h>
 #include <pthread.h>
@@ -29,71 +29,17 @@
 #include "kernels/linalg_kernels.h"
 #if defined(CASK_HAVE_CUBLAS) && defined(CASK_HAVE_CUSOLVER)
 #define LA_GPU 1
-#include <cublas_v2.h>
-#include <cusolverDn.h>
-#include <dlfcn.h>
+#include "kernels/cuda_libs.h"
 #endif
 
 #ifdef LA_GPU
 #define LA_SLOTS 64      /* POTRFs one stream may have in flight (host-function records) */
 
-/* cuSOLVER's entry points, opened once (sol_load). */
-struct sol_fns {
-    cusolverStatus_t (*create)(cusolverDnHandle_t *);
-    cusolverStatus_t (*destroy)(cusolverDnHandle_t);
-    cusolverStatus_t (*set_stream)(cusolverDnHandle_t, cudaStream_t);
-    cusolverStatus_t (*dbuf)(cusolverDnHandle_t, cublasFillMode_t, int, double *, int, int *);
-    cusolverStatus_t (*sbuf)(cusolverDnHandle_t, cublasFillMode_t, int, float *, int, int *);
-    cusolverStatus_t (*dpotrf)(cusolverDnHandle_t, cublasFillMode_t, int, double *, int,
-                               double *, int, int *);
-    cusolverStatus_t (*spotrf)(cusolverDnHandle_t, cublasFillMode_t, int, float *, int,
-                               float *, int, int *);
-};
-static pthread_once_t sol_once = PTHREAD_ONCE_INIT;
-static sol_fns sol;
-static const sol_fns *sol_ok;
-static char sol_err[256];
-
-static void sol_open(void)
-{
-    static const char *const names[] = {
-#ifdef CASK_CUSOLVER_DIR
-        CASK_CUSOLVER_DIR "/libcusolver.so",
-#endif
-        "libcusolver.so.12", "libcusolver.so.11", "libcusolver.so"
-    };
-    void *h = NULL;
-    for (size_t i = 0; !h && i < sizeof names / sizeof names[0]; i++)
-        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        snprintf(sol_err, sizeof sol_err, "cuSOLVER could not be opened: %s", dlerror());
-        return;
-    }
-    *(void **)&sol.create = dlsym(h, "cusolverDnCreate");
-    *(void **)&sol.destroy = dlsym(h, "cusolverDnDestroy");
-    *(void **)&sol.set_stream = dlsym(h, "cusolverDnSetStream");
-    *(void **)&sol.dbuf = dlsym(h, "cusolverDnDpotrf_bufferSize");
-    *(void **)&sol.sbuf = dlsym(h, "cusolverDnSpotrf_bufferSize");
-    *(void **)&sol.dpotrf = dlsym(h, "cusolverDnDpotrf");
-    *(void **)&sol.spotrf = dlsym(h, "cusolverDnSpotrf");
-    if (!sol.create || !sol.destroy || !sol.set_stream || !sol.dbuf || !sol.sbuf ||
-        !sol.dpotrf || !sol.spotrf) {
-        snprintf(sol_err, sizeof sol_err, "cuSOLVER lacks cusolverDn[DS]potrf or its handles");
-        return;
-    }
-    sol_ok = &sol;
-}
-
-/* cuSOLVER, opened at the first call (thread safe); NULL and the reason in sol_err. */
-static const sol_fns *sol_load(void)
-{
-    pthread_once(&sol_once, sol_open);
-    return sol_ok;
-}
-
 struct la_entry {
     cudaStream_t stream;
     int device;
+    const cuda_blas_fns *b;    /* the opened libraries' entry points */
+    const cuda_sol_fns *sf;
     cublasHandle_t blas;
     cusolverDnHandle_t sol;
     void *work;          /* potrf workspace */
@@ -130,10 +76,11 @@ static la_entry *entry_of(la_cache *c, cudaStream_t s, char *err, size_t errlen)
         x->stream = s;
         x->device = dev;
         const char *what = NULL;
-        const sol_fns *f = sol_load();
-        if (!f) what = sol_err;
-        else if (cublasCreate(&x->blas) != CUBLAS_STATUS_SUCCESS) what = "cublasCreate";
-        else if (cublasSetStream(x->blas, s) != CUBLAS_STATUS_SUCCESS) what = "cublasSetStream";
+        const cuda_sol_fns *f = cuda_sol_load(&what);
+        const cuda_blas_fns *b = f ? cuda_blas_load(&what) : NULL;
+        if (!f || !b) {
+        } else if (b->create(&x->blas) != CUBLAS_STATUS_SUCCESS) what = "cublasCreate";
+        else if (b->set_stream(x->blas, s) != CUBLAS_STATUS_SUCCESS) what = "cublasSetStream";
         else if (f->create(&x->sol) != CUSOLVER_STATUS_SUCCESS) what = "cusolverDnCreate";
         else if (f->set_stream(x->sol, s) != CUSOLVER_STATUS_SUCCESS)
             what = "cusolverDnSetStream";
@@ -143,11 +90,13 @@ static la_entry *entry_of(la_cache *c, cudaStream_t s, char *err, size_t errlen)
                  cudaSuccess)
             what = "cudaHostAlloc (info words)";
         if (what) {
-            snprintf(err, errlen, "%s failed on GPU %d", what, dev);
-            if (x->blas) cublasDestroy(x->blas);
+            snprintf(err, errlen, !f || !b ? "%s (GPU %d)" : "%s failed on GPU %d", what, dev);
+            if (x->blas) b->destroy(x->blas);
             if (x->sol) f->destroy(x->sol);
             if (x->dinfo) cudaFree(x->dinfo);
         } else {
+            x->b = b;
+            x->sf = f;
             e = x;
             c->n++;
         }
@@ -296,8 +245,8 @@ extern "C" void la_gpu_cache_destroy(void *cache)
         la_entry *e = &c->e[i];
         cudaSetDevice(e->device);
         cudaStreamSynchronize(e->stream);
-        cublasDestroy(e->blas);
-        sol.destroy(e->sol);   /* (made: cuSOLVER was opened) */
+        e->b->destroy(e->blas);
+        e->sf->destroy(e->sol);
         cudaFree(e->work);
         cudaFree(e->dinfo);
         cudaFreeHost(e->hinfo);
@@ -332,8 +281,8 @@ extern "C" cask_status la_cuda_potrf(cask_task_ctx *ctx)
     void *c = cask_task_buffer(ctx, out);
     int n = (int)a->n, lwork = 0;
     cusolverStatus_t cs = a->dt == LA_F64
-        ? sol.dbuf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (double *)c, n, &lwork)
-        : sol.sbuf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (float *)c, n, &lwork);
+        ? e->sf->dbuf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (double *)c, n, &lwork)
+        : e->sf->sbuf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (float *)c, n, &lwork);
     if (cs != CUSOLVER_STATUS_SUCCESS)
         return cask_task_fail(ctx, "cusolverDnXpotrf_bufferSize failed (status %d)", (int)cs);
     size_t need = (size_t)lwork * (a->dt == LA_F64 ? 8 : 4);
@@ -351,9 +300,9 @@ extern "C" cask_status la_cuda_potrf(cask_task_ctx *ctx)
     unsigned slot = e->next++ % LA_SLOTS;
     int *dinfo = e->dinfo + slot, *hinfo = e->hinfo + slot;
     cs = a->dt == LA_F64
-        ? sol.dpotrf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (double *)c, n, (double *)e->work,
-                           lwork, dinfo)
-        : sol.spotrf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (float *)c, n, (float *)e->work,
+        ? e->sf->dpotrf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (double *)c, n, (double *)e->work,
+                          lwork, dinfo)
+        : e->sf->spotrf(e->sol, CUBLAS_FILL_MODE_UPPER, n, (float *)c, n, (float *)e->work,
                            lwork, dinfo);
     if (cs != CUSOLVER_STATUS_SUCCESS)
         return cask_task_fail(ctx, "cusolverDnXpotrf failed (status %d)", (int)cs);
@@ -420,11 +369,11 @@ extern "C" cask_status la_cuda_trsm(cask_task_ctx *ctx)
     cublasStatus_t bs;
     if (a->dt == LA_F64) {
         double one = 1.0;
-        bs = cublasDtrsm(e->blas, side, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, m,
+        bs = e->b->dtrsm(e->blas, side, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, m,
                          &one, (const double *)l, ldl, (double *)c, n);
     } else {
         float one = 1.0f;
-        bs = cublasStrsm(e->blas, side, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, m,
+        bs = e->b->strsm(e->blas, side, CUBLAS_FILL_MODE_UPPER, op, CUBLAS_DIAG_NON_UNIT, n, m,
                          &one, (const float *)l, ldl, (float *)c, n);
     }
     if ((st = blas_ok(ctx, bs, "cublasXtrsm"))) return st;
@@ -445,11 +394,11 @@ extern "C" cask_status la_cuda_syrk(cask_task_ctx *ctx)
     cublasStatus_t bs;
     if (a->dt == LA_F64) {
         double mone = -1.0, one = 1.0;
-        bs = cublasDsyrk(e->blas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &mone,
+        bs = e->b->dsyrk(e->blas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &mone,
                          (const double *)x, k, &one, (double *)c, n);
     } else {
         float mone = -1.0f, one = 1.0f;
-        bs = cublasSsyrk(e->blas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &mone,
+        bs = e->b->ssyrk(e->blas, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_T, n, k, &mone,
                          (const float *)x, k, &one, (float *)c, n);
     }
     return blas_ok(ctx, bs, "cublasXsyrk");
@@ -471,11 +420,11 @@ extern "C" cask_status la_cuda_gemm(cask_task_ctx *ctx)
     cublasStatus_t bs;
     if (a->dt == LA_F64) {
         double mone = -1.0, one = 1.0;
-        bs = cublasDgemm(e->blas, ob, oa, n, m, k, &mone, (const double *)y, ldb,
+        bs = e->b->dgemm(e->blas, ob, oa, n, m, k, &mone, (const double *)y, ldb,
                          (const double *)x, lda, &one, (double *)c, n);
     } else {
         float mone = -1.0f, one = 1.0f;
-        bs = cublasSgemm(e->blas, ob, oa, n, m, k, &mone, (const float *)y, ldb,
+        bs = e->b->sgemm(e->blas, ob, oa, n, m, k, &mone, (const float *)y, ldb,
                          (const float *)x, lda, &one, (float *)c, n);
     }
     return blas_ok(ctx, bs, "cublasXgemm");
