@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "cask/cask.h"
 #include "cask/distributed.h"
@@ -67,7 +68,8 @@ static void usage(FILE *f)
 "                          0 without --out, whose second window is the one read ahead;\n"
 "                          with --out 2, fewer where W + 2 windows of observations and\n"
 "                          results would hold more than 2 GiB; memory: W + 2 windows)\n"
-"  --io-threads N          streamed: parallel reads and .npy writes of a window (default 8)\n"
+"  --io-threads N          streamed: parallel reads and .npy writes of a window (default:\n"
+"                          one a core, 8 to 16)\n"
 "  --out-format F          .npy results: f64 ((N, 2) float64 [ref_index, distance], the\n"
 "                          default) or compact (records of int32 index, float32 dist:\n"
 "                          8 bytes a result instead of 16; one process)\n"
@@ -181,7 +183,7 @@ void knn_parse_args(int argc, char **argv, options *o)
     o->method = KNN_METHOD_AUTO;
     o->out_format = KNN_OUT_F64;
     o->read_ahead = -1;   /* by the run: 0 without --out, else 2 or fewer (stream.c) */
-    o->io_threads = 8;
+    o->io_threads = 0;    /* by the machine, after the options */
     int format_set = 0;
     opterr = 0;
     for (;;) {
@@ -351,5 +353,12 @@ void knn_parse_args(int argc, char **argv, options *o)
         usage_error("--out: empty file name");
     if (format_set && (!o->out_path || !knn_path_is_npy(o->out_path)))
         usage_error("--out-format applies to .npy results (--out FILE.npy)");
+    if (!o->io_threads) {
+        /* one read in flight a core, 8 to 16: on the H200 host (16 cores) 8 reads of a
+           2^24-row window from the page cache fell behind the search by 0.09-0.23 s over
+           64 windows, 16 by 0.004-0.03 (bench/RESULTS.md, section 39) */
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        o->io_threads = n < 8 ? 8 : n > 16 ? 16 : (int)n;
+    }
 }
 
