@@ -6,26 +6,38 @@
 #include <pthread.h>
 #include <stdio.h>
 
-/* Opens the first of names[] that loads; NULL with the loader's message in err. */
-static void *open_first(const char *const *names, size_t n, char *err, size_t errlen,
-                        const char *lib)
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Opens the first of names[] that loads and binds each symbol of syms[] to the matching
+ * slot of the table; 0 with the reason in err (lib names the library) when none loads or
+ * a symbol is missing. */
+static int open_table(const char *lib, const char *const *names, size_t nnames,
+                      const char *const *syms, void **slots, size_t nsyms, char *err,
+                      size_t errlen)
 {
-    for (size_t i = 0; i < n; i++) {
-        void *h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-        if (h)
-            return h;
+    void *h = NULL;
+    for (size_t i = 0; !h && i < nnames; i++)
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(err, errlen, "%s could not be opened: %s", lib, dlerror());
+        return 0;
     }
-    snprintf(err, errlen, "%s could not be opened: %s", lib, dlerror());
-    return NULL;
+    for (size_t i = 0; i < nsyms; i++)
+        if (!(slots[i] = dlsym(h, syms[i]))) {
+            snprintf(err, errlen, "%s lacks %s", lib, dlerror());
+            return 0;
+        }
+    return 1;
 }
 
-/* Each symbol of syms[] into the matching slot of the table; 0 when one is missing. */
-static int bind_all(void *h, const char *const *syms, void **slots, size_t n)
+/* The table once its library is open, else NULL with the reason in *why (if not NULL). */
+static const void *opened(pthread_once_t *once, void (*open)(void), const void *const *ok,
+                          const char *err, const char **why)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!(slots[i] = dlsym(h, syms[i])))
-            return 0;
-    return 1;
+    pthread_once(once, open);
+    if (!*ok && why)
+        *why = err;
+    return *ok;
 }
 
 #ifdef CASK_CUDA_LIB_DIR
@@ -36,7 +48,7 @@ static int bind_all(void *h, const char *const *syms, void **slots, size_t n)
 
 static pthread_once_t blas_once = PTHREAD_ONCE_INIT;
 static cuda_blas_fns blas;
-static const cuda_blas_fns *blas_ok;
+static const void *blas_ok;
 static char blas_err[256];
 
 static void blas_open(void)
@@ -49,31 +61,21 @@ static void blas_open(void)
         "cublasDgemm_v2", "cublasStrsm_v2", "cublasDtrsm_v2", "cublasSsyrk_v2",
         "cublasDsyrk_v2"
     };
-    _Static_assert(sizeof syms / sizeof syms[0] == sizeof blas / sizeof(void *),
-                   "one symbol a slot");
-    void *h = open_first(names, sizeof names / sizeof names[0], blas_err, sizeof blas_err,
-                         "cuBLAS");
-    if (!h)
-        return;
-    if (!bind_all(h, syms, (void **)&blas, sizeof syms / sizeof syms[0])) {
-        snprintf(blas_err, sizeof blas_err, "cuBLAS lacks %s", dlerror());
-        return;
-    }
-    blas_ok = &blas;
+    _Static_assert(COUNT(syms) == sizeof blas / sizeof(void *), "one symbol a slot");
+    if (open_table("cuBLAS", names, COUNT(names), syms, (void **)&blas, COUNT(syms),
+                   blas_err, sizeof blas_err))
+        blas_ok = &blas;
 }
 
 const cuda_blas_fns *cuda_blas_load(const char **why)
 {
-    pthread_once(&blas_once, blas_open);
-    if (!blas_ok && why)
-        *why = blas_err;
-    return blas_ok;
+    return (const cuda_blas_fns *)opened(&blas_once, blas_open, &blas_ok, blas_err, why);
 }
 
 #ifdef CASK_HAVE_CUSOLVER
 static pthread_once_t sol_once = PTHREAD_ONCE_INIT;
 static cuda_sol_fns sol;
-static const cuda_sol_fns *sol_ok;
+static const void *sol_ok;
 static char sol_err[256];
 
 static void sol_open(void)
@@ -87,25 +89,15 @@ static void sol_open(void)
         "cusolverDnDpotrf_bufferSize", "cusolverDnSpotrf_bufferSize", "cusolverDnDpotrf",
         "cusolverDnSpotrf"
     };
-    _Static_assert(sizeof syms / sizeof syms[0] == sizeof sol / sizeof(void *),
-                   "one symbol a slot");
-    void *h = open_first(names, sizeof names / sizeof names[0], sol_err, sizeof sol_err,
-                         "cuSOLVER");
-    if (!h)
-        return;
-    if (!bind_all(h, syms, (void **)&sol, sizeof syms / sizeof syms[0])) {
-        snprintf(sol_err, sizeof sol_err, "cuSOLVER lacks %s", dlerror());
-        return;
-    }
-    sol_ok = &sol;
+    _Static_assert(COUNT(syms) == sizeof sol / sizeof(void *), "one symbol a slot");
+    if (open_table("cuSOLVER", names, COUNT(names), syms, (void **)&sol, COUNT(syms),
+                   sol_err, sizeof sol_err))
+        sol_ok = &sol;
 }
 
 const cuda_sol_fns *cuda_sol_load(const char **why)
 {
-    pthread_once(&sol_once, sol_open);
-    if (!sol_ok && why)
-        *why = sol_err;
-    return sol_ok;
+    return (const cuda_sol_fns *)opened(&sol_once, sol_open, &sol_ok, sol_err, why);
 }
 #endif
 #endif

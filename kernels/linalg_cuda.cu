@@ -79,6 +79,7 @@ static la_entry *entry_of(la_cache *c, cudaStream_t s, char *err, size_t errlen)
         const cuda_sol_fns *f = cuda_sol_load(&what);
         const cuda_blas_fns *b = f ? cuda_blas_load(&what) : NULL;
         if (!f || !b) {
+            /* what: the library that did not open, and why */
         } else if (b->create(&x->blas) != CUBLAS_STATUS_SUCCESS) what = "cublasCreate";
         else if (b->set_stream(x->blas, s) != CUBLAS_STATUS_SUCCESS) what = "cublasSetStream";
         else if (f->create(&x->sol) != CUSOLVER_STATUS_SUCCESS) what = "cusolverDnCreate";
