@@ -38,6 +38,7 @@
 #include "options.h"
 #include "out_compact.h"
 #include "points.h"
+#include "results_alloc.h"
 #include "same_input.h"
 #include "tmp_guard.h"
 #include "write_par.h"
@@ -118,6 +119,7 @@ int main(int argc, char **argv)
     int ndevices = 0;
     int32_t *index = NULL;
     float *dist = NULL;
+    knn_results_alloc ra = {0};   /* index and dist, made while the rows are generated */
     double *times = NULL;
     char err[KNN_ERRLEN];
     int rc = EXIT_DATA;
@@ -228,12 +230,16 @@ int main(int argc, char **argv)
     double t0 = knn_now_s();
     if (failed) {
     } else if (o.generate) {
-        if (knn_points_alloc(o.gen_n, 1, 0, &alloc, &obs) ||
+        /* Across ranks, pageable: a rank fills (faults in) only the rows it owns, and
+         * pinning all 2^24 rows cost each rank 30 ms of its start (RESULTS 40.1). */
+        if (knn_points_alloc(o.gen_n, 1, 0, nranks > 1 ? NULL : &alloc, &obs) ||
             knn_points_alloc(o.gen_m, 1, 0, &alloc, &ref)) {
             snprintf(err, sizeof err, "out of memory for %lld + %lld points",
                      (long long)o.gen_n, (long long)o.gen_m);
             failed = 1;
         } else {
+            if (rank == 0 && !dout.in_place)   /* the results live on rank 0 */
+                knn_results_alloc_start(&ra, rt, obs.n, o.k);
             int64_t gchunk = gen_piece(o.gen_n, info.ncpu_workers);
             /* Across ranks each generates only the observations it searches, once the
              * chunks are agreed (below), and now the rows the method estimate and the
@@ -262,14 +268,8 @@ int main(int argc, char **argv)
     }
     if (!failed && dout.in_place)   /* the rows' writers need where rows start */
         knn_out_rows(&dout, obs.n, o.k);
-    if (!failed && rank == 0 && !dout.in_place) {   /* the results live on rank 0 */
-        index = host_alloc(rt, (size_t)obs.n * (size_t)o.k * sizeof *index);
-        dist = host_alloc(rt, (size_t)obs.n * (size_t)o.k * sizeof *dist);
-        if (!index || !dist) {
-            snprintf(err, sizeof err, "out of memory for %lld results", (long long)obs.n);
-            failed = 1;
-        }
-    }
+    if (!failed && rank == 0 && !dout.in_place && !o.generate)
+        knn_results_alloc_start(&ra, rt, obs.n, o.k);
     times = calloc((size_t)o.repeat, sizeof *times);
     if (!failed && !times) {
         snprintf(err, sizeof err, "out of memory");
@@ -337,6 +337,10 @@ int main(int argc, char **argv)
         cl.gen_obs = 1;
         cl.gen_seed = o.seed;
         cl.gen_clusters = o.clusters;
+    }
+    if (knn_results_alloc_wait(&ra, &index, &dist)) {
+        fprintf(stderr, "%s: out of memory for %lld results\n", prog, (long long)obs.n);
+        goto done;
     }
     plan.scale = scale;
     plan.where = info.ngpus > 0 ? CASK_WHERE_GPU : CASK_WHERE_CPU;
@@ -564,6 +568,12 @@ done:
     knn_cluster_close(&cl);
     free(times);
     if (rt) {
+        int32_t *ri;
+        float *rd;
+        if (knn_results_alloc_wait(&ra, &ri, &rd) == 0) {   /* one still being made */
+            host_free(rt, ri);
+            host_free(rt, rd);
+        }
         host_free(rt, index);
         host_free(rt, dist);
     }
