@@ -6,7 +6,10 @@
  * The runtime finds the DAG from the tiles' access modes. Each tile's updates come in
  * order of k (one chain per tile), so the bytes do not depend on where or when tasks run.
  * The first task to touch a tile of the factor copies it from the input (copy_in): the
- * input is never written. Tiles above the diagonal are zero tiles made on CPU workers,
+ * input is never written. From host memory to host memory with GPUs, each tile is loaded
+ * by a task of its own instead (LA_LOAD on the GPU's side stream, all issued at the start
+ * in the order the columns are needed) and each final tile stored by one (LA_STORE), so
+ * that the copies run beside the kernels rather than on their streams. Tiles above the diagonal are zero tiles made on CPU workers,
  * and only when the result is asked for whole (a solve reads the lower ones only).
  *
  * Priorities: a task's distance, in panels, to the critical path. The panel (POTRF of
@@ -70,9 +73,9 @@ void la_task_desc(cask_array_ctx *ctx, int op, la_args *a, const cask_access *ac
     d->args = a;
     d->args_size = sizeof *a;
     d->priority = prio;
-    if (op == LA_ZERO) {
+    if (op == LA_ZERO || op == LA_LOAD || op == LA_STORE) {
         d->field_mask |= CASK_TASK_WHERE;
-        d->where = CASK_WHERE_CPU;
+        d->where = op == LA_ZERO ? CASK_WHERE_CPU : CASK_WHERE_GPU;
     } else if (ctx->where != CASK_WHERE_ANY) {
         d->field_mask |= CASK_TASK_WHERE;
         d->where = (uint32_t)ctx->where;
@@ -82,7 +85,8 @@ void la_task_desc(cask_array_ctx *ctx, int op, la_args *a, const cask_access *ac
 cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int nacc, int prio)
 {
     static const char *const names[LA_OP_COUNT] = {
-        "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.zero"
+        "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.zero",
+        "linalg.load", "linalg.store"
     };
     cask_task_desc d;
     la_task_desc(pl->ctx, op, a, acc, nacc, prio, &d);
@@ -117,7 +121,61 @@ typedef struct chol_state {
     char *dst;           /* the user's output, written by the final tasks */
     cask_data **h;       /* the factor's tile handles, lower triangle, nt x nt */
     uint8_t *touched;    /* the tile has been copied in */
+    int io;              /* loads and stores are tasks of their own (la_io_tasks) */
 } chol_state;
+
+/* Whether a factorization of ctx loads and stores host tiles by tasks of their own: where
+ * its tiles may run on GPUs (simulated GPUs run the CPU kernels of those with GPU ones). */
+static int la_io_tasks(const cask_array_ctx *ctx)
+{
+    return ctx->ngpus > 0 && ctx->where != CASK_WHERE_CPU && la_has_gpu_kernels();
+}
+
+/* The user's tile (i,j) at base (a row-major matrix of order s->n). */
+static void user_tile(const chol_state *s, int64_t i, int64_t j, la_args *a)
+{
+    memset(a, 0, sizeof *a);
+    a->dt = s->es == 8 ? LA_F64 : LA_F32;
+    a->ti = i;
+    a->tj = j;
+    a->m = la_tile_rows(s->n, s->t, i);
+    a->n = la_tile_rows(s->n, s->t, j);
+}
+
+/* A load task for every tile of the lower triangle, column by column (the order the
+ * factorization first needs them: column 0 by the panel, then the updates of column 1,
+ * 2, ... at step 0), the earlier columns first among the roots. */
+static cask_status chol_loads(chol_state *s)
+{
+    cask_status st = CASK_OK;
+    for (int64_t j = 0; j < s->nt && !st; j++)
+        for (int64_t i = j; i < s->nt && !st; i++) {
+            int64_t c = i * s->nt + j, idx[2] = {i, j};
+            if (!s->h[c] && (st = plan_out_handle(s->pl, s->L, idx, &s->h[c]))) break;
+            la_args a;
+            user_tile(s, i, j, &a);
+            a.copy_in = 1;
+            a.src_host = s->src + (size_t)(i * s->t * s->n + j * s->t) * s->es;
+            a.src_ld = s->n;
+            cask_access acc = {s->h[c], CASK_WRITE};
+            int64_t prio = 256 + s->nt - j;
+            st = la_task(s->pl, LA_LOAD, &a, &acc, 1, prio > 1 << 20 ? 1 << 20 : (int)prio);
+            s->touched[c] = 1;
+        }
+    return st;
+}
+
+/* A store task for final tile (i,j), which its writer just got: issued as soon as it is
+ * ready (the top priority level) and run beside the kernels. */
+static cask_status chol_store(chol_state *s, int64_t i, int64_t j)
+{
+    la_args a;
+    user_tile(s, i, j, &a);
+    a.dst_host = s->dst + (size_t)(i * s->t * s->n + j * s->t) * s->es;
+    a.dst_ld = s->n;
+    cask_access acc = {s->h[i * s->nt + j], CASK_READ};
+    return la_task(s->pl, LA_STORE, &a, &acc, 1, 64);
+}
 
 /* The access of tile (i,j) being updated: the first update copies it in from A (two
  * accesses: A's tile read, the factor's written), later ones read-write it. Fills acc
@@ -179,8 +237,10 @@ static cask_status chol_emit(void *u, int op, la_args *a, const int64_t in[][2],
         acc[m++].mode = CASK_READ;
     }
     acc[m++] = dst;
-    if (op == LA_POTRF || op == LA_TRSM) final_to(s, &b, a->ti, a->tj);
-    return la_task(s->pl, op, &b, acc, m, prio);
+    int final = op == LA_POTRF || op == LA_TRSM;
+    if (final && !s->io) final_to(s, &b, a->ti, a->tj);
+    if ((st = la_task(s->pl, op, &b, acc, m, prio))) return st;
+    return final && s->io && s->dst ? chol_store(s, a->ti, a->tj) : CASK_OK;
 }
 
 cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *u)
@@ -261,7 +321,9 @@ static cask_status chol_lower_once(plan *pl, cask_array *n, char *dst)
         return arr_error(pl->ctx, CASK_ERR_NOMEM, "out of memory");
     }
     s.h = pn->chunks;
-    cask_status st = la_chol_walk(s.n, s.t, la_dtype(n->dtype), chol_emit, &s);
+    s.io = (s.src || s.dst) && la_io_tasks(pl->ctx);
+    cask_status st = s.io && s.src ? chol_loads(&s) : CASK_OK;
+    if (!st) st = la_chol_walk(s.n, s.t, la_dtype(n->dtype), chol_emit, &s);
     free(s.touched);
     if (!st) pn->whole = 1;
     return st;

@@ -333,3 +333,21 @@ cask_status la_cpu_zero(cask_task_ctx *ctx)
     memset(cask_task_buffer(ctx, 0), 0, cask_task_buffer_size(ctx, 0));
     return CASK_OK;
 }
+
+cask_status la_cpu_load(cask_task_ctx *ctx)
+{
+    const la_args *a = args_of(ctx);
+    if (!a || !a->src_host) return cask_task_fail(ctx, "linalg.load: bad arguments");
+    if (copy_in(ctx, a, 0))
+        return cask_task_fail(ctx, "linalg.load: tile (%lld,%lld): buffer too small",
+                              (long long)a->ti, (long long)a->tj);
+    return CASK_OK;
+}
+
+cask_status la_cpu_store(cask_task_ctx *ctx)
+{
+    const la_args *a = args_of(ctx);
+    if (!a || !a->dst_host) return cask_task_fail(ctx, "linalg.store: bad arguments");
+    copy_out(ctx, a, 0);
+    return CASK_OK;
+}

@@ -430,4 +430,18 @@ extern "C" cask_status la_cuda_gemm(cask_task_ctx *ctx)
     }
     return blas_ok(ctx, bs, "cublasXgemm");
 }
+/* LOAD and STORE: one 2-D copy on the task's stream (the side stream), no handles. */
+extern "C" cask_status la_cuda_load(cask_task_ctx *ctx)
+{
+    const la_args *a = args_of(ctx);
+    if (!a || !a->src_host) return cask_task_fail(ctx, "linalg.load: bad arguments");
+    return copy_in(ctx, a, 0, (cudaStream_t)cask_task_cuda_stream(ctx));
+}
+
+extern "C" cask_status la_cuda_store(cask_task_ctx *ctx)
+{
+    const la_args *a = args_of(ctx);
+    if (!a || !a->dst_host) return cask_task_fail(ctx, "linalg.store: bad arguments");
+    return copy_out(ctx, a, 0, (cudaStream_t)cask_task_cuda_stream(ctx));
+}
 #endif /* LA_GPU */

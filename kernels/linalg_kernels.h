@@ -25,7 +25,7 @@
 extern "C" {
 #endif
 
-enum { LA_POTRF = 0, LA_TRSM, LA_SYRK, LA_GEMM, LA_ZERO, LA_OP_COUNT };
+enum { LA_POTRF = 0, LA_TRSM, LA_SYRK, LA_GEMM, LA_ZERO, LA_LOAD, LA_STORE, LA_OP_COUNT };
 enum { LA_F32 = 0, LA_F64 = 1 };
 
 /* One tile operation. Buffers: [src if copy_in], inputs, then the output C (RW, or W
@@ -36,7 +36,14 @@ enum { LA_F32 = 0, LA_F64 = 1 };
  *          side 'L': C (m x n) = op(L)^-1 C, L (m x m) lower. op: trans ? L^T : L.
  *   SYRK:  C (n x n, lower part) = C - A A^T, A (n x k).
  *   GEMM:  C (m x n) = C - op(A) op(B), op(A) m x k, op(B) k x n (ta, tb transpose).
- *   ZERO:  C = 0 (the tiles above a factor's diagonal; CPU workers only). */
+ *   ZERO:  C = 0 (the tiles above a factor's diagonal; CPU workers only).
+ *   LOAD:  C (m x n) = the user's tile at src_host (buffer 0 is C, written whole).
+ *   STORE: the user's tile at dst_host = buffer 0 (m x n, read).
+ * LOAD and STORE run on a GPU's side stream (CASK_KERNEL_SIDE_STREAM): a factorization
+ * from host memory loads every tile at its start, in the order the columns are needed,
+ * and stores each final tile as it is done, while the compute streams factor (the copies
+ * made by the first and the last operation of a tile held the GEMMs of the first steps
+ * back: bench/RESULTS.md section 40.2). */
 typedef struct la_args {
     int32_t op;
     int32_t dt;              /* LA_F32, LA_F64 */
@@ -69,6 +76,9 @@ typedef struct la_kernels {
  * always, CUDA ones in builds with cuBLAS and cuSOLVER) and "linalg.zero" (CPU). */
 cask_status la_kernels_register(cask_runtime *rt, la_kernels *out);
 
+/* Whether the GPU tile kernels were built (CUDA with cuBLAS and cuSOLVER). */
+int la_has_gpu_kernels(void);
+
 /* What the build lost: NULL, or a sentence (no OpenBLAS: loops on CPUs; CUDA without
  * cuSOLVER: no GPU tile kernels). */
 const char *la_build_note(void);
@@ -79,6 +89,8 @@ cask_status la_cpu_trsm(cask_task_ctx *ctx);
 cask_status la_cpu_syrk(cask_task_ctx *ctx);
 cask_status la_cpu_gemm(cask_task_ctx *ctx);
 cask_status la_cpu_zero(cask_task_ctx *ctx);
+cask_status la_cpu_load(cask_task_ctx *ctx);
+cask_status la_cpu_store(cask_task_ctx *ctx);
 
 /* GPU side (linalg_cuda.cu): a cache of cuSOLVER and cuBLAS handles, workspace and info
  * words per (device, stream), made on first use and freed with the array context. */
@@ -89,6 +101,8 @@ cask_status la_cuda_potrf(cask_task_ctx *ctx);
 cask_status la_cuda_trsm(cask_task_ctx *ctx);
 cask_status la_cuda_syrk(cask_task_ctx *ctx);
 cask_status la_cuda_gemm(cask_task_ctx *ctx);
+cask_status la_cuda_load(cask_task_ctx *ctx);
+cask_status la_cuda_store(cask_task_ctx *ctx);
 
 #ifdef __cplusplus
 }

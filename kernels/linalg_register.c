@@ -12,12 +12,14 @@
 cask_status la_kernels_register(cask_runtime *rt, la_kernels *out)
 {
     static const char *const names[LA_OP_COUNT] = {
-        "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.zero"
+        "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.zero",
+        "linalg.load", "linalg.store"
     };
     cask_kernel_fn cpu[LA_OP_COUNT] = { la_cpu_potrf, la_cpu_trsm, la_cpu_syrk, la_cpu_gemm,
-                                        la_cpu_zero };
+                                        la_cpu_zero, la_cpu_load, la_cpu_store };
     cask_kernel_fn cuda[LA_OP_COUNT] = { LA_CUDA(la_cuda_potrf), LA_CUDA(la_cuda_trsm),
-                                         LA_CUDA(la_cuda_syrk), LA_CUDA(la_cuda_gemm), NULL };
+                                         LA_CUDA(la_cuda_syrk), LA_CUDA(la_cuda_gemm), NULL,
+                                         LA_CUDA(la_cuda_load), LA_CUDA(la_cuda_store) };
     memset(out, 0, sizeof *out);
     for (int i = 0; i < LA_OP_COUNT; i++) {
         cask_kernel_desc d;
@@ -26,11 +28,22 @@ cask_status la_kernels_register(cask_runtime *rt, la_kernels *out)
         d.cpu = cpu[i];
         d.cuda = cuda[i];
         /* potrf ends through a host function (an asynchronous task): never captured */
-        d.flags = (i == LA_POTRF ? CASK_KERNEL_NO_REPLAY : 0) | CASK_KERNEL_COST_MODEL;
+        d.flags = (i == LA_POTRF ? CASK_KERNEL_NO_REPLAY : 0) |
+                  (i == LA_LOAD || i == LA_STORE ? CASK_KERNEL_SIDE_STREAM
+                                                 : CASK_KERNEL_COST_MODEL);
         cask_status st = cask_kernel_register(rt, &d, &out->k[i]);
         if (st) return st;
     }
     return CASK_OK;
+}
+
+int la_has_gpu_kernels(void)
+{
+#if defined(CASK_HAVE_CUDA) && defined(CASK_HAVE_CUBLAS) && defined(CASK_HAVE_CUSOLVER)
+    return 1;
+#else
+    return 0;
+#endif
 }
 
 const char *la_build_note(void)

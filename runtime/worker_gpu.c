@@ -171,6 +171,8 @@ void gpu_finish_one(worker *w, cask_task *t, inflight *f)
 static void learn_cost(worker *w, inflight *f)
 {
     gpu_worker *gw = w->gpu;
+    if (f->stream == gw->nstreams)   /* the side stream's: not counted (start_task) */
+        return;
     uint64_t now = sched_now_ns();
     uint64_t from = f->t_issue > gw->dev_done_ns ? f->t_issue : gw->dev_done_ns;
     int depth = gw->tasks_inflight;   /* in flight until now, f's tasks included */
@@ -331,6 +333,14 @@ static int start_task(worker *w, cask_task *t, int retry)
         return 0;
     }
     f->t[f->ntasks++] = t;
+    if (side) {
+        /* copies beside the kernels: outside the compute streams' budget (a tiled
+         * factorization queues every tile's load at its start, and each final tile's
+         * store, and those must not hold its kernels back), their time not learnt */
+        if (f->ntasks >= gw->group_max)
+            close_group(w, si);
+        return 0;
+    }
     uint64_t est = gpu_est(t->kernel, w->device);
     if (!est)   /* not learnt yet: assume a long task until one finishes */
         est = INFLIGHT_BUDGET_NS / 2;

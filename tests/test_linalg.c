@@ -296,11 +296,49 @@ Test(linalg, two_simulated_gpus_share_the_tiles_and_keep_the_bytes, .init = NULL
     cr_assert(st[2].kind == 1 && st[3].kind == 1);
     cr_assert(st[2].tasks_run > 0 && st[3].tasks_run > 0, "GPU 0 ran %llu tasks, GPU 1 %llu",
               (unsigned long long)st[2].tasks_run, (unsigned long long)st[3].tasks_run);
+    /* host to host with GPUs: each of the 36 tiles loaded and stored by a task of its own
+     * (array/linalg.c), beside 8 POTRF, 28 TRSM, 28 SYRK, 56 GEMM and 7 zero tasks */
+    uint64_t total = 0;
+    for (int i = 0; i < 4; i++) total += st[i].tasks_run;
+    cr_assert_eq(total, 36 + 36 + 8 + 28 + 28 + 56 + 7, "%llu tasks ran",
+                 (unsigned long long)total);
     cr_assert_eq(memcmp(cpu, two, (size_t)(n * n) * 8), 0, "the bytes depend on placement");
     cask_array_release(L);
     cask_array_release(A);
     down();
     free(cpu);
     free(two);
+    free(a);
+}
+
+/* With a (simulated) GPU the tiles are loaded and stored by tasks of their own: a matrix
+ * that is not positive definite still fails naming its tile, with loads and stores in
+ * flight, and nothing hangs. */
+Test(linalg, not_positive_definite_with_a_simulated_gpu_fails_with_loads_in_flight,
+     .init = NULL, .fini = NULL)
+{
+    const char *cuda = getenv("CASK_TEST_HAVE_CUDA");
+    if (cuda && !strcmp(cuda, "0"))
+        cr_skip_test("a build without CUDA has no GPU tile kernels for simulated GPUs to run");
+    cask_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_SIM_GPUS | CASK_CONFIG_BIND;
+    cfg.ncpu = 1;
+    cfg.sim_gpus = 1;
+    cfg.bind = 0;
+    cr_assert_eq(cask_init(&cfg, &rt), CASK_OK);
+    cask_runtime_info info;
+    cask_runtime_query(rt, &info);
+    if (!info.simulated_gpus) {
+        cask_shutdown(rt);
+        rt = NULL;
+        cr_skip_test("real GPUs here: simulated ones are not used");
+    }
+    cr_assert_eq(cask_array_ctx_create(rt, &ctx), CASK_OK);
+    int64_t n = 400;
+    double *a = spd(n, 7);
+    a[150 * n + 150] = -1e6;   /* row 150: tile (2,2) of 64, the minor of order 151 */
+    expect_not_spd(a, n, 64, "tile (2,2): the leading minor of order 151 is not positive definite");
+    down();
     free(a);
 }
