@@ -82,7 +82,9 @@ void la_task_desc(cask_array_ctx *ctx, int op, la_args *a, const cask_access *ac
     }
 }
 
-cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int nacc, int prio)
+/* la_task, with the task in *out (NULL: not wanted). */
+static cask_status la_task_out(plan *pl, int op, la_args *a, const cask_access *acc, int nacc,
+                               int prio, cask_task **out)
 {
     static const char *const names[LA_OP_COUNT] = {
         "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.zero",
@@ -90,7 +92,7 @@ cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int na
     };
     cask_task_desc d;
     la_task_desc(pl->ctx, op, a, acc, nacc, prio, &d);
-    cask_status st = cask_graph_add_task(pl->g, &d, NULL);
+    cask_status st = cask_graph_add_task(pl->g, &d, out);
     if (st)
         return arr_error(pl->ctx, st, "cannot add task %s: %s", names[op], cask_status_string(st));
     pl->st.ntasks++;
@@ -98,6 +100,11 @@ cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int na
     /* the tiles run side by side, one BLAS thread each */
     pl->blas_threads = 1;
     return CASK_OK;
+}
+
+cask_status la_task(plan *pl, int op, la_args *a, const cask_access *acc, int nacc, int prio)
+{
+    return la_task_out(pl, op, a, acc, nacc, prio, NULL);
 }
 
 int64_t la_tile_rows(int64_t n, int64_t t, int64_t i)
@@ -112,6 +119,11 @@ static int update_prio(int64_t k, int64_t j)
     return d >= 6 ? 1 : 1 << (6 - d);
 }
 
+/* Loads (stores) in flight at most: each waits for the one LA_IO_WINDOW before it, so
+ * that a few copies keep the link busy while the GPU worker's stream slots stay free for
+ * the kernels (all 136 loads of n = 32768 at once took 17 of its 20 slots: RESULTS 41). */
+#define LA_IO_WINDOW 4
+
 typedef struct chol_state {
     plan *pl;
     cask_array *A, *L;
@@ -122,7 +134,23 @@ typedef struct chol_state {
     cask_data **h;       /* the factor's tile handles, lower triangle, nt x nt */
     uint8_t *touched;    /* the tile has been copied in */
     int io;              /* loads and stores are tasks of their own (la_io_tasks) */
+    cask_task *last[2][LA_IO_WINDOW];   /* the latest loads [0] and stores [1] */
+    int64_t nio[2];
 } chol_state;
+
+/* Adds copy task op (LA_LOAD or LA_STORE) of tile c, after the one LA_IO_WINDOW before. */
+static cask_status chol_io_task(chol_state *s, int op, la_args *a, int64_t c, int prio)
+{
+    int w = op == LA_STORE;
+    cask_access acc = {s->h[c], w ? CASK_READ : CASK_WRITE};
+    cask_task *t = NULL, **slot = &s->last[w][s->nio[w]++ % LA_IO_WINDOW];
+    cask_status st = la_task_out(s->pl, op, a, &acc, 1, prio, &t);
+    if (!st && *slot && (st = cask_task_depend(t, *slot)))
+        return arr_error(s->pl->ctx, st, "cannot order the tile copies: %s",
+                         cask_status_string(st));
+    if (!st) *slot = t;
+    return st;
+}
 
 /* Whether a factorization of ctx loads and stores host tiles by tasks of their own: where
  * its tiles may run on GPUs (simulated GPUs run the CPU kernels of those with GPU ones). */
@@ -157,9 +185,8 @@ static cask_status chol_loads(chol_state *s)
             a.copy_in = 1;
             a.src_host = s->src + (size_t)(i * s->t * s->n + j * s->t) * s->es;
             a.src_ld = s->n;
-            cask_access acc = {s->h[c], CASK_WRITE};
             int64_t prio = 256 + s->nt - j;
-            st = la_task(s->pl, LA_LOAD, &a, &acc, 1, prio > 1 << 20 ? 1 << 20 : (int)prio);
+            st = chol_io_task(s, LA_LOAD, &a, c, prio > 1 << 20 ? 1 << 20 : (int)prio);
             s->touched[c] = 1;
         }
     return st;
@@ -173,8 +200,7 @@ static cask_status chol_store(chol_state *s, int64_t i, int64_t j)
     user_tile(s, i, j, &a);
     a.dst_host = s->dst + (size_t)(i * s->t * s->n + j * s->t) * s->es;
     a.dst_ld = s->n;
-    cask_access acc = {s->h[i * s->nt + j], CASK_READ};
-    return la_task(s->pl, LA_STORE, &a, &acc, 1, 64);
+    return chol_io_task(s, LA_STORE, &a, i * s->nt + j, 64);
 }
 
 /* The access of tile (i,j) being updated: the first update copies it in from A (two

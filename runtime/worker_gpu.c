@@ -335,10 +335,10 @@ static int start_task(worker *w, cask_task *t, int retry)
     f->t[f->ntasks++] = t;
     if (side) {
         /* copies beside the kernels: outside the compute streams' budget (a tiled
-         * factorization queues every tile's load at its start, and each final tile's
-         * store, and those must not hold its kernels back), their time not learnt */
-        if (f->ntasks >= gw->group_max)
-            close_group(w, si);
+         * factorization keeps loads of tiles and stores of final ones going beside its
+         * kernels, and those must not hold the kernels back), their time not learnt, and
+         * each its own group: a task waiting on one copy does not wait for others */
+        close_group(w, si);
         return 0;
     }
     uint64_t est = gpu_est(t->kernel, w->device);
