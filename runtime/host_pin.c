@@ -105,6 +105,56 @@ int host_pin_maps(const host_pin *hp)
     return hp && hp->map;
 }
 
+/* Faults in (the kernel zeroes) every page of [p, p + len). */
+static void fill(char *p, size_t len)
+{
+#ifdef MADV_POPULATE_WRITE
+    if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
+        return;
+#endif
+    for (size_t o = 0; o < len; o += 4096)   /* kernels before 5.14: fault them in */
+        ((volatile char *)p)[o] = 0;
+}
+
+typedef struct fill_part {
+    char *p;
+    size_t len;
+} fill_part;
+
+static void *fill_thread(void *arg)
+{
+    fill_part *f = arg;
+    fill(f->p, f->len);
+    return NULL;
+}
+
+/* Blocks of FILL_SPLIT_MIN bytes and more are faulted in by FILL_THREADS threads: one
+ * thread faults pages in at about 4 GB/s (the kernel zeroes each), so that 256 MiB took
+ * 55-72 ms of the 62-80 a pinned block cost on the H200 host, and 14 ms on 4 threads
+ * (31-37 on 8, which contend: bench/RESULTS.md section 41). */
+#define FILL_THREADS 4
+#define FILL_SPLIT_MIN ((size_t)32 << 20)
+
+static void fill_parallel(char *p, size_t len)
+{
+    pthread_t th[FILL_THREADS - 1];
+    fill_part part[FILL_THREADS - 1];
+    int started[FILL_THREADS - 1] = {0};
+    size_t share = len < FILL_SPLIT_MIN ? len
+                   : ((len / FILL_THREADS + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1));
+    size_t o = share;   /* the caller fills [0, share) */
+    for (int i = 0; i < FILL_THREADS - 1 && o < len; i++, o += share) {
+        part[i] = (fill_part){p + o, len - o < share ? len - o : share};
+        started[i] = pthread_create(&th[i], NULL, fill_thread, &part[i]) == 0;
+        if (!started[i])
+            fill(part[i].p, part[i].len);
+    }
+    fill(p, share < len ? share : len);
+    for (int i = 0; i < FILL_THREADS - 1; i++)
+        if (started[i])
+            pthread_join(th[i], NULL);
+}
+
 /* A mapping of len bytes (a multiple of HUGE_PAGE) aligned to HUGE_PAGE, huge pages
  * advised and every page faulted in here; NULL if none. */
 static void *map_filled(size_t len)
@@ -119,12 +169,7 @@ static void *map_filled(size_t len)
     if (base + span > p + len)
         munmap(p + len, (size_t)(base + span - (p + len)));
     (void)madvise(p, len, MADV_HUGEPAGE);
-#ifdef MADV_POPULATE_WRITE
-    if (madvise(p, len, MADV_POPULATE_WRITE) == 0)
-        return p;
-#endif
-    for (size_t o = 0; o < len; o += 4096)   /* kernels before 5.14: fault them in */
-        ((volatile char *)p)[o] = 0;
+    fill_parallel(p, len);
     return p;
 }
 

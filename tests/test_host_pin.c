@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include "runtime/host_pin.h"
 
 #define MIB ((size_t)1 << 20)
@@ -128,5 +130,33 @@ Test(host_pin, many_blocks_of_both_kinds_freed_in_any_order)
     cr_assert_eq(locks + allocs, N);
     if (host_pin_maps(hp))
         cr_assert_eq(locks, N / 2);
+    host_pin_destroy(hp);
+}
+
+/* A block large enough to be faulted in by several threads (host_pin.c): every page of
+ * the mapping is resident before it is locked, and reads zero. */
+Test(host_pin, a_block_filled_by_several_threads_is_resident_and_zero_throughout)
+{
+    host_pin *hp = make();
+    if (!host_pin_maps(hp)) {
+        host_pin_destroy(hp);
+        cr_skip_test("no transparent huge pages: blocks are not mapped and filled here");
+    }
+    char msg[160];
+    void *p = NULL;
+    size_t bytes = 70 * MIB + 5;   /* 72 MiB mapped: four shares of 18 */
+    cr_assert_eq(host_pin_alloc(hp, bytes, &p, msg, sizeof msg), CASK_OK);
+    cr_assert_eq(locked_len, 72 * MIB);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE), npages = locked_len / page;
+    unsigned char *vec = malloc(npages);
+    cr_assert(vec);
+    cr_assert_eq(mincore(p, locked_len, vec), 0);
+    size_t missing = 0;
+    for (size_t i = 0; i < npages; i++) missing += !(vec[i] & 1);
+    cr_assert_eq(missing, 0, "%zu of %zu pages not faulted in", missing, npages);
+    for (size_t o = 0; o < locked_len; o += page)
+        cr_assert_eq(((volatile char *)p)[o], 0, "byte %zu not zero", o);
+    free(vec);
+    host_pin_free(hp, p);
     host_pin_destroy(hp);
 }

@@ -230,9 +230,7 @@ int main(int argc, char **argv)
     double t0 = knn_now_s();
     if (failed) {
     } else if (o.generate) {
-        /* Across ranks, pageable: a rank fills (faults in) only the rows it owns, and
-         * pinning all 2^24 rows cost each rank 30 ms of its start (RESULTS 40.1). */
-        if (knn_points_alloc(o.gen_n, 1, 0, nranks > 1 ? NULL : &alloc, &obs) ||
+        if (knn_points_alloc(o.gen_n, 1, 0, &alloc, &obs) ||
             knn_points_alloc(o.gen_m, 1, 0, &alloc, &ref)) {
             snprintf(err, sizeof err, "out of memory for %lld + %lld points",
                      (long long)o.gen_n, (long long)o.gen_m);
