@@ -254,6 +254,28 @@ Test(linalg, persisted_factor_and_factor_to_host_are_the_same_bytes)
     free(a);
 }
 
+/* Starts rt and ctx with ncpu CPU workers and ngpu simulated GPUs: 1, or 0 (nothing
+ * started) where real GPUs are used instead of simulated ones. */
+static int start_sim(int ncpu, int ngpu)
+{
+    cask_config cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_SIM_GPUS | CASK_CONFIG_BIND;
+    cfg.ncpu = ncpu;
+    cfg.sim_gpus = ngpu;
+    cfg.bind = 0;
+    cr_assert_eq(cask_init(&cfg, &rt), CASK_OK);
+    cask_runtime_info info;
+    cask_runtime_query(rt, &info);
+    if (!info.simulated_gpus) {
+        cask_shutdown(rt);
+        rt = NULL;
+        return 0;
+    }
+    cr_assert_eq(cask_array_ctx_create(rt, &ctx), CASK_OK);
+    return 1;
+}
+
 /* Two simulated GPUs and two CPU workers (simulated GPUs run the CPU kernels, so the
  * cost model splits tiles among all four): tiles run on both GPUs, and the bytes are
  * those of the CPU workers alone. */
@@ -271,23 +293,11 @@ Test(linalg, two_simulated_gpus_share_the_tiles_and_keep_the_bytes, .init = NULL
     cask_array_release(L);
     cask_array_release(A);
     down();
-    cask_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_SIM_GPUS | CASK_CONFIG_BIND;
-    cfg.ncpu = 2;
-    cfg.sim_gpus = 2;
-    cfg.bind = 0;
-    cr_assert_eq(cask_init(&cfg, &rt), CASK_OK);
-    cask_runtime_info info;
-    cask_runtime_query(rt, &info);
-    if (!info.simulated_gpus) {   /* real GPUs are used instead of simulated ones */
-        cask_shutdown(rt);
-        rt = NULL;
+    if (!start_sim(2, 2)) {
         free(cpu);
         free(a);
         cr_skip_test("real GPUs here: simulated ones are not used");
     }
-    cr_assert_eq(cask_array_ctx_create(rt, &ctx), CASK_OK);
     A = host(a, CASK_FLOAT64, 2, shape, ch);
     cr_assert_eq(cask_array_cholesky(A, &L), CASK_OK);
     double *two = run(L);
@@ -320,21 +330,8 @@ Test(linalg, not_positive_definite_with_a_simulated_gpu_fails_with_loads_in_flig
     const char *cuda = getenv("CASK_TEST_HAVE_CUDA");
     if (cuda && !strcmp(cuda, "0"))
         cr_skip_test("a build without CUDA has no GPU tile kernels for simulated GPUs to run");
-    cask_config cfg;
-    memset(&cfg, 0, sizeof cfg);
-    cfg.field_mask = CASK_CONFIG_NCPU | CASK_CONFIG_SIM_GPUS | CASK_CONFIG_BIND;
-    cfg.ncpu = 1;
-    cfg.sim_gpus = 1;
-    cfg.bind = 0;
-    cr_assert_eq(cask_init(&cfg, &rt), CASK_OK);
-    cask_runtime_info info;
-    cask_runtime_query(rt, &info);
-    if (!info.simulated_gpus) {
-        cask_shutdown(rt);
-        rt = NULL;
+    if (!start_sim(1, 1))
         cr_skip_test("real GPUs here: simulated ones are not used");
-    }
-    cr_assert_eq(cask_array_ctx_create(rt, &ctx), CASK_OK);
     int64_t n = 400;
     double *a = spd(n, 7);
     a[150 * n + 150] = -1e6;   /* row 150: tile (2,2) of 64, the minor of order 151 */
