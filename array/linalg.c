@@ -7,10 +7,11 @@
  * order of k (one chain per tile), so the bytes do not depend on where or when tasks run.
  * The first task to touch a tile of the factor copies it from the input (copy_in): the
  * input is never written. From host memory to host memory with GPUs, each tile is loaded
- * by a task of its own instead (LA_LOAD on the GPU's side stream, all issued at the start
- * in the order the columns are needed) and each final tile stored by one (LA_STORE), so
- * that the copies run beside the kernels rather than on their streams. Tiles above the diagonal are zero tiles made on CPU workers,
- * and only when the result is asked for whole (a solve reads the lower ones only).
+ * by a task of its own instead (LA_LOAD on the GPU's side stream, in the order the
+ * columns are needed, a few in flight) and each final tile stored by one (LA_STORE), so
+ * that the copies run beside the kernels rather than on their streams. Tiles above the
+ * diagonal are zero tiles made on CPU workers, and only when the result is asked for
+ * whole (a solve reads the lower ones only).
  *
  * Priorities: a task's distance, in panels, to the critical path. The panel (POTRF of
  * column k, then its TRSMs) is the critical path; an update of column j at step k is
