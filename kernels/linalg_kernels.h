@@ -40,7 +40,7 @@ enum { LA_F32 = 0, LA_F64 = 1 };
  *   LOAD:  C (m x n) = the user's tile at src_host (buffer 0 is C, written whole).
  *   STORE: the user's tile at dst_host = buffer 0 (m x n, read).
  * LOAD and STORE run on a GPU's side stream (CASK_KERNEL_SIDE_STREAM): a factorization
- * from host memory loads every tile at its start, in the order the columns are needed,
+ * from host memory loads every tile, a few at a time in the order the columns are needed,
  * and stores each final tile as it is done, while the compute streams factor (the copies
  * made by the first and the last operation of a tile held the GEMMs of the first steps
  * back: bench/RESULTS.md section 40.2). */
