@@ -81,18 +81,32 @@ static void fence_info(pmix_info_t *info, int *n, const xport_boot *b, int colle
         PMIX_INFO_LOAD(&info[(*n)++], PMIX_TIMEOUT, &t, PMIX_INT);
 }
 
-/* One fence in flight: shared by the waiting thread and PMIx's callback, which may
- * come after the wait gave up (a loss seen by the watch); the last of the two frees it.
- * The info array lives here until then, as PMIx may read it until the callback. */
+/* One fence or get in flight: shared by the waiting thread and PMIx's callback, which
+ * may come after the wait gave up (a loss seen by the watch); the last of the two frees
+ * it. The info array lives here until then, as PMIx may read it until the callback; a
+ * get's blob is copied here by the callback (PMIx frees its value when it returns). */
 typedef struct {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int refs, done, ninfo;
+    int refs, done, ninfo, bad;
     pmix_status_t rc;
     pmix_info_t info[2];
-} fence_op;
+    void *blob;          /* a get's bytes past the tag, malloc'd; len of them */
+    size_t len;
+} pmix_op;
 
-static void fence_op_put(fence_op *f)
+static pmix_op *op_new(void)
+{
+    pmix_op *f = calloc(1, sizeof *f);
+    if (!f)
+        return NULL;
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_cond_init(&f->cv, NULL);
+    f->refs = 2;   /* the wait and the callback */
+    return f;
+}
+
+static void op_put(pmix_op *f)
 {
     pthread_mutex_lock(&f->mu);
     int last = --f->refs == 0;
@@ -101,61 +115,104 @@ static void fence_op_put(fence_op *f)
         return;
     for (int i = 0; i < f->ninfo; i++)
         PMIX_INFO_DESTRUCT(&f->info[i]);
+    free(f->blob);
     pthread_cond_destroy(&f->cv);
     pthread_mutex_destroy(&f->mu);
     free(f);
 }
 
-static void fence_done(pmix_status_t status, void *cbdata)
+static void op_end(pmix_op *f, pmix_status_t status, void *blob, size_t len, int bad)
 {
-    fence_op *f = cbdata;
     pthread_mutex_lock(&f->mu);
     f->rc = status;
+    f->blob = blob;
+    f->len = len;
+    f->bad = bad;
     f->done = 1;
     pthread_cond_signal(&f->cv);
     pthread_mutex_unlock(&f->mu);
-    fence_op_put(f);
+    op_put(f);
 }
 
-/* PMIx_Fence_nb, waited for in steps of FENCE_TICK_MS so that the watch is asked between
- * them: a fence blocks in the launcher's server, which may not fail it when a rank died
- * before it began (it then waits out PMIX_TIMEOUT). */
-enum { FENCE_TICK_MS = 10 };
-cask_status boot_pmix_fence(xport_boot *b, int collect, const char *what)
+static void fence_done(pmix_status_t status, void *cbdata)
 {
-    fence_op *f = calloc(1, sizeof *f);
-    if (!f)
-        return boot_fail(b, CASK_ERR_NOMEM, "PMIx_Fence (%s) on rank %d: out of memory",
-                         what, b->rank);
-    pthread_mutex_init(&f->mu, NULL);
-    pthread_cond_init(&f->cv, NULL);
-    f->refs = 2;   /* this wait and the callback */
-    fence_info(f->info, &f->ninfo, b, collect);
-    pmix_status_t rc = PMIx_Fence_nb(&b->all, 1, f->info, (size_t)f->ninfo, fence_done, f);
-    if (rc != PMIX_SUCCESS) {   /* no callback will come */
-        f->refs = 1;
-        fence_op_put(f);
-        return boot_fail(b, CASK_ERR_PEER, "PMIx_Fence_nb (%s) on rank %d of %d: %s", what,
-                         b->rank, b->size, PMIx_Error_string(rc));
+    op_end(cbdata, status, NULL, 0, 0);
+}
+
+static void get_done(pmix_status_t status, pmix_value_t *kv, void *cbdata)
+{
+    void *blob = NULL;
+    size_t len = 0;
+    int bad = 0;
+    if (status == PMIX_SUCCESS) {
+        if (!kv || kv->type != PMIX_BYTE_OBJECT || kv->data.bo.size < 1 ||
+            (unsigned char)kv->data.bo.bytes[0] != BOOT_BLOB_TAG) {
+            bad = 1;
+        } else {
+            len = kv->data.bo.size - 1;
+            blob = malloc(len ? len : 1);
+            if (!blob)
+                status = PMIX_ERR_NOMEM;
+            else if (len)
+                memcpy(blob, kv->data.bo.bytes + 1, len);
+        }
     }
-    char why[400];
+    op_end(cbdata, status, blob, len, bad);
+}
+
+/* Waits for f in steps of OP_TICK_MS, asking the watch between them, and at most the
+ * bootstrap's timeout and a grace (PMIx's own PMIX_TIMEOUT does not always end a get
+ * for a key a dead rank never put). 1: done (f->rc says how); 0: given up, why says
+ * why. Drops the wait's reference only after the caller has read f: op_put then. */
+enum { OP_TICK_MS = 10, OP_GRACE_S = 5 };
+static int op_wait(xport_boot *b, pmix_op *f, char *why, size_t whylen)
+{
+    struct timespec t0, now;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     int lost = 0;
     pthread_mutex_lock(&f->mu);
     while (!f->done) {
         pthread_mutex_unlock(&f->mu);
-        lost = b->watch && b->watch(b->watch_arg, why, sizeof why);
+        lost = b->watch && b->watch(b->watch_arg, why, whylen);
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (!lost && b->timeout_s > 0 && now.tv_sec - t0.tv_sec > b->timeout_s + OP_GRACE_S) {
+            snprintf(why, whylen, "no answer in %d s (a rank died or never arrived?)",
+                     b->timeout_s + OP_GRACE_S);
+            lost = 1;
+        }
         pthread_mutex_lock(&f->mu);
         if (lost)
             break;
         struct timespec until;
-        deadline_in(&until, FENCE_TICK_MS);
+        deadline_in(&until, OP_TICK_MS);
         if (!f->done)
             pthread_cond_timedwait(&f->cv, &f->mu, &until);
     }
     int done = f->done;
-    rc = f->rc;
     pthread_mutex_unlock(&f->mu);
-    fence_op_put(f);
+    return done;
+}
+
+/* PMIx_Fence_nb, waited for by op_wait: a fence blocks in the launcher's server, which
+ * may not fail it when a rank died before it began (it then waits out PMIX_TIMEOUT). */
+cask_status boot_pmix_fence(xport_boot *b, int collect, const char *what)
+{
+    pmix_op *f = op_new();
+    if (!f)
+        return boot_fail(b, CASK_ERR_NOMEM, "PMIx_Fence (%s) on rank %d: out of memory",
+                         what, b->rank);
+    fence_info(f->info, &f->ninfo, b, collect);
+    pmix_status_t rc = PMIx_Fence_nb(&b->all, 1, f->info, (size_t)f->ninfo, fence_done, f);
+    if (rc != PMIX_SUCCESS) {   /* no callback will come */
+        f->refs = 1;
+        op_put(f);
+        return boot_fail(b, CASK_ERR_PEER, "PMIx_Fence_nb (%s) on rank %d of %d: %s", what,
+                         b->rank, b->size, PMIx_Error_string(rc));
+    }
+    char why[400];
+    int done = op_wait(b, f, why, sizeof why);
+    rc = f->rc;
+    op_put(f);
     if (!done)
         return boot_fail(b, CASK_ERR_PEER, "PMIx_Fence (%s) on rank %d of %d: %s", what,
                          b->rank, b->size, why);
@@ -197,7 +254,9 @@ cask_status boot_pmix_put(xport_boot *b, const char *pkey, const void *mine, siz
     return CASK_OK;
 }
 
-/* Fetches rank r's blob under pkey into a fresh malloc'd buffer. */
+/* Fetches rank r's blob under pkey into a fresh malloc'd buffer: PMIx_Get_nb, waited for
+ * by op_wait. A blocking PMIx_Get for a key that a rank lost before its put never wrote
+ * outlived its PMIX_TIMEOUT (CI, a rank killed while joining: the job killed at 95 s). */
 cask_status boot_pmix_get_blob(xport_boot *b, const char *pkey, int r, void **out,
                                  size_t *len)
 {
@@ -205,31 +264,40 @@ cask_status boot_pmix_get_blob(xport_boot *b, const char *pkey, int r, void **ou
     memset(&p, 0, sizeof p);
     memcpy(p.nspace, b->me.nspace, sizeof p.nspace);
     p.rank = (pmix_rank_t)r;
-    pmix_info_t info[1];
-    int t = b->timeout_s, n = 0;
+    pmix_op *f = op_new();
+    if (!f)
+        return boot_fail(b, CASK_ERR_NOMEM, "PMIx_Get(%s) on rank %d: out of memory", pkey,
+                         b->rank);
+    int t = b->timeout_s;
     if (t > 0)
-        PMIX_INFO_LOAD(&info[n++], PMIX_TIMEOUT, &t, PMIX_INT);
-    pmix_value_t *v = NULL;
-    pmix_status_t rc = PMIx_Get(&p, pkey, n ? info : NULL, (size_t)n, &v);
-    for (int i = 0; i < n; i++)
-        PMIX_INFO_DESTRUCT(&info[i]);
-    if (rc != PMIX_SUCCESS)
-        return boot_fail(b, CASK_ERR_PEER, "PMIx_Get(%s) of rank %d on rank %d: %s", pkey,
+        PMIX_INFO_LOAD(&f->info[f->ninfo++], PMIX_TIMEOUT, &t, PMIX_INT);
+    pmix_status_t rc = PMIx_Get_nb(&p, pkey, f->ninfo ? f->info : NULL, (size_t)f->ninfo,
+                                   get_done, f);
+    if (rc != PMIX_SUCCESS) {   /* no callback will come */
+        f->refs = 1;
+        op_put(f);
+        return boot_fail(b, CASK_ERR_PEER, "PMIx_Get_nb(%s) of rank %d on rank %d: %s", pkey,
                          r, b->rank, PMIx_Error_string(rc));
-    cask_status st = CASK_OK;
-    if (v->type != PMIX_BYTE_OBJECT || v->data.bo.size < 1 ||
-        (unsigned char)v->data.bo.bytes[0] != BOOT_BLOB_TAG) {
-        st = boot_fail(b, CASK_ERR_FORMAT, "PMIx_Get(%s) of rank %d: not a cask blob",
-                       pkey, r);
-    } else {
-        *len = v->data.bo.size - 1;
-        *out = malloc(*len ? *len : 1);
-        if (!*out)
-            st = boot_fail(b, CASK_ERR_NOMEM, "bootstrap: no memory for rank %d's blob", r);
-        else if (*len)
-            memcpy(*out, v->data.bo.bytes + 1, *len);
     }
-    PMIX_VALUE_RELEASE(v);
+    char why[400];
+    int done = op_wait(b, f, why, sizeof why);
+    cask_status st = CASK_OK;
+    pthread_mutex_lock(&f->mu);   /* (done: the callback has ended its writes) */
+    if (!done)
+        st = boot_fail(b, CASK_ERR_PEER, "PMIx_Get(%s) of rank %d on rank %d: %s", pkey, r,
+                       b->rank, why);
+    else if (f->rc != PMIX_SUCCESS)
+        st = boot_fail(b, CASK_ERR_PEER, "PMIx_Get(%s) of rank %d on rank %d: %s", pkey, r,
+                       b->rank, PMIx_Error_string(f->rc));
+    else if (f->bad)
+        st = boot_fail(b, CASK_ERR_FORMAT, "PMIx_Get(%s) of rank %d: not a cask blob", pkey, r);
+    if (done && !st) {
+        *out = f->blob;
+        *len = f->len;
+        f->blob = NULL;
+    }
+    pthread_mutex_unlock(&f->mu);
+    op_put(f);
     return st;
 }
 

@@ -1,6 +1,7 @@
 /* tests/dist/test_boot.c: the bootstrap tells each process its rank and the job's size,
  * and its collectives (allgather of blobs of different sizes, bcast, barrier) give
- * every rank the same, right answer.
+ * every rank the same, right answer; and a collective waiting for a blob that never comes
+ * ends as soon as the watch reports a loss, not at the bootstrap's timeout.
  *
  *   test_boot EXPECTED_SIZE       under run.sh (mpirun -n EXPECTED_SIZE, or the file
  *                                 bootstrap with CASK_LAUNCHER=local)
@@ -76,6 +77,36 @@ static void barrier_waits_for_the_slowest_rank(xport_boot *b)
               dt_now() - t0);
 }
 
+static int lost_after_2s(void *arg, char *why, size_t len)
+{
+    if (dt_now() - *(const double *)arg < 2.0)
+        return 0;
+    snprintf(why, len, "test: a rank reported lost");
+    return 1;
+}
+
+/* Rank 0 gathers key "want", the others "other": the fence completes, then every rank
+ * waits for a key no other rank put, as when a rank died between the fence and its put
+ * (CI, dist_recover_joinlost_nccl_pmix_np3: a rank blocked in PMIx_Get for a dead rank's
+ * key past its PMIX_TIMEOUT until the job was killed). The watch reports a loss after 2 s:
+ * every rank's allgather must fail then, well before CASK_BOOT_TIMEOUT. Last: the
+ * bootstrap is not used after it. */
+static void a_wait_for_a_blob_never_put_ends_at_the_watch(xport_boot *b)
+{
+    int rank = xport_boot_rank(b);
+    double t0 = dt_now();
+    xport_boot_set_watch(b, lost_after_2s, &t0);
+    void **blobs = NULL;
+    size_t *lens = NULL;
+    cask_status st = xport_boot_allgather(b, rank == 0 ? "want" : "other", &rank, sizeof rank,
+                                          &blobs, &lens);
+    double took = dt_now() - t0;
+    xport_boot_set_watch(b, NULL, NULL);
+    CHECK(st != CASK_OK, "an allgather of keys never put succeeded");
+    CHECK(took < 20, "it failed after %.1f s: a wait did not ask the watch (%s)", took,
+          xport_boot_error(b));
+}
+
 int main(int argc, char **argv)
 {
     int expected = argc > 1 ? atoi(argv[1]) : 1;
@@ -101,6 +132,8 @@ int main(int argc, char **argv)
     barrier_waits_for_the_slowest_rank(b);
 
     CHECK_OK(xport_boot_barrier(b), "%s", xport_boot_error(b));
+    if (size > 1)
+        a_wait_for_a_blob_never_put_ends_at_the_watch(b);
     if (dt_rank_ == 0)
         printf("bootstrap: %d ranks of job %s: ok\n", size, xport_boot_job(b));
     xport_boot_finalize(b);
