@@ -108,10 +108,10 @@ void xport_boot_host_id(char *out, size_t n);
 typedef int (*xport_boot_watch_fn)(void *arg, char *why, size_t len);
 
 /* Sets (fn NULL: clears) b's watch: a collective's wait (for the other ranks' files, or
- * for a PMIx fence, begun non-blocking) then fails with CASK_ERR_PEER and the watch's
- * why, within about 10 ms of it seeing a loss, rather than after the timeout: the
- * launcher's server does not fail a fence that began after a rank's death. Call it
- * between collectives. */
+ * for a PMIx fence or get, begun non-blocking) then fails with CASK_ERR_PEER and the
+ * watch's why, within about 10 ms of it seeing a loss, rather than after the timeout: the
+ * launcher's server does not fail a fence that began after a rank's death, nor always a
+ * get for a key that a lost rank never put. Call it between collectives. */
 void xport_boot_set_watch(xport_boot *b, xport_boot_watch_fn fn, void *arg);
 
 /* Message of the last failure of b ("" if none); valid until the next call on b. */
