@@ -31,7 +31,10 @@ void device_host_free(device_set *ds, void *p);
 
 /* A stream of gpu: DEV_STREAM_H2D/D2H/PEER, or DEV_STREAM_COMPUTE + i, i < device_streams;
  * i == device_streams is the side stream, for the tasks of kernels flagged
- * CASK_KERNEL_SIDE_STREAM (they must not wait behind kernels queued on a compute stream). */
+ * CASK_KERNEL_SIDE_STREAM (they must not wait behind kernels queued on a compute stream),
+ * i == device_streams + 1 the urgent stream, for the top-priority tasks of kernels
+ * flagged CASK_KERNEL_URGENT_STREAM (a CUDA stream priority above the compute streams',
+ * below the copies'). */
 void *device_stream(device_set *ds, int gpu, int which);
 
 /* Events. An event belongs to the GPU it was created on and may be recorded only on

@@ -227,7 +227,7 @@ static void close_group(worker *w, int si)
 
 static void close_all_groups(worker *w)
 {
-    for (int si = 0; si <= w->gpu->nstreams; si++)   /* (the side stream last) */
+    for (int si = 0; si <= w->gpu->nstreams + 1; si++)   /* (the side, urgent streams last) */
         close_group(w, si);
 }
 
@@ -249,8 +249,12 @@ static int start_task(worker *w, cask_task *t, int retry)
      * (device.h): not behind the kernels queued on the compute streams */
     int side = (t->kernel->flags & CASK_KERNEL_SIDE_STREAM) && !rt->sim &&
                !(t->flags & TASK_REPLAY);
-    int si = side ? gw->nstreams : gw->next_stream;
-    if (!side)
+    /* a top-priority task of a CASK_KERNEL_URGENT_STREAM kernel on the urgent stream,
+     * index nstreams + 1: the critical path ahead of the bulk */
+    int urgent = !side && (t->kernel->flags & CASK_KERNEL_URGENT_STREAM) && !rt->sim &&
+                 !(t->flags & TASK_REPLAY) && t->level == SCHED_PRIO_LEVELS - 1;
+    int si = side ? gw->nstreams : urgent ? gw->nstreams + 1 : gw->next_stream;
+    if (!side && !urgent)
         gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
     cask_task_ctx ctx;
@@ -263,7 +267,7 @@ static int start_task(worker *w, cask_task *t, int retry)
     if (st == CASK_ERR_BUSY && (gw->ninflight > 0 || gw->nwb > 0 || w->async_pending > 0)) {
         /* the room is held by our own tasks in flight: retry when one finishes (the
          * task's stream is picked again then) */
-        if (!side)
+        if (!side && !urgent)
             gw->next_stream = si;
         if (retry) {            /* back to the front, keeping the order */
             t->node.next = gw->deferred;
@@ -379,11 +383,11 @@ static int poll(worker *w)
     gpu_worker *gw = w->gpu;
     cask_runtime *rt = w->sched->rt;
     int done = 0;
-    uint32_t pending_streams = 0;
+    uint64_t pending_streams = 0;
     int keep = 0;
     for (int i = 0; i < gw->ninflight; i++) {
         inflight *f = &gw->slot[i];
-        uint32_t bit = 1u << f->stream;
+        uint64_t bit = 1ull << f->stream;
         int r = (f->open || (pending_streams & bit)) ? 0
                 : rt->sim ? gpu_sim_done(f, sched_now_ns()) : device_event_done(rt->dev, f->ev);
         if (r == 0) {
@@ -443,7 +447,7 @@ static int gpu_worker_init(worker *w)
     w->gpu = gw;
     gw->gpu = w->device;
     gw->nstreams = device_streams(rt->dev);
-    gw->nslots = 4 * (gw->nstreams + 1);
+    gw->nslots = 4 * (gw->nstreams + 2);
     gw->group_max = rt->trace ? 1 : GROUP_MAX;
     for (int i = 0; i < (int)(sizeof gw->open_slot / sizeof gw->open_slot[0]); i++)
         gw->open_slot[i] = -1;

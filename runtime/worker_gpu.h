@@ -72,8 +72,8 @@ typedef struct gpu_worker {
     int gpu;
     int nstreams;
     int next_stream;
-    int open_slot[33];   /* per stream, compute streams then the side stream: index of
-                            its open group, or -1 */
+    int open_slot[34];   /* per stream, compute streams then the side and urgent streams:
+                            index of its open group, or -1 */
     int group_max;
     inflight *slot;
     int nslots;

@@ -437,6 +437,70 @@ Test(gpu, side_stream_task_is_not_held_behind_a_queued_kernel)
 #endif
 }
 
+/* One compute stream, a long kernel queued on it; then a task of a kernel flagged
+ * CASK_KERNEL_URGENT_STREAM at priority prio whose input a CPU task made. Returns 1 if it
+ * ran before the long kernel ended. */
+static int urgent_runs_first(int prio)
+{
+#ifdef CASK_HAVE_CUDA
+    cask_runtime *rt;
+    cask_config cfg = { .field_mask = CASK_CONFIG_NGPU | CASK_CONFIG_NCPU | CASK_CONFIG_SIM_GPUS |
+                                      CASK_CONFIG_GPU_STREAMS,
+                        .ngpu = 1, .ncpu = 2, .sim_gpus = 0, .gpu_streams = 1 };
+    cr_assert_eq(cask_init(&cfg, &rt), CASK_OK);
+    cask_kernel *spin, *urgent, *add_host;
+    cask_kernel_desc ks = { .name = "spin", .cuda = spin_then_stamp_cuda };
+    cask_kernel_desc ku = { .name = "urgent", .cuda = stamp_cuda, .flags = CASK_KERNEL_URGENT_STREAM };
+    cask_kernel_desc kp = { .name = "slow_add", .cpu = slow_add_cpu };
+    cr_assert_eq(cask_kernel_register(rt, &ks, &spin), CASK_OK);
+    cr_assert_eq(cask_kernel_register(rt, &ku, &urgent), CASK_OK);
+    cr_assert_eq(cask_kernel_register(rt, &kp, &add_host), CASK_OK);
+    int32_t x[1024] = {0}, y[16] = {0};
+    cask_data *dx, *dy;
+    cr_assert_eq(cask_data_register(rt, x, sizeof x, &dx), CASK_OK);
+    cr_assert_eq(cask_data_register(rt, y, sizeof y, &dy), CASK_OK);
+    double spin_end = 0, urgent_at = 0, t0 = now_s();
+    stamp_args sa = { &spin_end, 2000000000LL }, ua = { &urgent_at, 0 };
+    cask_graph *g;
+    cr_assert_eq(cask_graph_create(rt, &g), CASK_OK);
+    cask_access ay = { dy, CASK_RW }, ax = { dx, CASK_RW }, rx = { dx, CASK_READ };
+    add_args one = { 1 };
+    cask_task_desc t[3] = {
+        { .field_mask = CASK_TASK_ARGS, .kernel = spin, .access = &ay, .naccess = 1, .args = &sa,
+          .args_size = sizeof sa },
+        { .field_mask = CASK_TASK_ARGS, .kernel = add_host, .access = &ax, .naccess = 1,
+          .args = &one, .args_size = sizeof one },
+        { .field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY, .kernel = urgent, .access = &rx,
+          .naccess = 1, .args = &ua, .args_size = sizeof ua, .priority = prio } };
+    for (int i = 0; i < 3; i++) cr_assert_eq(cask_graph_add_task(g, &t[i], NULL), CASK_OK);
+    cr_assert_eq(cask_graph_compute(g), CASK_OK, "%s", cask_graph_error(g));
+    cr_assert(spin_end > 0 && urgent_at > 0, "both host functions ran");
+    cr_assert_gt(spin_end - t0, 0.3, "the long kernel ran %.3f s: too short to tell", spin_end - t0);
+    cask_graph_destroy(g);
+    cask_data_destroy(dx);
+    cask_data_destroy(dy);
+    cask_shutdown(rt);
+    return urgent_at < spin_end;
+#else
+    (void)prio;
+    return 0;
+#endif
+}
+
+/* At the top priority level (64 and above) such a task runs on the urgent stream as soon
+ * as its input is on the GPU; below it, it stays on the compute stream, behind the long
+ * kernel (which shows the test can tell). */
+Test(gpu, urgent_stream_task_is_not_held_behind_a_queued_kernel)
+{
+#ifdef CASK_HAVE_CUDA
+    cr_assert(urgent_runs_first(64), "a top-priority urgent task waited for the queued kernel");
+    cr_assert(!urgent_runs_first(32), "an urgent kernel's task at priority 32 did not wait: "
+              "it should have stayed on the compute stream");
+#else
+    cr_skip_test("no GPU: built without CUDA");
+#endif
+}
+
 /* A deterministic pipeline over many chunks: the same bytes whatever the GPU count. */
 static void pipeline(int ngpu, int32_t *out, size_t chunks, size_t n)
 {

@@ -56,7 +56,18 @@ enum cask_kernel_flag {
      * others (a fit of time against bytes); with nothing to go on, one task at a time is
      * sent to the kind that has not timed it, to calibrate. Without the flag a task that
      * can use a GPU goes to one. docs/linalg.md, "Where tiles run". */
-    CASK_KERNEL_COST_MODEL = 1u << 3
+    CASK_KERNEL_COST_MODEL = 1u << 3,
+    /* Its tasks of the highest priority level (cask_task_desc.priority 64 and above) run
+     * on a stream of their own per GPU, the urgent stream, whose CUDA stream priority is
+     * above the compute streams': they do not wait behind the kernels other tasks queued
+     * there, and the GPU starts their blocks before those of the compute streams' kernels
+     * as blocks finish. For the critical path of a DAG while its bulk fills the GPU (the
+     * panel of a tiled factorization: its POTRF on a few SMs beside the last step's
+     * GEMMs). The urgent stream runs its tasks one after another in the order they
+     * start: no kernel whose tasks wait on each other across GPUs or processes (a send
+     * and its receive). No effect on CPU implementations, simulated GPUs or replayed
+     * graphs. */
+    CASK_KERNEL_URGENT_STREAM = 1u << 4
 };
 
 /* A named kernel with up to two implementations, as a StarPU codelet. At least one of
