@@ -168,6 +168,7 @@ struct plan_node {
     prog_cache *pc;
     int visited;
     int whole;                   /* every chunk lowered at once (linear algebra) */
+    int32_t *la_inv_ok;          /* Cholesky: TRINV's verdict per diagonal tile */
     void *dst;                   /* the user's output, written by the tasks themselves */
 };
 
@@ -247,10 +248,17 @@ int64_t la_tile_rows(int64_t n, int64_t t, int64_t i);
  * flow (linalg.c): emit is called for each tile operation in order, with its la_args
  * filled but for the fields of where the tiles live (gpu, copy_in, src_host, dst_host),
  * the tiles it reads (in[x] = {row, column}; the target is (a->ti, a->tj), read and
- * written) and its priority. Stops at emit's first error and returns it. */
+ * written) and its priority. Stops at emit's first error and returns it. With inv, a
+ * panel of at least LA_INV_MIN TRSMs also has a TRINV of its diagonal tile (emitted with
+ * in = {k, k}, target (k, k): the emitter gives it an output of its own) and TRSMs with
+ * a->inv set, which read that output after L. */
 typedef cask_status (*la_chol_emit)(void *u, int op, la_args *a, const int64_t in[][2],
                                     int nin, int prio);
-cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *u);
+cask_status la_chol_walk(int64_t n, int64_t t, int dt, int inv, la_chol_emit emit, void *u);
+/* TRSMs of a panel from which its diagonal tile is inverted (TRINV: one GPU trsm of the
+ * identity, about 4 TRSMs' time, on the critical path; each TRSM by the inverse then
+ * saves about half its time: RESULTS 42). */
+#define LA_INV_MIN 4
 
 /* device.c: chunk idx of a from_device array (its view, or a gather task) */
 cask_status device_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);

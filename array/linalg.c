@@ -13,11 +13,22 @@
  * diagonal are zero tiles made on CPU workers, and only when the result is asked for
  * whole (a solve reads the lower ones only).
  *
- * Priorities: a task's distance, in panels, to the critical path. The panel (POTRF of
- * column k, then its TRSMs) is the critical path; an update of column j at step k is
- * needed by panel j, j - k steps later. So POTRF 128, TRSM 64, an update of column k+1
- * 32, of k+2 16, ... each step further one level lower (the scheduler's levels are
- * logarithmic: cask/graph.h), down to 1. Tasks released together run in exact order. */
+ * Priorities: a task's distance, in panels, to the critical path. The critical path is
+ * the chain POTRF (k,k), TRSM (k+1,k), SYRK (k+1,k+1), POTRF (k+1,k+1): 128, 64, 64 (the
+ * top level: the scheduler's levels are logarithmic, cask/graph.h). The panel's other
+ * TRSMs 48; an update of column j at step k is needed by panel j, j - k steps later: of
+ * column k+1 32, of k+2 16, ... each step further one level lower, down to 1. Tasks
+ * released together run in exact order. The top level runs on a GPU's urgent stream
+ * (CASK_KERNEL_URGENT_STREAM), one after another ahead of the updates on the compute
+ * streams, so that the next panel is factored while the GPU still works through the last
+ * step's updates (the other TRSMs stay on the compute streams: side by side, not in
+ * that one stream's line).
+ *
+ * TRSM by the inverse: on GPUs cuBLAS's trsm of a 2048 tile runs at a fifth of its GEMM's
+ * rate (RESULTS 42), so a panel of at least LA_INV_MIN TRSMs first inverts its diagonal
+ * tile (TRINV, one trsm of the identity) and its TRSMs multiply by L^-1, where TRINV
+ * found the tile well conditioned (LA_INV_COND): the residual bound holds either way.
+ * CASK_CHOL_INVERSE=0 turns it off. */
 #include <stdlib.h>
 #include <string.h>
 #include "array/array_internal.h"
@@ -74,7 +85,7 @@ void la_task_desc(cask_array_ctx *ctx, int op, la_args *a, const cask_access *ac
     d->args = a;
     d->args_size = sizeof *a;
     d->priority = prio;
-    if (op == LA_ZERO || op == LA_LOAD || op == LA_STORE) {
+    if (op == LA_ZERO || op == LA_LOAD || op == LA_STORE || op == LA_TRINV) {
         d->field_mask |= CASK_TASK_WHERE;
         d->where = op == LA_ZERO ? CASK_WHERE_CPU : CASK_WHERE_GPU;
     } else if (ctx->where != CASK_WHERE_ANY) {
@@ -89,7 +100,7 @@ static cask_status la_task_out(plan *pl, int op, la_args *a, const cask_access *
 {
     static const char *const names[LA_OP_COUNT] = {
         "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.zero",
-        "linalg.load", "linalg.store"
+        "linalg.load", "linalg.store", "linalg.trinv"
     };
     cask_task_desc d;
     la_task_desc(pl->ctx, op, a, acc, nacc, prio, &d);
@@ -135,6 +146,9 @@ typedef struct chol_state {
     cask_data **h;       /* the factor's tile handles, lower triangle, nt x nt */
     uint8_t *touched;    /* the tile has been copied in */
     int io;              /* loads and stores are tasks of their own (la_io_tasks) */
+    cask_data *inv;      /* the latest TRINV's output (L^-1 of the panel's diagonal) */
+    int32_t *inv_ok;     /* its verdict: pl_inv_ok[k] */
+    int32_t *pl_inv_ok;  /* the plan node's verdicts (la_inv_ok), one per diagonal tile */
     cask_task *last[2][LA_IO_WINDOW];   /* the latest loads [0] and stores [1] */
     int64_t nio[2];
 } chol_state;
@@ -253,15 +267,29 @@ static cask_status chol_emit(void *u, int op, la_args *a, const int64_t in[][2],
                              int prio)
 {
     chol_state *s = u;
-    cask_access acc[4], src, dst;
+    cask_access acc[5], src, dst;
     la_args b = *a;
-    cask_status st = tile_target(s, a->ti, a->tj, &src, &dst, &b);
+    cask_status st;
+    if (op == LA_TRINV) {   /* L_kk read, its inverse written to a handle of its own */
+        int64_t k = a->ti, bk = a->n;
+        if ((st = plan_handle(s->pl, (size_t)(bk * bk) * s->es, 1, &s->inv))) return st;
+        s->inv_ok = s->pl_inv_ok + k;
+        b.inv_ok = s->inv_ok;
+        cask_access ia[2] = {{s->h[k * s->nt + k], CASK_READ}, {s->inv, CASK_WRITE}};
+        return la_task(s->pl, op, &b, ia, 2, prio);
+    }
+    st = tile_target(s, a->ti, a->tj, &src, &dst, &b);
     if (st) return st;
     int m = 0;
     if (src.data) acc[m++] = src;
     for (int x = 0; x < nin; x++) {
         acc[m].data = s->h[in[x][0] * s->nt + in[x][1]];
         acc[m++].mode = CASK_READ;
+    }
+    if (b.inv) {   /* L^-1 after L */
+        acc[m].data = s->inv;
+        acc[m++].mode = CASK_READ;
+        b.inv_ok = s->inv_ok;
     }
     acc[m++] = dst;
     int final = op == LA_POTRF || op == LA_TRSM;
@@ -270,7 +298,7 @@ static cask_status chol_emit(void *u, int op, la_args *a, const int64_t in[][2],
     return final && s->io && s->dst ? chol_store(s, a->ti, a->tj) : CASK_OK;
 }
 
-cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *u)
+cask_status la_chol_walk(int64_t n, int64_t t, int dt, int inv, la_chol_emit emit, void *u)
 {
     int64_t nt = (n + t - 1) / t;
     cask_status st = CASK_OK;
@@ -283,6 +311,12 @@ cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *
         a.row0 = k * t;
         a.n = bk;
         if ((st = emit(u, LA_POTRF, &a, NULL, 0, 128))) break;
+        int by_inv = inv && nt - k - 1 >= LA_INV_MIN;
+        if (by_inv) {
+            int64_t in[1][2] = {{k, k}};
+            a.m = bk;
+            if ((st = emit(u, LA_TRINV, &a, in, 1, 128))) break;
+        }
         /* TRSM (i,k): A_ik L_kk^-T */
         for (int64_t i = k + 1; i < nt && !st; i++) {
             int64_t in[1][2] = {{k, k}};
@@ -293,9 +327,10 @@ cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *
             a.row0 = i * t;
             a.side = 'R';
             a.trans = 1;
+            a.inv = by_inv;
             a.m = la_tile_rows(n, t, i);
             a.n = bk;
-            st = emit(u, LA_TRSM, &a, in, 1, 64);
+            st = emit(u, LA_TRSM, &a, in, 1, i == k + 1 ? 64 : 48);
         }
         /* updates of the trailing matrix with column k */
         for (int64_t i = k + 1; i < nt && !st; i++) {
@@ -308,9 +343,9 @@ cask_status la_chol_walk(int64_t n, int64_t t, int dt, la_chol_emit emit, void *
                 a.tj = j;
                 a.row0 = i * t;
                 a.k = bk;
-                if (j == i) {   /* SYRK: C -= L_ik L_ik^T */
+                if (j == i) {   /* SYRK: C -= L_ik L_ik^T (the next panel's: critical) */
                     a.n = bi;
-                    st = emit(u, LA_SYRK, &a, in, 1, update_prio(k, j));
+                    st = emit(u, LA_SYRK, &a, in, 1, j == k + 1 ? 64 : update_prio(k, j));
                 } else {        /* GEMM: C -= L_ik L_jk^T */
                     a.m = bi;
                     a.n = la_tile_rows(n, t, j);
@@ -349,8 +384,17 @@ static cask_status chol_lower_once(plan *pl, cask_array *n, char *dst)
     }
     s.h = pn->chunks;
     s.io = (s.src || s.dst) && la_io_tasks(pl->ctx);
+    /* TRSMs by the inverse of the diagonal tile where a GPU may run them (CASK_CHOL_INVERSE=0:
+       never); the verdicts outlive the lowering, as the tasks read them */
+    const char *ev = getenv("CASK_CHOL_INVERSE");
+    int inv = la_io_tasks(pl->ctx) && !(ev && !strcmp(ev, "0"));
+    if (inv && !pn->la_inv_ok && !(pn->la_inv_ok = calloc((size_t)nt, sizeof(int32_t)))) {
+        free(s.touched);
+        return arr_error(pl->ctx, CASK_ERR_NOMEM, "out of memory");
+    }
+    s.pl_inv_ok = pn->la_inv_ok;
     cask_status st = s.io && s.src ? chol_loads(&s) : CASK_OK;
-    if (!st) st = la_chol_walk(s.n, s.t, la_dtype(n->dtype), chol_emit, &s);
+    if (!st) st = la_chol_walk(s.n, s.t, la_dtype(n->dtype), inv, chol_emit, &s);
     free(s.touched);
     if (!st) pn->whole = 1;
     return st;

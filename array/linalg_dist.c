@@ -254,7 +254,8 @@ cask_status cask_dist_cholesky(cask_dist_matrix *m)
         dm_error(m, "cask_dist_graph_create: %s", cask_status_string(st));
         return st;
     }
-    st = la_chol_walk(m->n, m->t, m->dt == CASK_FLOAT64 ? LA_F64 : LA_F32, dist_emit, &w);
+    st = la_chol_walk(m->n, m->t, m->dt == CASK_FLOAT64 ? LA_F64 : LA_F32, 0, dist_emit,
+                      &w);
     if (st) {
         cask_dist_graph_destroy(w.g);
         return st;

@@ -135,6 +135,7 @@ void plan_free(plan *pl)
         pn->node->pn = NULL;
         free(pn->consumers);
         free(pn->chunks);
+        free(pn->la_inv_ok);
         free(pn->pc);
         free(pn);
     }
@@ -437,6 +438,11 @@ cask_status plan_run(plan *pl)
     }
     long f = minor_faults();
     pl->st.minor_faults = f > pl->minflt0 ? (size_t)(f - pl->minflt0) : 0;
+    for (size_t i = 0; i < pl->nall; i++) {   /* Cholesky: TRINV's verdicts */
+        const plan_node *pn = pl->all[i];
+        for (int64_t k = 0; pn->la_inv_ok && k < pn->node->nch[0]; k++)
+            pl->st.ntiles_inverted += __atomic_load_n(&pn->la_inv_ok[k], __ATOMIC_ACQUIRE) == 1;
+    }
     ctx->last = pl->st;
     if (st) return arr_error(ctx, st, "%s", cask_graph_error(pl->g));
     return CASK_OK;

@@ -232,7 +232,7 @@ static const la_args *tile_begin(cask_task_ctx *ctx, int nin, const char *name, 
         return NULL;
     }
     *base = a->copy_in && !a->src_host;
-    *out = *base + nin;
+    *out = *base + nin + (a->inv != 0);   /* (TRSM's L^-1, not used here) */
     if (copy_in(ctx, a, *out)) {
         *st = cask_task_fail(ctx, "%s: tile sizes differ", name);
         return NULL;
@@ -349,5 +349,48 @@ cask_status la_cpu_store(cask_task_ctx *ctx)
     const la_args *a = args_of(ctx);
     if (!a || !a->dst_host) return cask_task_fail(ctx, "linalg.store: bad arguments");
     copy_out(ctx, a, 0);
+    return CASK_OK;
+}
+
+/* C = L^-1: the identity solved with L. The inverse is for GPU TRSMs: on CPUs, and on
+ * simulated GPUs, TRSM solves with L, so the verdict is no. */
+cask_status la_cpu_trinv(cask_task_ctx *ctx)
+{
+    const la_args *a = args_of(ctx);
+    if (!a) return cask_task_fail(ctx, "bad arguments");
+    int64_t n = a->n;
+    size_t es = a->dt == LA_F64 ? 8 : 4;
+    if (cask_task_buffer_size(ctx, 0) < (size_t)(n * n) * es ||
+        cask_task_buffer_size(ctx, 1) < (size_t)(n * n) * es)
+        return cask_task_fail(ctx, "linalg.trinv: tile buffer too small");
+    const void *l = cask_task_buffer(ctx, 0);
+    void *c = cask_task_buffer(ctx, 1);
+    memset(c, 0, (size_t)(n * n) * es);
+    for (int64_t i = 0; i < n; i++) {
+        if (a->dt == LA_F64) ((double *)c)[i * n + i] = 1.0;
+        else ((float *)c)[i * n + i] = 1.0f;
+    }
+    la_args b = *a;
+    b.side = 'L';
+    b.trans = 0;
+    b.m = n;
+    int done = 0;
+#ifdef CASK_HAVE_BLAS
+    const blas_fns *f = fns();
+    if (f && f->dtrsm && f->strsm) {
+        if (a->dt == LA_F64)
+            f->dtrsm(ROW_MAJOR, LEFT, LOWER, NO_TRANS, NON_UNIT, (int)n, (int)n, 1.0, l, (int)n, c,
+                     (int)n);
+        else
+            f->strsm(ROW_MAJOR, LEFT, LOWER, NO_TRANS, NON_UNIT, (int)n, (int)n, 1.0f, l, (int)n, c,
+                     (int)n);
+        done = 1;
+    }
+#endif
+    if (!done) {
+        if (a->dt == LA_F64) trsm_loop_f64(&b, l, c);
+        else trsm_loop_f32(&b, l, c);
+    }
+    if (a->inv_ok) __atomic_store_n(a->inv_ok, 0, __ATOMIC_RELEASE);
     return CASK_OK;
 }

@@ -46,7 +46,11 @@ struct la_entry {
     size_t work_bytes;
     int *dinfo;          /* device info words, one per slot */
     int *hinfo;          /* pinned host copies */
+    unsigned *dnorm;     /* TRINV's norms of L and L^-1 (float bits), two per slot */
+    unsigned *hnorm;     /* pinned host copies */
     unsigned next;       /* next slot (the stream runs them in order) */
+    void *scratch;       /* TRSM's product by L^-1 before it replaces the tile */
+    size_t scratch_bytes;
 };
 
 struct la_cache {
@@ -55,11 +59,13 @@ struct la_cache {
     la_entry e[256];
 };
 
-/* What a POTRF's host function needs to end its task. */
+/* What a POTRF's (TRINV's) host function needs to end its task. */
 struct la_done {
     cask_task_async *token;
     int *hinfo;
     long long ti, tj, row0;
+    const unsigned *hnorm;   /* TRINV: the norms */
+    int32_t *inv_ok;         /* TRINV: the verdict */
 };
 
 static la_entry *entry_of(la_cache *c, cudaStream_t s, char *err, size_t errlen)
@@ -90,11 +96,18 @@ static la_entry *entry_of(la_cache *c, cudaStream_t s, char *err, size_t errlen)
         else if (cudaHostAlloc(&x->hinfo, LA_SLOTS * sizeof(int), cudaHostAllocDefault) !=
                  cudaSuccess)
             what = "cudaHostAlloc (info words)";
+        else if (cudaMalloc(&x->dnorm, 2 * LA_SLOTS * sizeof(unsigned)) != cudaSuccess)
+            what = "cudaMalloc (norm words)";
+        else if (cudaHostAlloc(&x->hnorm, 2 * LA_SLOTS * sizeof(unsigned), cudaHostAllocDefault) !=
+                 cudaSuccess)
+            what = "cudaHostAlloc (norm words)";
         if (what) {
             snprintf(err, errlen, !f || !b ? "%s (GPU %d)" : "%s failed on GPU %d", what, dev);
             if (x->blas) b->destroy(x->blas);
             if (x->sol) f->destroy(x->sol);
             if (x->dinfo) cudaFree(x->dinfo);
+            if (x->hinfo) cudaFreeHost(x->hinfo);
+            if (x->dnorm) cudaFree(x->dnorm);
         } else {
             x->b = b;
             x->sf = f;
@@ -251,6 +264,9 @@ extern "C" void la_gpu_cache_destroy(void *cache)
         cudaFree(e->work);
         cudaFree(e->dinfo);
         cudaFreeHost(e->hinfo);
+        cudaFree(e->dnorm);
+        cudaFreeHost(e->hnorm);
+        cudaFree(e->scratch);
     }
     pthread_mutex_destroy(&c->mu);
     free(c);
@@ -349,9 +365,52 @@ static la_entry *tile_begin(cask_task_ctx *ctx, int nin, const la_args **a, int 
     la_entry *e = entry(ctx, *a, st);
     if (!e) return NULL;
     *base = (*a)->copy_in && !(*a)->src_host;
-    *out = *base + nin;
+    *out = *base + nin + ((*a)->inv != 0);   /* (TRSM's L^-1 after L) */
     if ((*st = copy_in(ctx, *a, *out, e->stream))) return NULL;
     return e;
+}
+
+/* Grows the stream's scratch to bytes (synchronising, once per size). */
+static cask_status scratch_for(cask_task_ctx *ctx, la_entry *e, size_t bytes)
+{
+    if (bytes <= e->scratch_bytes) return CASK_OK;
+    cudaStreamSynchronize(e->stream);
+    cudaFree(e->scratch);
+    e->scratch = NULL;
+    e->scratch_bytes = 0;
+    if (cudaMalloc(&e->scratch, bytes) != cudaSuccess)
+        return cask_task_fail_status(ctx, CASK_ERR_NOMEM, "cudaMalloc of %zu bytes (trsm scratch)",
+                                     bytes);
+    e->scratch_bytes = bytes;
+    return CASK_OK;
+}
+
+/* TRSM side 'R', trans, by L^-1: row-major C = C L^-T, in column-major
+ * C^T = (L^-1) C^T, where the buffer of L^-1 read column-major is its transpose: a GEMM
+ * into the scratch, copied back over the tile. */
+static cask_status trsm_by_inverse(cask_task_ctx *ctx, la_entry *e, const la_args *a,
+                                   const void *linv, void *c, int out)
+{
+    int m = (int)a->m, n = (int)a->n;
+    size_t es = a->dt == LA_F64 ? 8 : 4, bytes = (size_t)m * n * es;
+    cask_status st = scratch_for(ctx, e, bytes);
+    if (st) return st;
+    cublasStatus_t bs;
+    if (a->dt == LA_F64) {
+        double one = 1.0, zero = 0.0;
+        bs = e->b->dgemm(e->blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, n, &one, (const double *)linv, n,
+                         (const double *)c, n, &zero, (double *)e->scratch, n);
+    } else {
+        float one = 1.0f, zero = 0.0f;
+        bs = e->b->sgemm(e->blas, CUBLAS_OP_T, CUBLAS_OP_N, n, m, n, &one, (const float *)linv, n,
+                         (const float *)c, n, &zero, (float *)e->scratch, n);
+    }
+    if ((st = blas_ok(ctx, bs, "cublasXgemm (trsm by the inverse)"))) return st;
+    cudaError_t ce = cudaMemcpyAsync(c, e->scratch, bytes, cudaMemcpyDeviceToDevice, e->stream);
+    if (ce != cudaSuccess)
+        return cask_task_fail(ctx, "linalg: cudaMemcpyAsync (trsm scratch): %s",
+                              cudaGetErrorString(ce));
+    return copy_out(ctx, a, out, e->stream);
 }
 
 extern "C" cask_status la_cuda_trsm(cask_task_ctx *ctx)
@@ -363,6 +422,8 @@ extern "C" cask_status la_cuda_trsm(cask_task_ctx *ctx)
     if (!e) return st;
     const void *l = cask_task_buffer(ctx, base);
     void *c = cask_task_buffer(ctx, out);
+    if (a->inv && a->inv_ok && __atomic_load_n(a->inv_ok, __ATOMIC_ACQUIRE))
+        return trsm_by_inverse(ctx, e, a, cask_task_buffer(ctx, base + 1), c, out);
     /* row-major C (m x n) is column-major C^T (n x m); L lower is stored upper */
     int m = (int)a->m, n = (int)a->n, ldl = a->side == 'R' ? n : m;
     cublasSideMode_t side = a->side == 'R' ? CUBLAS_SIDE_LEFT : CUBLAS_SIDE_RIGHT;
@@ -430,6 +491,117 @@ extern "C" cask_status la_cuda_gemm(cask_task_ctx *ctx)
     }
     return blas_ok(ctx, bs, "cublasXgemm");
 }
+/* The identity, n x n. */
+template <typename T>
+static __global__ void set_identity(T *c, int n)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < (size_t)n * n) c[i] = i / n == i % n ? (T)1 : (T)0;
+}
+
+/* ||L||_inf and ||L^-1||_inf (row-major: the largest sum of |row|) into norm[0], norm[1]
+ * as float bits (non-negative floats order as their bits; NaN above them all). One block
+ * a row, both matrices. */
+template <typename T>
+static __global__ void row_norms(const T *l, const T *li, int n, unsigned *norm)
+{
+    __shared__ float sh[2][256];
+    int r = blockIdx.x;
+    float s0 = 0, s1 = 0;
+    for (int j = threadIdx.x; j <= r; j += blockDim.x) {
+        s0 += fabsf((float)l[(size_t)r * n + j]);
+        s1 += fabsf((float)li[(size_t)r * n + j]);
+    }
+    sh[0][threadIdx.x] = s0;
+    sh[1][threadIdx.x] = s1;
+    __syncthreads();
+    for (int w = blockDim.x / 2; w > 0; w /= 2) {
+        if ((int)threadIdx.x < w) {
+            sh[0][threadIdx.x] += sh[0][threadIdx.x + w];
+            sh[1][threadIdx.x] += sh[1][threadIdx.x + w];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        atomicMax(&norm[0], __float_as_uint(sh[0][0]));
+        atomicMax(&norm[1], __float_as_uint(sh[1][0]));
+    }
+}
+
+static void CUDART_CB trinv_done(void *arg)
+{
+    la_done *d = (la_done *)arg;
+    float nl, ni;
+    memcpy(&nl, &d->hnorm[0], sizeof nl);
+    memcpy(&ni, &d->hnorm[1], sizeof ni);
+    double cond = (double)nl * (double)ni;
+    __atomic_store_n(d->inv_ok, cond <= LA_INV_COND ? 1 : 0, __ATOMIC_RELEASE);
+    cask_task_async *tok = d->token;
+    free(d);
+    cask_task_async_end(tok, CASK_OK, NULL);
+}
+
+/* TRINV: C = L^-1 by a solve of the identity (cuBLAS trsm: twice cuSOLVER's trtri's speed
+ * at 2048), then the norms that decide whether TRSMs may multiply by it, read back by a
+ * host function that ends the task (as POTRF's info). */
+extern "C" cask_status la_cuda_trinv(cask_task_ctx *ctx)
+{
+    const la_args *a = args_of(ctx);
+    if (!a || !a->inv_ok) return cask_task_fail(ctx, "linalg.trinv: bad arguments");
+    cask_status st = CASK_OK;
+    la_entry *e = entry(ctx, a, &st);
+    if (!e) return st;
+    cudaStream_t s = e->stream;
+    int n = (int)a->n;
+    size_t es = a->dt == LA_F64 ? 8 : 4;
+    if (cask_task_buffer_size(ctx, 0) < (size_t)n * n * es ||
+        cask_task_buffer_size(ctx, 1) < (size_t)n * n * es)
+        return cask_task_fail(ctx, "linalg.trinv: tile buffer too small");
+    const void *l = cask_task_buffer(ctx, 0);
+    void *c = cask_task_buffer(ctx, 1);
+    unsigned grd = (unsigned)(((size_t)n * n + 255) / 256);
+    if (a->dt == LA_F64) set_identity<double><<<grd, 256, 0, s>>>((double *)c, n);
+    else set_identity<float><<<grd, 256, 0, s>>>((float *)c, n);
+    /* row-major C = L^-1 C is column-major C^T = C^T L^-T, L^T being the upper triangle
+       of L's buffer read column-major */
+    cublasStatus_t bs;
+    if (a->dt == LA_F64) {
+        double one = 1.0;
+        bs = e->b->dtrsm(e->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                         CUBLAS_DIAG_NON_UNIT, n, n, &one, (const double *)l, n, (double *)c, n);
+    } else {
+        float one = 1.0f;
+        bs = e->b->strsm(e->blas, CUBLAS_SIDE_RIGHT, CUBLAS_FILL_MODE_UPPER, CUBLAS_OP_N,
+                         CUBLAS_DIAG_NON_UNIT, n, n, &one, (const float *)l, n, (float *)c, n);
+    }
+    if ((st = blas_ok(ctx, bs, "cublasXtrsm (inverse)"))) return st;
+    unsigned slot = e->next++ % LA_SLOTS;
+    unsigned *dn = e->dnorm + 2 * slot, *hn = e->hnorm + 2 * slot;
+    cudaError_t ce = cudaMemsetAsync(dn, 0, 2 * sizeof(unsigned), s);
+    if (ce == cudaSuccess) {
+        if (a->dt == LA_F64) row_norms<double><<<n, 256, 0, s>>>((const double *)l, (const double *)c, n, dn);
+        else row_norms<float><<<n, 256, 0, s>>>((const float *)l, (const float *)c, n, dn);
+        ce = cudaGetLastError();
+    }
+    if (ce == cudaSuccess)
+        ce = cudaMemcpyAsync(hn, dn, 2 * sizeof(unsigned), cudaMemcpyDeviceToHost, s);
+    if (ce != cudaSuccess)
+        return cask_task_fail(ctx, "linalg.trinv: norms: %s", cudaGetErrorString(ce));
+    la_done *d = (la_done *)calloc(1, sizeof *d);
+    if (!d) return cask_task_fail_status(ctx, CASK_ERR_NOMEM, "out of memory");
+    d->hnorm = hn;
+    d->inv_ok = a->inv_ok;
+    d->token = cask_task_async_begin(ctx);
+    ce = cudaLaunchHostFunc(s, trinv_done, d);
+    if (ce != cudaSuccess) {
+        char msg[160];
+        snprintf(msg, sizeof msg, "cudaLaunchHostFunc (trinv): %s", cudaGetErrorString(ce));
+        cask_task_async_end(d->token, CASK_ERR_CUDA, msg);
+        free(d);
+    }
+    return CASK_OK;
+}
+
 /* LOAD and STORE: one 2-D copy on the task's stream (the side stream), no handles. */
 extern "C" cask_status la_cuda_load(cask_task_ctx *ctx)
 {

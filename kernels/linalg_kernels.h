@@ -25,7 +25,8 @@
 extern "C" {
 #endif
 
-enum { LA_POTRF = 0, LA_TRSM, LA_SYRK, LA_GEMM, LA_ZERO, LA_LOAD, LA_STORE, LA_OP_COUNT };
+enum { LA_POTRF = 0, LA_TRSM, LA_SYRK, LA_GEMM, LA_ZERO, LA_LOAD, LA_STORE, LA_TRINV,
+       LA_OP_COUNT };
 enum { LA_F32 = 0, LA_F64 = 1 };
 
 /* One tile operation. Buffers: [src if copy_in], inputs, then the output C (RW, or W
@@ -34,6 +35,15 @@ enum { LA_F32 = 0, LA_F64 = 1 };
  *          CASK_ERR_NOT_SPD naming tile (ti, tj) and the global order row0 + info.
  *   TRSM:  side 'R': C (m x n) = C op(L)^-1, L (n x n) lower;
  *          side 'L': C (m x n) = op(L)^-1 C, L (m x m) lower. op: trans ? L^T : L.
+ *          With inv (side 'R', trans), the input after L is L^-1 (made by TRINV): where
+ *          *inv_ok says it may be used, the GPU kernel multiplies by it (a GEMM at
+ *          cuBLAS's GEMM rate; its trsm of 2048 runs at a fifth of it: RESULTS 42), else
+ *          it solves with L; CPU kernels always solve with L.
+ *   TRINV: C (n x n) = L^-1, L (n x n) lower (buffer 0); then *inv_ok = 1 where L^-1
+ *          may stand for L in TRSM: cond_inf(L) = ||L||_inf ||L^-1||_inf at most
+ *          LA_INV_COND, so that multiplying by it keeps the residual bound of
+ *          docs/linalg.md (0 on CPU workers, and for a factor ill-conditioned, NaN, Inf).
+ *          GPU tasks only (simulated GPUs run the CPU kernel).
  *   SYRK:  C (n x n, lower part) = C - A A^T, A (n x k).
  *   GEMM:  C (m x n) = C - op(A) op(B), op(A) m x k, op(B) k x n (ta, tb transpose).
  *   ZERO:  C = 0 (the tiles above a factor's diagonal; CPU workers only).
@@ -51,7 +61,7 @@ typedef struct la_args {
     int32_t side;            /* TRSM: 'L' or 'R' */
     int32_t trans;           /* TRSM: op(L) = L^T */
     int32_t ta, tb;          /* GEMM */
-    int32_t pad;
+    int32_t inv;             /* TRSM: an input L^-1 follows L */
     int64_t m, n, k;
     int64_t ti, tj;          /* the tile's index (messages) */
     int64_t row0;            /* global index of the tile's first row (POTRF's info) */
@@ -66,14 +76,23 @@ typedef struct la_args {
     const void *src_host;
     void *dst_host;
     int64_t src_ld, dst_ld;
+    /* TRINV writes, TRSM with inv reads (after TRINV's task ended): whether L^-1 may be
+     * used. Host memory of the plan, one word per diagonal tile. */
+    int32_t *inv_ok;
 } la_args;
+
+/* The largest cond_inf(L) of a diagonal tile for which TRSM multiplies by L^-1. */
+#ifndef LA_INV_COND   /* (a test build may force the verdict: tests/test_linalg_gpu.c) */
+#define LA_INV_COND 64.0
+#endif
 
 typedef struct la_kernels {
     cask_kernel *k[LA_OP_COUNT];
 } la_kernels;
 
-/* Registers "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm" (CPU kernels
- * always, CUDA ones in builds with cuBLAS and cuSOLVER) and "linalg.zero" (CPU). */
+/* Registers "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.trinv"
+ * (CPU kernels always, CUDA ones in builds with cuBLAS and cuSOLVER), "linalg.zero" (CPU),
+ * "linalg.load" and "linalg.store". */
 cask_status la_kernels_register(cask_runtime *rt, la_kernels *out);
 
 /* Whether the GPU tile kernels were built (CUDA with cuBLAS and cuSOLVER). */
@@ -91,6 +110,7 @@ cask_status la_cpu_gemm(cask_task_ctx *ctx);
 cask_status la_cpu_zero(cask_task_ctx *ctx);
 cask_status la_cpu_load(cask_task_ctx *ctx);
 cask_status la_cpu_store(cask_task_ctx *ctx);
+cask_status la_cpu_trinv(cask_task_ctx *ctx);
 
 /* GPU side (linalg_cuda.cu): a cache of cuSOLVER and cuBLAS handles, workspace and info
  * words per (device, stream), made on first use and freed with the array context. */
@@ -103,6 +123,7 @@ cask_status la_cuda_syrk(cask_task_ctx *ctx);
 cask_status la_cuda_gemm(cask_task_ctx *ctx);
 cask_status la_cuda_load(cask_task_ctx *ctx);
 cask_status la_cuda_store(cask_task_ctx *ctx);
+cask_status la_cuda_trinv(cask_task_ctx *ctx);
 
 #ifdef __cplusplus
 }

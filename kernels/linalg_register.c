@@ -13,13 +13,14 @@ cask_status la_kernels_register(cask_runtime *rt, la_kernels *out)
 {
     static const char *const names[LA_OP_COUNT] = {
         "linalg.potrf", "linalg.trsm", "linalg.syrk", "linalg.gemm", "linalg.zero",
-        "linalg.load", "linalg.store"
+        "linalg.load", "linalg.store", "linalg.trinv"
     };
     cask_kernel_fn cpu[LA_OP_COUNT] = { la_cpu_potrf, la_cpu_trsm, la_cpu_syrk, la_cpu_gemm,
-                                        la_cpu_zero, la_cpu_load, la_cpu_store };
+                                        la_cpu_zero, la_cpu_load, la_cpu_store, la_cpu_trinv };
     cask_kernel_fn cuda[LA_OP_COUNT] = { LA_CUDA(la_cuda_potrf), LA_CUDA(la_cuda_trsm),
                                          LA_CUDA(la_cuda_syrk), LA_CUDA(la_cuda_gemm), NULL,
-                                         LA_CUDA(la_cuda_load), LA_CUDA(la_cuda_store) };
+                                         LA_CUDA(la_cuda_load), LA_CUDA(la_cuda_store),
+                                         LA_CUDA(la_cuda_trinv) };
     memset(out, 0, sizeof *out);
     for (int i = 0; i < LA_OP_COUNT; i++) {
         cask_kernel_desc d;
@@ -27,10 +28,12 @@ cask_status la_kernels_register(cask_runtime *rt, la_kernels *out)
         d.name = names[i];
         d.cpu = cpu[i];
         d.cuda = cuda[i];
-        /* potrf ends through a host function (an asynchronous task): never captured */
-        d.flags = (i == LA_POTRF ? CASK_KERNEL_NO_REPLAY : 0) |
+        /* potrf and trinv end through a host function (asynchronous tasks): never captured */
+        /* the panel's tasks (top priority: array/linalg.c) on the urgent stream */
+        d.flags = (i == LA_POTRF || i == LA_TRINV ? CASK_KERNEL_NO_REPLAY : 0) |
                   (i == LA_LOAD || i == LA_STORE ? CASK_KERNEL_SIDE_STREAM
-                                                 : CASK_KERNEL_COST_MODEL);
+                                                 : CASK_KERNEL_COST_MODEL) |
+                  (i == LA_ZERO || i == LA_LOAD || i == LA_STORE ? 0 : CASK_KERNEL_URGENT_STREAM);
         cask_status st = cask_kernel_register(rt, &d, &out->k[i]);
         if (st) return st;
     }

@@ -256,6 +256,8 @@ static int run_local(cask_runtime *rt, cask_array_ctx *ctx, chol_opts *o)
     }
     uint64_t ncpu_tasks, ngpu_tasks;
     where_ran(rt, &ncpu_tasks, &ngpu_tasks);
+    cask_array_stats ls;   /* the last timed run's */
+    if (cask_array_last_stats(ctx, &ls)) memset(&ls, 0, sizeof ls);
     qsort(times, (size_t)o->repeat, sizeof *times, chol_cmp_d);
     double med = times[o->repeat / 2], gf = (double)o->n * o->n * o->n / 3.0 / med * 1e-9;
     if (o->resident && (o->check || o->out || o->digest)) {   /* the factor to host, untimed */
@@ -265,21 +267,24 @@ static int run_local(cask_runtime *rt, cask_array_ctx *ctx, chol_opts *o)
     }
     if (!o->quiet)
         printf("cholesky n=%lld tile=%lld %s%s: %.4f s (median of %d; min %.4f, max %.4f), "
-               "%.1f GFLOP/s\ntiles ran: %llu tasks on CPU workers (%d), %llu on GPUs (%d%s)\n",
+               "%.1f GFLOP/s\ntiles ran: %llu tasks on CPU workers (%d), %llu on GPUs (%d%s); "
+               "%zu diagonal tiles inverted for the TRSMs\n",
                (long long)o->n, (long long)o->tile, cask_dtype_name(o->dt),
                o->resident ? ", resident" : ", host to host", med, o->repeat, times[0],
                times[o->repeat - 1], gf, (unsigned long long)ncpu_tasks, info.ncpu_workers,
-               (unsigned long long)ngpu_tasks, info.ngpus, info.simulated_gpus ? " simulated" : "");
+               (unsigned long long)ngpu_tasks, info.ngpus, info.simulated_gpus ? " simulated" : "",
+               ls.ntiles_inverted);
     double res, berr;
     if (chol_finish(ctx, o, a, l, b, x, &res, &berr)) goto out;
     if (o->json)
         printf("{\"bench\":\"cask-chol\",\"n\":%lld,\"tile\":%lld,\"dtype\":\"%s\",\"mode\":\"%s\","
                "\"ranks\":1,\"cpu_workers\":%d,\"gpus\":%d,\"median_s\":%.6f,\"min_s\":%.6f,"
                "\"gflops\":%.1f,\"tasks_cpu\":%llu,\"tasks_gpu\":%llu,\"residual\":%.3e,"
-               "\"backward_error\":%.3e}\n",
+               "\"backward_error\":%.3e,\"tiles_inverted\":%zu}\n",
                (long long)o->n, (long long)o->tile, cask_dtype_name(o->dt),
                o->resident ? "resident" : "host", info.ncpu_workers, info.ngpus, med, times[0],
-               gf, (unsigned long long)ncpu_tasks, (unsigned long long)ngpu_tasks, res, berr);
+               gf, (unsigned long long)ncpu_tasks, (unsigned long long)ngpu_tasks, res, berr,
+               ls.ntiles_inverted);
     rc = 0;
 out:
     if (st) {

@@ -402,6 +402,9 @@ typedef struct cask_array_stats {
     size_t host_cached_bytes; /* host chunk memory the runtime's cache holds for reuse,
                                read when the statistics are asked for
                                (cask_runtime_host_cache) */
+    size_t ntiles_inverted; /* cask_array_cholesky on GPUs: diagonal tiles whose inverse
+                               the TRSMs below them multiplied by, in place of a
+                               triangular solve (docs/linalg.md, "Accuracy") */
 } cask_array_stats;
 
 /* Statistics of the context's last compute or persist. */
