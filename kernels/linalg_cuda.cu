@@ -285,6 +285,23 @@ extern "C" int la_gpu_available(void)
 }
 
 #ifdef LA_GPU
+/* Makes the task asynchronous and ends it by fn(d) once the stream gets there (fn frees
+ * d and ends d->token). */
+static cask_status end_by_host_fn(cask_task_ctx *ctx, cudaStream_t s, cudaHostFn_t fn, la_done *d,
+                                  const char *what)
+{
+    d->token = cask_task_async_begin(ctx);
+    cudaError_t ce = cudaLaunchHostFunc(s, fn, d);
+    if (ce != cudaSuccess) {
+        /* the token is begun: end it with the failure, the kernel returns OK */
+        char msg[160];
+        snprintf(msg, sizeof msg, "cudaLaunchHostFunc (%s): %s", what, cudaGetErrorString(ce));
+        cask_task_async_end(d->token, CASK_ERR_CUDA, msg);
+        free(d);
+    }
+    return CASK_OK;
+}
+
 extern "C" cask_status la_cuda_potrf(cask_task_ctx *ctx)
 {
     const la_args *a = args_of(ctx);
@@ -332,22 +349,13 @@ extern "C" cask_status la_cuda_potrf(cask_task_ctx *ctx)
     cudaError_t ce = cudaMemcpyAsync(hinfo, dinfo, sizeof(int), cudaMemcpyDeviceToHost, s);
     if (ce != cudaSuccess)
         return cask_task_fail(ctx, "cudaMemcpyAsync (potrf info): %s", cudaGetErrorString(ce));
-    la_done *d = (la_done *)malloc(sizeof *d);
+    la_done *d = (la_done *)calloc(1, sizeof *d);
     if (!d) return cask_task_fail_status(ctx, CASK_ERR_NOMEM, "out of memory");
     d->hinfo = hinfo;
     d->ti = a->ti;
     d->tj = a->tj;
     d->row0 = a->row0;
-    d->token = cask_task_async_begin(ctx);
-    ce = cudaLaunchHostFunc(s, potrf_done, d);
-    if (ce != cudaSuccess) {
-        /* the token is begun: end it with the failure, the kernel returns OK */
-        char msg[160];
-        snprintf(msg, sizeof msg, "cudaLaunchHostFunc (potrf info): %s", cudaGetErrorString(ce));
-        cask_task_async_end(d->token, CASK_ERR_CUDA, msg);
-        free(d);
-    }
-    return CASK_OK;
+    return end_by_host_fn(ctx, s, potrf_done, d, "potrf info");
 }
 
 /* The common start of a tile kernel with nin inputs: its arguments, the stream's handles,
@@ -591,15 +599,7 @@ extern "C" cask_status la_cuda_trinv(cask_task_ctx *ctx)
     if (!d) return cask_task_fail_status(ctx, CASK_ERR_NOMEM, "out of memory");
     d->hnorm = hn;
     d->inv_ok = a->inv_ok;
-    d->token = cask_task_async_begin(ctx);
-    ce = cudaLaunchHostFunc(s, trinv_done, d);
-    if (ce != cudaSuccess) {
-        char msg[160];
-        snprintf(msg, sizeof msg, "cudaLaunchHostFunc (trinv): %s", cudaGetErrorString(ce));
-        cask_task_async_end(d->token, CASK_ERR_CUDA, msg);
-        free(d);
-    }
-    return CASK_OK;
+    return end_by_host_fn(ctx, s, trinv_done, d, "trinv norms");
 }
 
 /* LOAD and STORE: one 2-D copy on the task's stream (the side stream), no handles. */
