@@ -237,7 +237,7 @@ int main(int argc, char **argv)
             failed = 1;
         } else {
             if (rank == 0 && !dout.in_place)   /* the results live on rank 0 */
-                knn_results_alloc_start(&ra, rt, obs.n, o.k);
+                knn_results_alloc_start(&ra, rt, obs.n, o.k, 1);
             int64_t gchunk = gen_piece(o.gen_n, info.ncpu_workers);
             /* Across ranks each generates only the observations it searches, once the
              * chunks are agreed (below), and now the rows the method estimate and the
@@ -266,8 +266,8 @@ int main(int argc, char **argv)
     }
     if (!failed && dout.in_place)   /* the rows' writers need where rows start */
         knn_out_rows(&dout, obs.n, o.k);
-    if (!failed && rank == 0 && !dout.in_place && !o.generate)
-        knn_results_alloc_start(&ra, rt, obs.n, o.k);
+    if (!failed && rank == 0 && !dout.in_place && !o.generate)   /* (nothing to overlap) */
+        knn_results_alloc_start(&ra, rt, obs.n, o.k, 0);
     times = calloc((size_t)o.repeat, sizeof *times);
     if (!failed && !times) {
         snprintf(err, sizeof err, "out of memory");

@@ -15,13 +15,14 @@ static void *alloc_both(void *arg)
     return NULL;
 }
 
-void knn_results_alloc_start(knn_results_alloc *ra, cask_runtime *rt, int64_t rows, int k)
+void knn_results_alloc_start(knn_results_alloc *ra, cask_runtime *rt, int64_t rows, int k,
+                             int background)
 {
     memset(ra, 0, sizeof *ra);
     ra->rt = rt;
     ra->index_bytes = (size_t)rows * (size_t)k * sizeof *ra->index;
     ra->dist_bytes = (size_t)rows * (size_t)k * sizeof *ra->dist;
-    if (pthread_create(&ra->thread, NULL, alloc_both, ra) == 0) {
+    if (background && pthread_create(&ra->thread, NULL, alloc_both, ra) == 0) {
         ra->state = 1;
         return;
     }

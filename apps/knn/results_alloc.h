@@ -22,9 +22,10 @@ typedef struct knn_results_alloc {
 } knn_results_alloc;
 
 /* Starts allocating rows x k results with cask_host_alloc on rt (which must outlive
- * knn_results_alloc_wait). Where no thread can be started, allocates here. Called by one
- * thread; ra is zeroed first. */
-void knn_results_alloc_start(knn_results_alloc *ra, cask_runtime *rt, int64_t rows, int k);
+ * knn_results_alloc_wait): on a thread if background (work to overlap follows), else, or
+ * where no thread can be started, here. Called by one thread; ra is zeroed first. */
+void knn_results_alloc_start(knn_results_alloc *ra, cask_runtime *rt, int64_t rows, int k,
+                             int background);
 
 /* Waits for the allocation and hands the buffers over (the caller frees them with
  * cask_host_free): 0, or -1 when either could not be had (then neither is handed over and
