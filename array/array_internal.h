@@ -249,16 +249,21 @@ int64_t la_tile_rows(int64_t n, int64_t t, int64_t i);
  * filled but for the fields of where the tiles live (gpu, copy_in, src_host, dst_host),
  * the tiles it reads (in[x] = {row, column}; the target is (a->ti, a->tj), read and
  * written) and its priority. Stops at emit's first error and returns it. With inv, a
- * panel of at least LA_INV_MIN TRSMs also has a TRINV of its diagonal tile (emitted with
+ * panel of at least la_inv_min(t) TRSMs also has a TRINV of its diagonal tile (emitted with
  * in = {k, k}, target (k, k): the emitter gives it an output of its own) and TRSMs with
  * a->inv set, which read that output after L. */
 typedef cask_status (*la_chol_emit)(void *u, int op, la_args *a, const int64_t in[][2],
                                     int nin, int prio);
 cask_status la_chol_walk(int64_t n, int64_t t, int dt, int inv, la_chol_emit emit, void *u);
-/* TRSMs of a panel from which its diagonal tile is inverted (TRINV: one GPU trsm of the
- * identity, about 4 TRSMs' time, on the critical path; each TRSM by the inverse then
- * saves about half its time: RESULTS 42). */
-#define LA_INV_MIN 4
+/* TRSMs a panel needs for its diagonal tile to be inverted: TRINV (one GPU trsm of the
+ * identity) sits on the critical path, each TRSM by the inverse saves part of its time.
+ * On an H200 (RESULTS 42.1), f32: at 2048 TRINV takes 1.0 ms and saves 0.29 ms a TRSM
+ * (4 pay for it); at 4096 it takes 3.6 ms and saves 0.4 (9 do); the inverse made n =
+ * 32768 at 4096 3-6% slower (42.2), with 4. */
+static inline int64_t la_inv_min(int64_t t)
+{
+    return t <= 2048 ? 4 : (9 * t + 4095) / 4096;
+}
 
 /* device.c: chunk idx of a from_device array (its view, or a gather task) */
 cask_status device_lower_chunk(plan *pl, cask_array *n, const int64_t *idx, cask_data **out);

@@ -25,7 +25,7 @@
  * that one stream's line).
  *
  * TRSM by the inverse: on GPUs cuBLAS's trsm of a 2048 tile runs at a fifth of its GEMM's
- * rate (RESULTS 42), so a panel of at least LA_INV_MIN TRSMs first inverts its diagonal
+ * rate (RESULTS 42), so a panel of at least la_inv_min TRSMs first inverts its diagonal
  * tile (TRINV, one trsm of the identity) and its TRSMs multiply by L^-1, where TRINV
  * found the tile well conditioned (LA_INV_COND): the residual bound holds either way.
  * CASK_CHOL_INVERSE=0 turns it off. */
@@ -311,7 +311,7 @@ cask_status la_chol_walk(int64_t n, int64_t t, int dt, int inv, la_chol_emit emi
         a.row0 = k * t;
         a.n = bk;
         if ((st = emit(u, LA_POTRF, &a, NULL, 0, 128))) break;
-        int by_inv = inv && nt - k - 1 >= LA_INV_MIN;
+        int by_inv = inv && nt - k - 1 >= la_inv_min(t);
         if (by_inv) {
             int64_t in[1][2] = {{k, k}};
             a.m = bk;

@@ -308,7 +308,7 @@ Test(linalg, two_simulated_gpus_share_the_tiles_and_keep_the_bytes, .init = NULL
               (unsigned long long)st[2].tasks_run, (unsigned long long)st[3].tasks_run);
     /* host to host with GPUs: each of the 36 tiles loaded and stored by a task of its own
      * (array/linalg.c), beside 8 POTRF, 28 TRSM, 28 SYRK, 56 GEMM and 7 zero tasks, and
-     * a TRINV for each of the 4 panels of at least LA_INV_MIN TRSMs */
+     * a TRINV for each of the 4 panels of at least la_inv_min (4 at this tile) TRSMs */
     uint64_t total = 0;
     for (int i = 0; i < 4; i++) total += st[i].tasks_run;
     cr_assert_eq(total, 36 + 36 + 8 + 28 + 28 + 56 + 7 + 4, "%llu tasks ran",

@@ -120,7 +120,7 @@ static double factor(const double *a, int64_t n, int64_t t, int f32, size_t *inv
     return r;
 }
 
-/* 11 tiles, the last of 40 rows: panels 0..6 have at least LA_INV_MIN (4) TRSMs */
+/* 11 tiles, the last of 40 rows: panels 0..6 have at least la_inv_min (4) TRSMs */
 Test(linalg_gpu, well_conditioned_tiles_are_inverted_and_the_residual_holds)
 {
     int64_t n = 1000, t = 96;
