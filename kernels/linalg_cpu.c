@@ -240,14 +240,9 @@ static const la_args *tile_begin(cask_task_ctx *ctx, int nin, const char *name, 
     return a;
 }
 
-cask_status la_cpu_trsm(cask_task_ctx *ctx)
+/* TRSM of a's side and op: C = C op(L)^-1 or op(L)^-1 C, by CBLAS, else the loop. */
+static void trsm_tile(const la_args *a, const void *l, void *c)
 {
-    int base, out;
-    cask_status st = CASK_OK;
-    const la_args *a = tile_begin(ctx, 1, "linalg.trsm", &base, &out, &st);
-    if (!a) return st;
-    const void *l = cask_task_buffer(ctx, base);
-    void *c = cask_task_buffer(ctx, out);
 #ifdef CASK_HAVE_BLAS
     const blas_fns *b = fns();
     if (b && b->dtrsm && b->strsm) {
@@ -257,12 +252,20 @@ cask_status la_cpu_trsm(cask_task_ctx *ctx)
             b->dtrsm(ROW_MAJOR, side, LOWER, tr, NON_UNIT, m, n, 1.0, l, ld, c, n);
         else
             b->strsm(ROW_MAJOR, side, LOWER, tr, NON_UNIT, m, n, 1.0f, l, ld, c, n);
-        copy_out(ctx, a, out);
-        return CASK_OK;
+        return;
     }
 #endif
     if (a->dt == LA_F64) trsm_loop_f64(a, l, c);
     else trsm_loop_f32(a, l, c);
+}
+
+cask_status la_cpu_trsm(cask_task_ctx *ctx)
+{
+    int base, out;
+    cask_status st = CASK_OK;
+    const la_args *a = tile_begin(ctx, 1, "linalg.trsm", &base, &out, &st);
+    if (!a) return st;
+    trsm_tile(a, cask_task_buffer(ctx, base), cask_task_buffer(ctx, out));
     copy_out(ctx, a, out);
     return CASK_OK;
 }
@@ -370,27 +373,11 @@ cask_status la_cpu_trinv(cask_task_ctx *ctx)
         if (a->dt == LA_F64) ((double *)c)[i * n + i] = 1.0;
         else ((float *)c)[i * n + i] = 1.0f;
     }
-    la_args b = *a;
+    la_args b = *a;   /* L^-1 I: side 'L', no transpose, n x n */
     b.side = 'L';
     b.trans = 0;
     b.m = n;
-    int done = 0;
-#ifdef CASK_HAVE_BLAS
-    const blas_fns *f = fns();
-    if (f && f->dtrsm && f->strsm) {
-        if (a->dt == LA_F64)
-            f->dtrsm(ROW_MAJOR, LEFT, LOWER, NO_TRANS, NON_UNIT, (int)n, (int)n, 1.0, l, (int)n, c,
-                     (int)n);
-        else
-            f->strsm(ROW_MAJOR, LEFT, LOWER, NO_TRANS, NON_UNIT, (int)n, (int)n, 1.0f, l, (int)n, c,
-                     (int)n);
-        done = 1;
-    }
-#endif
-    if (!done) {
-        if (a->dt == LA_F64) trsm_loop_f64(&b, l, c);
-        else trsm_loop_f32(&b, l, c);
-    }
+    trsm_tile(&b, l, c);
     if (a->inv_ok) __atomic_store_n(a->inv_ok, 0, __ATOMIC_RELEASE);
     return CASK_OK;
 }
