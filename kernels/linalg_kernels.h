@@ -49,11 +49,13 @@ enum { LA_F32 = 0, LA_F64 = 1 };
  *   ZERO:  C = 0 (the tiles above a factor's diagonal; CPU workers only).
  *   LOAD:  C (m x n) = the user's tile at src_host (buffer 0 is C, written whole).
  *   STORE: the user's tile at dst_host = buffer 0 (m x n, read).
- * LOAD and STORE run on a GPU's side stream (CASK_KERNEL_SIDE_STREAM): a factorization
- * from host memory loads every tile, a few at a time in the order the columns are needed,
- * and stores each final tile as it is done, while the compute streams factor (the copies
- * made by the first and the last operation of a tile held the GEMMs of the first steps
- * back: bench/RESULTS.md section 40.2). */
+ * LOAD and STORE run on a GPU's side streams (CASK_KERNEL_SIDE_STREAM; STORE on the one
+ * to the host, CASK_KERNEL_SIDE_TO_HOST, so that loads and stores move both ways at once):
+ * a factorization from host memory loads every tile, a few at a time in the order the
+ * columns are needed, and stores each final tile as it is done, while the compute
+ * streams factor (the copies made by the first and the last operation of a tile held the
+ * GEMMs of the first steps back: bench/RESULTS.md section 40.2; on one side stream the
+ * stores of the first columns halved the loads' rate: section 43). */
 typedef struct la_args {
     int32_t op;
     int32_t dt;              /* LA_F32, LA_F64 */

@@ -29,10 +29,12 @@ cask_status la_kernels_register(cask_runtime *rt, la_kernels *out)
         d.cpu = cpu[i];
         d.cuda = cuda[i];
         /* potrf and trinv end through a host function (asynchronous tasks): never captured */
-        /* the panel's tasks (top priority: array/linalg.c) on the urgent stream */
+        /* the panel's tasks (top priority: array/linalg.c) on the urgent stream; stores on
+           the side stream to the host, beside the loads */
         d.flags = (i == LA_POTRF || i == LA_TRINV ? CASK_KERNEL_NO_REPLAY : 0) |
                   (i == LA_LOAD || i == LA_STORE ? CASK_KERNEL_SIDE_STREAM
                                                  : CASK_KERNEL_COST_MODEL) |
+                  (i == LA_STORE ? CASK_KERNEL_SIDE_TO_HOST : 0) |
                   (i == LA_ZERO || i == LA_LOAD || i == LA_STORE ? 0 : CASK_KERNEL_URGENT_STREAM);
         cask_status st = cask_kernel_register(rt, &d, &out->k[i]);
         if (st) return st;

@@ -13,7 +13,8 @@
 #define MAX_STREAMS 32
 
 typedef struct gpu_dev {
-    void *streams[3 + MAX_STREAMS + 2];   /* copies, compute, the side and urgent streams */
+    void *streams[3 + MAX_STREAMS + DEV_EXTRA_STREAMS];   /* copies, compute, side, urgent,
+                                                             side to host (device.h) */
 } gpu_dev;
 
 struct device_set {
@@ -73,16 +74,17 @@ cask_status device_open(cask_runtime *rt, int ngpu, int sim, device_set **out)
         return log_error(rt, CASK_ERR_NOMEM, "device_open: the pinned-memory registry");
     for (int g = 0; g < ngpu; g++) {
         CUDA_TRY(cudaSetDevice(g));
-        for (int s = 0; s < 3 + ds->nstreams + 2; s++) {
+        for (int s = 0; s < 3 + ds->nstreams + DEV_EXTRA_STREAMS; s++) {
             cudaStream_t st;
-            /* copies get the highest priority: they feed the compute streams; so does
-               the side stream, after them (its tasks hand data on: device.h); the urgent
+            /* copies get the highest priority: they feed the compute streams; so do the
+               side streams, after them (their tasks hand data on: device.h); the urgent
                stream the next one down (numerically greater), above the compute streams */
             int lo, hi;
             CUDA_TRY(cudaDeviceGetStreamPriorityRange(&lo, &hi));
             int urgent = hi < lo ? hi + 1 : hi;
             CUDA_TRY(cudaStreamCreateWithPriority(&st, cudaStreamNonBlocking,
-                                                  s < 3 || s == 3 + ds->nstreams ? hi
+                                                  s < 3 || s == 3 + ds->nstreams ||
+                                                  s == 3 + ds->nstreams + 2 ? hi
                                                   : s == 3 + ds->nstreams + 1 ? urgent : lo));
             ds->gpu[g].streams[s] = st;
         }
@@ -114,7 +116,7 @@ void device_close(device_set *ds)
     if (!ds->sim)
         for (int g = 0; g < ds->ngpu; g++) {
             cudaSetDevice(g);
-            for (int s = 0; s < 3 + ds->nstreams + 2; s++)
+            for (int s = 0; s < 3 + ds->nstreams + DEV_EXTRA_STREAMS; s++)
                 if (ds->gpu[g].streams[s])
                     cudaStreamDestroy(ds->gpu[g].streams[s]);
         }

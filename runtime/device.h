@@ -34,7 +34,10 @@ void device_host_free(device_set *ds, void *p);
  * CASK_KERNEL_SIDE_STREAM (they must not wait behind kernels queued on a compute stream),
  * i == device_streams + 1 the urgent stream, for the top-priority tasks of kernels
  * flagged CASK_KERNEL_URGENT_STREAM (a CUDA stream priority above the compute streams',
- * below the copies'). */
+ * below the copies'), i == device_streams + 2 the side stream to the host, for the side
+ * tasks of kernels flagged CASK_KERNEL_SIDE_TO_HOST too (beside the first side stream's
+ * copies to the GPU). */
+enum { DEV_EXTRA_STREAMS = 3 };   /* per GPU past the compute streams: side, urgent, to host */
 void *device_stream(device_set *ds, int gpu, int which);
 
 /* Events. An event belongs to the GPU it was created on and may be recorded only on

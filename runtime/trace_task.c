@@ -19,13 +19,13 @@ int trace_track_cpu(const trace_state *ts, int worker)
 
 int trace_track_gpu(const trace_state *ts, int gpu, int stream)
 {
-    /* nstreams: the side stream, nstreams + 1 the urgent one */
-    return ts->ncpu + gpu * (ts->nstreams + 5) + 3 + stream;
+    /* nstreams: the side stream, nstreams + 1 the urgent one, + 2 the side to host */
+    return ts->ncpu + gpu * (ts->nstreams + 3 + DEV_EXTRA_STREAMS) + 3 + stream;
 }
 
 int trace_track_copy(const trace_state *ts, int gpu, int which)
 {
-    return ts->ncpu + gpu * (ts->nstreams + 5) + which;
+    return ts->ncpu + gpu * (ts->nstreams + 3 + DEV_EXTRA_STREAMS) + which;
 }
 
 cask_status trace_task_open(cask_runtime *rt)
@@ -36,7 +36,7 @@ cask_status trace_task_open(cask_runtime *rt)
     ts->ncpu = rt->ncpu;
     ts->ngpu = rt->ngpu;
     ts->nstreams = rt->dev ? device_streams(rt->dev) : 0;
-    int ntracks = ts->ncpu + ts->ngpu * (ts->nstreams + 5);
+    int ntracks = ts->ncpu + ts->ngpu * (ts->nstreams + 3 + DEV_EXTRA_STREAMS);
     cask_status st = trace_create(rt->cfg.trace_path, ntracks > 0 ? ntracks : 1, &ts->tr);
     if (st) {
         free(ts);
@@ -61,6 +61,8 @@ cask_status trace_task_open(cask_runtime *rt)
         trace_track_name(ts->tr, trace_track_gpu(ts, g, ts->nstreams), name, 0);
         snprintf(name, sizeof name, "gpu %d urgent stream", g);
         trace_track_name(ts->tr, trace_track_gpu(ts, g, ts->nstreams + 1), name, 0);
+        snprintf(name, sizeof name, "gpu %d side stream to host", g);
+        trace_track_name(ts->tr, trace_track_gpu(ts, g, ts->nstreams + 2), name, 0);
     }
     trace_group_name(ts->tr, 0, "cask");
     trace_set_info(ts->tr, "runtime", "cask " "0.1.0");

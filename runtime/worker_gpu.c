@@ -171,8 +171,8 @@ void gpu_finish_one(worker *w, cask_task *t, inflight *f)
 static void learn_cost(worker *w, inflight *f)
 {
     gpu_worker *gw = w->gpu;
-    if (f->stream == gw->nstreams)   /* the side stream's: not counted (start_task) */
-        return;
+    if (f->stream == gw->nstreams || f->stream == gw->nstreams + 2)
+        return;   /* a side stream's: not counted (start_task) */
     uint64_t now = sched_now_ns();
     uint64_t from = f->t_issue > gw->dev_done_ns ? f->t_issue : gw->dev_done_ns;
     int depth = gw->tasks_inflight;   /* in flight until now, f's tasks included */
@@ -227,7 +227,7 @@ static void close_group(worker *w, int si)
 
 static void close_all_groups(worker *w)
 {
-    for (int si = 0; si <= w->gpu->nstreams + 1; si++)   /* (the side, urgent streams last) */
+    for (int si = 0; si < w->gpu->nstreams + DEV_EXTRA_STREAMS; si++)   /* (side, urgent last) */
         close_group(w, si);
 }
 
@@ -246,14 +246,16 @@ static int start_task(worker *w, cask_task *t, int retry)
         return 0;
     }
     /* a side task (CASK_KERNEL_SIDE_STREAM) on the side stream, stream index nstreams
-     * (device.h): not behind the kernels queued on the compute streams */
-    int side = (t->kernel->flags & CASK_KERNEL_SIDE_STREAM) && !rt->sim &&
-               !(t->flags & TASK_REPLAY);
+     * (device.h): not behind the kernels queued on the compute streams; a copy to the host
+     * (CASK_KERNEL_SIDE_TO_HOST) on the second one, nstreams + 2: beside the copies in */
+    uint32_t kf = t->kernel->flags;
+    int side = (kf & CASK_KERNEL_SIDE_STREAM) && !rt->sim && !(t->flags & TASK_REPLAY);
     /* a top-priority task of a CASK_KERNEL_URGENT_STREAM kernel on the urgent stream,
      * index nstreams + 1: the critical path ahead of the bulk */
-    int urgent = !side && (t->kernel->flags & CASK_KERNEL_URGENT_STREAM) && !rt->sim &&
+    int urgent = !side && (kf & CASK_KERNEL_URGENT_STREAM) && !rt->sim &&
                  !(t->flags & TASK_REPLAY) && t->level == SCHED_PRIO_LEVELS - 1;
-    int si = side ? gw->nstreams : urgent ? gw->nstreams + 1 : gw->next_stream;
+    int si = side ? gw->nstreams + ((kf & CASK_KERNEL_SIDE_TO_HOST) ? 2 : 0)
+             : urgent ? gw->nstreams + 1 : gw->next_stream;
     if (!side && !urgent)
         gw->next_stream = (gw->next_stream + 1) % gw->nstreams;
     void *stream = device_stream(rt->dev, w->device, DEV_STREAM_COMPUTE + si);
@@ -447,7 +449,7 @@ static int gpu_worker_init(worker *w)
     w->gpu = gw;
     gw->gpu = w->device;
     gw->nstreams = device_streams(rt->dev);
-    gw->nslots = 4 * (gw->nstreams + 2);
+    gw->nslots = 4 * (gw->nstreams + DEV_EXTRA_STREAMS);
     gw->group_max = rt->trace ? 1 : GROUP_MAX;
     for (int i = 0; i < (int)(sizeof gw->open_slot / sizeof gw->open_slot[0]); i++)
         gw->open_slot[i] = -1;

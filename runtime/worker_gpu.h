@@ -8,6 +8,7 @@
 #include "runtime/gpu_commit.h"
 #include "runtime/coherence.h"
 #include "runtime/sim_slow.h"
+#include "runtime/device.h"   /* DEV_EXTRA_STREAMS */
 
 struct cask_task_ctx;
 
@@ -72,7 +73,8 @@ typedef struct gpu_worker {
     int gpu;
     int nstreams;
     int next_stream;
-    int open_slot[34];   /* per stream, compute streams then the side and urgent streams:
+    int open_slot[32 + DEV_EXTRA_STREAMS];   /* per stream, the compute streams (at most
+                            32) then the side, urgent and side-to-host ones (device.h):
                             index of its open group, or -1 */
     int group_max;
     inflight *slot;

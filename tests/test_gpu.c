@@ -1,7 +1,8 @@
 /* test_gpu.c: GPU execution on real GPUs (suite gpu): transfers in every direction,
  * peer copies between all GPU pairs, eviction under a tiny memory limit, write-back,
- * CUDA failures reported, results identical for 1, 2, ... all GPUs, and side-stream tasks
- * (CASK_KERNEL_SIDE_STREAM) not held behind queued kernels. Every test skips
+ * CUDA failures reported, results identical for 1, 2, ... all GPUs, and side, urgent and
+ * to-host side tasks (CASK_KERNEL_SIDE_STREAM, _URGENT_STREAM, _SIDE_TO_HOST) not held
+ * behind queued kernels. Every test skips
  * (and says so) when no real GPU is present. */
 #include <criterion/criterion.h>
 #include <stdio.h>
@@ -381,66 +382,11 @@ static cask_status stamp_cuda(cask_task_ctx *ctx)
 }
 #endif
 
-/* One compute stream, a long kernel queued on it; then a task flagged
- * CASK_KERNEL_SIDE_STREAM whose input a CPU task made: it runs on the side stream as
- * soon as its input is on the GPU, not after the long kernel (on a compute stream it
- * would wait for it). */
-Test(gpu, side_stream_task_is_not_held_behind_a_queued_kernel)
-{
-#ifdef CASK_HAVE_CUDA
-    env e = start(1, 0);
-    cask_shutdown(e.rt);   /* again, with one compute stream */
-    cask_config cfg = { .field_mask = CASK_CONFIG_NGPU | CASK_CONFIG_NCPU | CASK_CONFIG_SIM_GPUS |
-                                      CASK_CONFIG_GPU_STREAMS,
-                        .ngpu = 1, .ncpu = 2, .sim_gpus = 0, .gpu_streams = 1 };
-    cr_assert_eq(cask_init(&cfg, &e.rt), CASK_OK);
-    cask_kernel *spin, *side;
-    cask_kernel_desc ks = { .name = "spin", .cuda = spin_then_stamp_cuda };
-    cask_kernel_desc kd = { .name = "side", .cuda = stamp_cuda, .flags = CASK_KERNEL_SIDE_STREAM };
-    cr_assert_eq(cask_kernel_register(e.rt, &ks, &spin), CASK_OK);
-    cr_assert_eq(cask_kernel_register(e.rt, &kd, &side), CASK_OK);
-    cask_kernel_desc kp = { .name = "slow_add", .cpu = slow_add_cpu };
-    cask_kernel *add_host;
-    cr_assert_eq(cask_kernel_register(e.rt, &kp, &add_host), CASK_OK);
-    int32_t x[1024] = {0}, y[16] = {0};
-    cask_data *dx, *dy;
-    cr_assert_eq(cask_data_register(e.rt, x, sizeof x, &dx), CASK_OK);
-    cr_assert_eq(cask_data_register(e.rt, y, sizeof y, &dy), CASK_OK);
-    double spin_end = 0, side_at = 0, t0 = now_s();
-    stamp_args sa = { &spin_end, 2000000000LL };   /* about a second on a 2 GHz GPU */
-    stamp_args da = { &side_at, 0 };
-    cask_graph *g;
-    cr_assert_eq(cask_graph_create(e.rt, &g), CASK_OK);
-    cask_access ay = { dy, CASK_RW }, ax = { dx, CASK_RW }, rx = { dx, CASK_READ };
-    cask_task_desc t1 = { .field_mask = CASK_TASK_ARGS, .kernel = spin, .access = &ay,
-                          .naccess = 1, .args = &sa, .args_size = sizeof sa };
-    add_args one = { 1 };
-    cask_task_desc t2 = { .field_mask = CASK_TASK_ARGS, .kernel = add_host, .access = &ax,
-                          .naccess = 1, .args = &one, .args_size = sizeof one };
-    cask_task_desc t3 = { .field_mask = CASK_TASK_ARGS, .kernel = side, .access = &rx,
-                          .naccess = 1, .args = &da, .args_size = sizeof da };
-    cr_assert_eq(cask_graph_add_task(g, &t1, NULL), CASK_OK);
-    cr_assert_eq(cask_graph_add_task(g, &t2, NULL), CASK_OK);
-    cr_assert_eq(cask_graph_add_task(g, &t3, NULL), CASK_OK);
-    cr_assert_eq(cask_graph_compute(g), CASK_OK, "%s", cask_graph_error(g));
-    cr_assert(spin_end > 0 && side_at > 0, "both host functions ran");
-    cr_assert_gt(spin_end - t0, 0.3, "the long kernel ran %.3f s: too short to tell",
-                 spin_end - t0);
-    cr_assert_lt(side_at, spin_end, "the side task ran %.3f s after the start, the queued kernel "
-                 "ended at %.3f s: it waited for it", side_at - t0, spin_end - t0);
-    cask_graph_destroy(g);
-    cask_data_destroy(dx);
-    cask_data_destroy(dy);
-    cask_shutdown(e.rt);
-#else
-    cr_skip_test("no GPU: built without CUDA");
-#endif
-}
-
-/* One compute stream, a long kernel queued on it; then a task of a kernel flagged
- * CASK_KERNEL_URGENT_STREAM at priority prio whose input a CPU task made. Returns 1 if it
- * ran before the long kernel ended. */
-static int urgent_runs_first(int prio)
+/* One compute stream; a long kernel queued first (its kernel flagged spin_flags: 0, on
+ * the compute stream, or CASK_KERNEL_SIDE_STREAM, on the side stream); then a task of a
+ * kernel flagged flags at priority prio whose input a CPU task made. Returns 1 if that
+ * task ran before the long kernel ended. */
+static int runs_before_queued_kernel(uint32_t spin_flags, uint32_t flags, int prio)
 {
 #ifdef CASK_HAVE_CUDA
     cask_runtime *rt;
@@ -448,19 +394,20 @@ static int urgent_runs_first(int prio)
                                       CASK_CONFIG_GPU_STREAMS,
                         .ngpu = 1, .ncpu = 2, .sim_gpus = 0, .gpu_streams = 1 };
     cr_assert_eq(cask_init(&cfg, &rt), CASK_OK);
-    cask_kernel *spin, *urgent, *add_host;
-    cask_kernel_desc ks = { .name = "spin", .cuda = spin_then_stamp_cuda };
-    cask_kernel_desc ku = { .name = "urgent", .cuda = stamp_cuda, .flags = CASK_KERNEL_URGENT_STREAM };
+    cask_kernel *spin, *stamp, *add_host;
+    cask_kernel_desc ks = { .name = "spin", .cuda = spin_then_stamp_cuda, .flags = spin_flags };
+    cask_kernel_desc ku = { .name = "stamp", .cuda = stamp_cuda, .flags = flags };
     cask_kernel_desc kp = { .name = "slow_add", .cpu = slow_add_cpu };
     cr_assert_eq(cask_kernel_register(rt, &ks, &spin), CASK_OK);
-    cr_assert_eq(cask_kernel_register(rt, &ku, &urgent), CASK_OK);
+    cr_assert_eq(cask_kernel_register(rt, &ku, &stamp), CASK_OK);
     cr_assert_eq(cask_kernel_register(rt, &kp, &add_host), CASK_OK);
     int32_t x[1024] = {0}, y[16] = {0};
     cask_data *dx, *dy;
     cr_assert_eq(cask_data_register(rt, x, sizeof x, &dx), CASK_OK);
     cr_assert_eq(cask_data_register(rt, y, sizeof y, &dy), CASK_OK);
-    double spin_end = 0, urgent_at = 0, t0 = now_s();
-    stamp_args sa = { &spin_end, 2000000000LL }, ua = { &urgent_at, 0 };
+    double spin_end = 0, stamp_at = 0, t0 = now_s();
+    /* about a second on a 2 GHz GPU */
+    stamp_args sa = { &spin_end, 2000000000LL }, ua = { &stamp_at, 0 };
     cask_graph *g;
     cr_assert_eq(cask_graph_create(rt, &g), CASK_OK);
     cask_access ay = { dy, CASK_RW }, ax = { dx, CASK_RW }, rx = { dx, CASK_READ };
@@ -470,20 +417,35 @@ static int urgent_runs_first(int prio)
           .args_size = sizeof sa },
         { .field_mask = CASK_TASK_ARGS, .kernel = add_host, .access = &ax, .naccess = 1,
           .args = &one, .args_size = sizeof one },
-        { .field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY, .kernel = urgent, .access = &rx,
+        { .field_mask = CASK_TASK_ARGS | CASK_TASK_PRIORITY, .kernel = stamp, .access = &rx,
           .naccess = 1, .args = &ua, .args_size = sizeof ua, .priority = prio } };
     for (int i = 0; i < 3; i++) cr_assert_eq(cask_graph_add_task(g, &t[i], NULL), CASK_OK);
     cr_assert_eq(cask_graph_compute(g), CASK_OK, "%s", cask_graph_error(g));
-    cr_assert(spin_end > 0 && urgent_at > 0, "both host functions ran");
+    cr_assert(spin_end > 0 && stamp_at > 0, "both host functions ran");
     cr_assert_gt(spin_end - t0, 0.3, "the long kernel ran %.3f s: too short to tell", spin_end - t0);
     cask_graph_destroy(g);
     cask_data_destroy(dx);
     cask_data_destroy(dy);
     cask_shutdown(rt);
-    return urgent_at < spin_end;
+    return stamp_at < spin_end;
 #else
-    (void)prio;
+    (void)spin_flags; (void)flags; (void)prio;
     return 0;
+#endif
+}
+
+/* A task flagged CASK_KERNEL_SIDE_STREAM runs on the side stream as soon as its input is
+ * on the GPU, not after the long kernel queued on the compute stream; unflagged, it
+ * waits for it (which shows the test can tell). */
+Test(gpu, side_stream_task_is_not_held_behind_a_queued_kernel)
+{
+#ifdef CASK_HAVE_CUDA
+    cr_assert(runs_before_queued_kernel(0, CASK_KERNEL_SIDE_STREAM, 0),
+              "the side task waited for the kernel queued on the compute stream");
+    cr_assert(!runs_before_queued_kernel(0, 0, 0), "a task on the one compute stream did not "
+              "wait for the kernel queued before it");
+#else
+    cr_skip_test("no GPU: built without CUDA");
 #endif
 }
 
@@ -493,9 +455,27 @@ static int urgent_runs_first(int prio)
 Test(gpu, urgent_stream_task_is_not_held_behind_a_queued_kernel)
 {
 #ifdef CASK_HAVE_CUDA
-    cr_assert(urgent_runs_first(64), "a top-priority urgent task waited for the queued kernel");
-    cr_assert(!urgent_runs_first(32), "an urgent kernel's task at priority 32 did not wait: "
-              "it should have stayed on the compute stream");
+    cr_assert(runs_before_queued_kernel(0, CASK_KERNEL_URGENT_STREAM, 64),
+              "a top-priority urgent task waited for the queued kernel");
+    cr_assert(!runs_before_queued_kernel(0, CASK_KERNEL_URGENT_STREAM, 32),
+              "an urgent kernel's task at priority 32 did not wait: it should have stayed on "
+              "the compute stream");
+#else
+    cr_skip_test("no GPU: built without CUDA");
+#endif
+}
+
+/* A side task flagged CASK_KERNEL_SIDE_TO_HOST runs on the second side stream: not behind
+ * a long kernel queued on the first side stream; without the flag it waits for it on the
+ * one side stream (which shows the test can tell). */
+Test(gpu, side_to_host_task_is_not_held_behind_the_side_stream)
+{
+#ifdef CASK_HAVE_CUDA
+    cr_assert(runs_before_queued_kernel(CASK_KERNEL_SIDE_STREAM,
+                                        CASK_KERNEL_SIDE_STREAM | CASK_KERNEL_SIDE_TO_HOST, 0),
+              "the to-host side task waited for the kernel queued on the side stream");
+    cr_assert(!runs_before_queued_kernel(CASK_KERNEL_SIDE_STREAM, CASK_KERNEL_SIDE_STREAM, 0),
+              "a side task did not wait for the kernel queued before it on the side stream");
 #else
     cr_skip_test("no GPU: built without CUDA");
 #endif

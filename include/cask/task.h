@@ -67,7 +67,14 @@ enum cask_kernel_flag {
      * start: no kernel whose tasks wait on each other across GPUs or processes (a send
      * and its receive). No effect on CPU implementations, simulated GPUs or replayed
      * graphs. */
-    CASK_KERNEL_URGENT_STREAM = 1u << 4
+    CASK_KERNEL_URGENT_STREAM = 1u << 4,
+    /* With CASK_KERNEL_SIDE_STREAM: its CUDA implementation copies GPU data to host
+     * memory (a final result stored into the user's memory). Its tasks run on a second
+     * side stream of their own, in the order they start, beside the first side stream's
+     * copies to the GPU: a PCIe link moves data both ways at once, where one stream would
+     * alternate a copy each way (a tiled factorization from host memory loads tiles while
+     * it stores the final ones). No effect without CASK_KERNEL_SIDE_STREAM. */
+    CASK_KERNEL_SIDE_TO_HOST = 1u << 5
 };
 
 /* A named kernel with up to two implementations, as a StarPU codelet. At least one of
