@@ -51,8 +51,8 @@ static double *spd(int64_t n, uint64_t seed)
 
 /* A = L0 L0^T, L0 unit lower bidiagonal inside each tile of t (-b below the diagonal),
  * with small random entries below the diagonal tiles: the factor of each diagonal tile
- * is L0's, whose inverse holds b^(i-j), so cond_inf(L_kk) is about b^t (1.15^96: 7e5)
- * while A stays far from singular in float64. */
+ * is L0's, whose inverse holds b^(i-j), so cond_inf(L_kk) is about (1 + b) b^t / (b - 1)
+ * (b = 1.15, t = 96: 1e7) while A stays far from singular in float64. */
 static double *ill(int64_t n, int64_t t, double b, uint64_t seed)
 {
     double *l = calloc((size_t)(n * n), sizeof *l), *a = malloc((size_t)(n * n) * sizeof *a);

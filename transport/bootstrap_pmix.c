@@ -286,9 +286,10 @@ cask_status boot_pmix_get_blob(xport_boot *b, const char *pkey, int r, void **ou
     if (!done)
         st = boot_fail(b, CASK_ERR_PEER, "PMIx_Get(%s) of rank %d on rank %d: %s", pkey, r,
                        b->rank, why);
-    else if (f->rc != PMIX_SUCCESS)
-        st = boot_fail(b, CASK_ERR_PEER, "PMIx_Get(%s) of rank %d on rank %d: %s", pkey, r,
-                       b->rank, PMIx_Error_string(f->rc));
+    else if (f->rc != PMIX_SUCCESS)   /* (NOMEM: the callback's copy of the blob) */
+        st = boot_fail(b, f->rc == PMIX_ERR_NOMEM ? CASK_ERR_NOMEM : CASK_ERR_PEER,
+                       "PMIx_Get(%s) of rank %d on rank %d: %s", pkey, r, b->rank,
+                       PMIx_Error_string(f->rc));
     else if (f->bad)
         st = boot_fail(b, CASK_ERR_FORMAT, "PMIx_Get(%s) of rank %d: not a cask blob", pkey, r);
     if (done && !st) {
