@@ -146,13 +146,17 @@ int perf_choose(sched *s, cask_task *t)
         goto on_cpu;
     }
     uint64_t now = sched_now_ns();
-    /* GPU: its committed work, then what is queued there (taken as tasks like this one),
+    /* GPU: its committed work, then what is queued there at this task's priority level
+       or above (the worker serves higher levels first: a factorization's panel does not
+       wait behind the updates queued for later steps), taken as tasks like this one,
        then this task, after its missing inputs have crossed; the earliest GPU */
     double best_gpu = 1e300;
     for (int g = 0; g < s->ngpu; g++) {
         worker *w = &s->w[s->ncpu + g];
         uint64_t bu = atomic_load_explicit(&w->busy_until_ns, memory_order_relaxed);
-        int64_t q = atomic_load_explicit(&w->queued, memory_order_relaxed);
+        int64_t q = 0;
+        for (int l = t->level; l < SCHED_PRIO_LEVELS; l++)
+            q += atomic_load_explicit(&w->queued_lvl[l], memory_order_relaxed);
         double end = (double)(bu > now ? bu - now : 0) + (double)(q > 0 ? q : 0) * (double)gpu +
                      (double)gpu + (double)missing_bytes(t, 1 + g) / XFER_BYTES_PER_NS;
         if (end < best_gpu)

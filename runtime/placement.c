@@ -83,9 +83,15 @@ int placement_pick_gpu(sched *s, const cask_task *t)
     return base + best_gpu;
 }
 
-void placement_moved(sched *s, worker *from, worker *to)
+void placement_queued(worker *w, const cask_task *t, int d)
+{
+    atomic_fetch_add_explicit(&w->queued, d, memory_order_relaxed);
+    atomic_fetch_add_explicit(&w->queued_lvl[t->level], d, memory_order_relaxed);
+}
+
+void placement_moved(sched *s, worker *from, worker *to, const cask_task *t)
 {
     (void)s;
-    atomic_fetch_sub_explicit(&from->queued, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&to->queued, 1, memory_order_relaxed);
+    placement_queued(from, t, -1);
+    placement_queued(to, t, 1);
 }

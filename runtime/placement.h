@@ -13,7 +13,10 @@ int placement_kind(const sched *s, const struct cask_task *t);
  * one more task; once t's kernel has a service time on every GPU (gpu_commit.h), the
  * "shortest" is the GPU expected to finish t first. */
 int placement_pick_gpu(sched *s, const struct cask_task *t);
-/* A GPU worker stole a task queued on another. */
-void placement_moved(sched *s, worker *from, worker *to);
+/* A GPU worker stole task t queued on another. */
+void placement_moved(sched *s, worker *from, worker *to, const struct cask_task *t);
+/* d (+1 or -1) tasks placed on GPU worker w not yet started, of t's priority level:
+ * w->queued and w->queued_lvl. */
+void placement_queued(worker *w, const struct cask_task *t, int d);
 
 #endif

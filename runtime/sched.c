@@ -222,7 +222,7 @@ static cask_task *steal(worker *w)
                     atomic_fetch_add_explicit(&w->ctr.steals, 1, memory_order_relaxed);
                     cask_task *t = x;
                     if (w->kind == WORKER_GPU)
-                        placement_moved(s, vic, w);
+                        placement_moved(s, vic, w, t);
                     else if (deque_size(&vic->dq[lvl]) > 0 &&
                              atomic_load_explicit(&s->nsleep[WORKER_CPU],
                                                   memory_order_relaxed) > 0)
@@ -290,7 +290,7 @@ void sched_ready(sched *s, worker *self, cask_task *t)
     if (kind == WORKER_GPU) {
         int target = placement_pick_gpu(s, t);
         worker *w = &s->w[target];
-        atomic_fetch_add_explicit(&w->queued, 1, memory_order_relaxed);
+        placement_queued(w, t, 1);
         if (self == w) {
             sched_push_local(w, t);
         } else {

@@ -30,6 +30,8 @@ typedef struct worker {
     _Atomic unsigned steal_mask; /* the same, published for thieves (a hint) */
     _Alignas(64) _Atomic(sched_node *) inbox;   /* MPSC stack, drained by the owner */
     _Atomic int64_t queued;      /* tasks placed here not yet started (GPU placement) */
+    _Atomic int32_t queued_lvl[SCHED_PRIO_LEVELS];   /* the same by priority level (the
+                                    cost model: what a task would wait behind here) */
     _Atomic(sched_node *) async_done;   /* asynchronous tasks that ended (MPSC stack) */
     int64_t async_pending;       /* owner: asynchronous tasks begun here, not finished */
     notifier note;

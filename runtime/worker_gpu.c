@@ -9,6 +9,7 @@
 #include <string.h>
 #include "runtime/sched.h"
 #include "runtime/worker_gpu.h"
+#include "runtime/placement.h"
 #include "runtime/gpu_commit.h"
 #include "runtime/graph.h"
 #include "runtime/graph_replay.h"
@@ -238,7 +239,7 @@ static int start_task(worker *w, cask_task *t, int retry)
     cask_runtime *rt = s->rt;
     gpu_worker *gw = w->gpu;
     if (!retry)
-        atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
+        placement_queued(w, t, -1);
     t->last_worker = w->id;
     if (atomic_load_explicit(&t->graph->failed, memory_order_relaxed) &&
         !(t->flags & TASK_REPLAY)) {   /* (a replay is launched already: wait for it) */
@@ -572,7 +573,7 @@ void *worker_gpu_main(void *arg)
         if (!gw) {
             cask_task *t = sched_find_work(w);
             if (t) {
-                atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
+                placement_queued(w, t, -1);
                 fail_task(w, t, CASK_ERR_CUDA, "the GPU worker could not initialise its device");
                 sched_complete(s, w, t, 1);
                 continue;
@@ -600,7 +601,7 @@ void *worker_gpu_main(void *arg)
             if (w->gpu)
                 start_task(w, t, 0);
             else {
-                atomic_fetch_sub_explicit(&w->queued, 1, memory_order_relaxed);
+                placement_queued(w, t, -1);
                 fail_task(w, t, CASK_ERR_CUDA, "the GPU worker could not initialise its device");
                 sched_complete(s, w, t, 1);
             }

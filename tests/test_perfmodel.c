@@ -1,8 +1,9 @@
 /* tests/test_perfmodel.c: the cost model's choice between a CPU worker and a GPU for
  * kernels with CASK_KERNEL_COST_MODEL, on simulated GPUs (which run the CPU
  * implementation: the kernel below takes its time according to where it runs). Where
- * the CPU variant is faster it must win, where it is slower it must lose, and a model
- * kept in a file (CASK_PERFMODEL) decides from a new process's first task on. */
+ * the CPU variant is faster it must win, where it is slower it must lose, a task waits
+ * only behind GPU work of its priority or above, and a model kept in a file
+ * (CASK_PERFMODEL) decides from a new process's first task on. */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -151,6 +152,67 @@ Test(perfmodel, a_kept_model_decides_from_the_first_task_of_the_next_process, .t
     cask_shutdown(rt);
     unsetenv("CASK_PERFMODEL");
     unlink(path);
+}
+
+static cask_status fill_work(cask_task_ctx *ctx)
+{
+    (void)ctx;
+    spin_us(2000);
+    return CASK_OK;
+}
+
+/* 100 tasks of a kernel without the flag queued on the GPU (2 ms each, priority 0), then
+ * 4 of the costly kernel at priority prio (1 ms on the GPU, 20 ms on a CPU worker), ready
+ * when the first of the 100 is done. Returns how many of the 4 ran on a CPU worker. */
+static int costly_behind_a_queue(int prio)
+{
+    unsetenv("CASK_PERFMODEL");
+    cpu_us = 20000;
+    gpu_us = 1000;
+    start();
+    calibrate();
+    cask_kernel *fill;
+    cask_kernel_desc fd = { .name = "test.fill", .cpu = fill_work, .cuda = never };
+    cr_assert_eq(cask_kernel_register(rt, &fd, &fill), CASK_OK);
+    enum { NFILL = 100, N = NFILL + 4 };
+    cask_data *d[N];
+    cask_task *first = NULL;
+    cask_graph *g;
+    cr_assert_eq(cask_graph_create(rt, &g), CASK_OK);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(cask_data_create(rt, 4096, &d[i]), CASK_OK);
+        /* the 4 after the first fill task: the rest queued by then */
+        cask_access a = { d[i], CASK_WRITE };
+        cask_task_desc td = { .field_mask = CASK_TASK_PRIORITY | (i < NFILL ? 0 : CASK_TASK_DEPS),
+                              .kernel = i < NFILL ? fill : k, .access = &a, .naccess = 1,
+                              .priority = i < NFILL ? 0 : prio, .deps = &first, .ndeps = 1 };
+        cr_assert_eq(cask_graph_add_task(g, &td, i ? NULL : &first), CASK_OK);
+    }
+    atomic_store(&ran_cpu, 0);
+    atomic_store(&ran_gpu, 0);
+    cr_assert_eq(cask_graph_compute(g), CASK_OK);
+    cask_graph_destroy(g);
+    for (int i = 0; i < N; i++) cask_data_destroy(d[i]);
+    cr_assert_eq(atomic_load(&ran_cpu) + atomic_load(&ran_gpu), 4);
+    int cpu = atomic_load(&ran_cpu);
+    cask_shutdown(rt);
+    return cpu;
+}
+
+/* A task waits on a GPU only behind what is queued there at its priority level or above:
+ * at the top level, the 200 ms of updates queued at priority 0 do not count and it stays
+ * on the GPU (1 ms) rather than take 20 ms on a CPU worker (the panel of a tiled
+ * factorization at small tiles, where the GPU holds thousands of updates). At the lowest
+ * level the whole queue counts and the CPU workers take some (which shows the test can
+ * tell). */
+Test(perfmodel, a_task_waits_only_behind_work_of_its_priority_or_above, .timeout = 60)
+{
+    int hi = costly_behind_a_queue(64);
+    cr_assert_eq(hi, 0, "%d of 4 top-priority tasks ran on the CPU workers (20x slower "
+                 "there), as if behind the GPU's queue of lower priority", hi);
+    int lo = costly_behind_a_queue(-64);
+    cr_assert_geq(lo, 2, "only %d of 4 lowest-priority tasks ran on the CPU workers, behind "
+                  "200 ms queued on the GPU", lo);
 }
 
 /* Without the flag, a task that can use a GPU goes to one, as before. */

@@ -49,13 +49,14 @@ enum cask_kernel_flag {
     CASK_KERNEL_SIDE_STREAM = 1u << 2,
     /* Place its tasks by measured cost (a kernel with both a CPU and a CUDA
      * implementation): each ready task goes to the kind of worker, CPU or GPU, where it is
-     * expected to finish first: the work queued there, the copies its inputs need, and
-     * the time one task of this kernel took there at the same buffer sizes (learnt as the
-     * runtime runs, and kept between runs in the file CASK_PERFMODEL names, as StarPU's
-     * dmda policy and its history models). Sizes not seen yet are predicted from the
-     * others (a fit of time against bytes); with nothing to go on, one task at a time is
-     * sent to the kind that has not timed it, to calibrate. Without the flag a task that
-     * can use a GPU goes to one. docs/linalg.md, "Where tiles run". */
+     * expected to finish first: the work queued there (on a GPU, what is queued at the
+     * task's priority level or above: the worker serves those first), the copies its
+     * inputs need, and the time one task of this kernel took there at the same buffer
+     * sizes (learnt as the runtime runs, and kept between runs in the file CASK_PERFMODEL
+     * names, as StarPU's dmda policy and its history models). Sizes not seen yet are
+     * predicted from the others (a fit of time against bytes); with nothing to go on, one
+     * task at a time is sent to the kind that has not timed it, to calibrate. Without the
+     * flag a task that can use a GPU goes to one. docs/linalg.md, "Where tiles run". */
     CASK_KERNEL_COST_MODEL = 1u << 3,
     /* Its tasks of the highest priority level (cask_task_desc.priority 64 and above) run
      * on a stream of their own per GPU, the urgent stream, whose CUDA stream priority is
